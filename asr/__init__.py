@@ -1,0 +1,1 @@
+"""ASR: VAD, endpointing, turn assembly and transcription."""

@@ -1,0 +1,1 @@
+"""Capture: sources of timestamped PCM per channel (file replay, WebRTC, sound devices)."""

@@ -1,0 +1,54 @@
+"""Transcripts as the verifier reads them: a list of turns, validated for the CLI.
+
+The verifier itself is lenient by contract (missing fields default); input files are held to a
+stricter shape so that a wrong file is reported instead of silently scored as zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from turnscope.errors import InputError
+from turnscope.jsonio import read_json
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def validate_dialogue(obj: Any, *, source: str | Path | None = None) -> list[dict[str, Any]]:
+    """Return the turns of a transcript (a list, or an object with a ``turns`` list).
+
+    Raises InputError naming ``source`` when the shape is wrong or a turn lacks numeric times.
+    """
+    turns = obj.get("turns") if isinstance(obj, Mapping) else obj
+    if not isinstance(turns, list):
+        raise InputError(
+            "expected a JSON list of turns or an object with a 'turns' list", path=source
+        )
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, Mapping):
+            raise InputError(f"turn [{i}] is not an object", path=source)
+        for key in ("start_ms", "end_ms"):
+            if key not in turn:
+                raise InputError(f"turn [{i}] has no {key}", path=source)
+            if not _is_number(turn[key]):
+                raise InputError(
+                    f"turn [{i}] {key} is {turn[key]!r}, expected a number of milliseconds",
+                    path=source,
+                )
+        if "speaker" not in turn:
+            raise InputError(f"turn [{i}] has no speaker", path=source)
+    return [dict(t) for t in turns]
+
+
+def load_dialogue(path: str | Path) -> list[dict[str, Any]]:
+    """Read and validate a transcript file."""
+    return validate_dialogue(read_json(path, what="transcript file"), source=path)

@@ -1,0 +1,1 @@
+"""The `turnscope` command line."""

@@ -1,0 +1,65 @@
+"""`turnscope doctor`: a table of what the machine lacks, which feature needs it, and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from turnscope.cli.console import out
+from turnscope.doctor import run_checks
+
+
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    show_all: bool = typer.Option(False, "--all", help="Also list the checks that passed."),
+) -> int:
+    """Check the environment; exit 1 when something a default feature needs is missing."""
+    findings = run_checks()
+    blocking = [f for f in findings if not f.ok and f.check.default]
+    if as_json:
+        rows = [
+            {
+                "check": f.check.name,
+                "ok": f.ok,
+                "problem": f.problem,
+                "class": f.check.problem_class,
+                "feature": f.check.feature,
+                "default_feature": f.check.default,
+                "fix": f.check.fix,
+            }
+            for f in findings
+        ]
+        out.print_json(json.dumps({"ok": not blocking, "checks": rows}))
+        return 1 if blocking else 0
+    table = Table(title="turnscope doctor", title_justify="left")
+    for col in ("check", "status", "needed by", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in findings:
+        if f.ok and not show_all:
+            continue
+        status = (
+            Text("ok", "green")
+            if f.ok
+            else Text(f"{f.check.problem_class}: {f.problem}", "red" if f.check.default else "yellow")
+        )
+        needed = f.check.feature + ("" if f.check.default else " (optional)")
+        table.add_row(f.check.name, status, needed, "" if f.ok else f.check.fix)
+    missing = [f for f in findings if not f.ok]
+    if missing or show_all:
+        out.print(table)
+    out.print(
+        f"{len(findings) - len(missing)}/{len(findings)} checks ok; "
+        + (
+            f"{len(blocking)} missing for default features"
+            if blocking
+            else "everything the default features need is present"
+        )
+    )
+    return 1 if blocking else 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

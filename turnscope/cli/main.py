@@ -1,0 +1,53 @@
+"""Entry point: builds the typer app from the command modules and owns the error boundary."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+import typer
+
+from turnscope.cli import bench, doctor, score
+from turnscope.cli.console import fail_line
+from turnscope.errors import TurnscopeError
+
+app = typer.Typer(
+    name="turnscope",
+    help="Test voice agents the way their callers meet them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+for module in (bench, score, doctor):
+    module.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; user-facing errors become one line and exit code 2, never a traceback."""
+    try:
+        code = app(args=argv, prog_name="turnscope", standalone_mode=False)
+    except TurnscopeError as exc:
+        fail_line(str(exc))
+        return exc.exit_code
+    except click.ClickException as exc:  # usage errors: click's own message, exit 2
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        fail_line("aborted")
+        return 130
+    except KeyboardInterrupt:
+        fail_line("interrupted")
+        return 130
+    except Exception as exc:  # a bug in turnscope: still one line unless asked for details
+        if os.environ.get("TURNSCOPE_DEBUG"):
+            raise
+        fail_line(f"internal error: {type(exc).__name__}: {exc} (set TURNSCOPE_DEBUG=1 for details)")
+        return 3
+    return code if isinstance(code, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
