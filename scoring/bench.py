@@ -102,9 +102,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def bench_result(
-    suite: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
+def bench_result(suite: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Wrap per-task rows into the bench result document."""
     return {
         "kind": BENCH_RESULT_KIND,

@@ -61,8 +61,9 @@ def bench(
         }
     else:
         submission = collect_transcripts(data, transcripts)
-    result = run_bench(data, control_mode="artifact_in", submission=submission,
-                       evidence_class=evidence)
+    result = run_bench(
+        data, control_mode="artifact_in", submission=submission, evidence_class=evidence
+    )
     if output is not None:
         write_json(output, result)
     if as_json:

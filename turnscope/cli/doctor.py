@@ -35,7 +35,7 @@ def doctor(
         out.print_json(json.dumps({"ok": not blocking, "checks": rows}))
         return 1 if blocking else 0
     table = Table(title="turnscope doctor", title_justify="left")
-    for col in ("check", "status", "needed by", "fix"):
+    for col in ("check", "status", "needed by"):
         table.add_column(col, overflow="fold")
     for f in findings:
         if f.ok and not show_all:
@@ -43,13 +43,18 @@ def doctor(
         status = (
             Text("ok", "green")
             if f.ok
-            else Text(f"{f.check.problem_class}: {f.problem}", "red" if f.check.default else "yellow")
+            else Text(
+                f"{f.check.problem_class}: {f.problem}", "red" if f.check.default else "yellow"
+            )
         )
         needed = f.check.feature + ("" if f.check.default else " (optional)")
-        table.add_row(f.check.name, status, needed, "" if f.ok else f.check.fix)
+        table.add_row(f.check.name, status, needed)
     missing = [f for f in findings if not f.ok]
     if missing or show_all:
         out.print(table)
+    # Fix commands go on lines of their own so they can be copied whole.
+    for f in missing:
+        out.print(f"fix {f.check.name}: {f.check.fix}", markup=False, soft_wrap=True)
     out.print(
         f"{len(findings) - len(missing)}/{len(findings)} checks ok; "
         + (

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in turnscope: still one line unless asked for details
         if os.environ.get("TURNSCOPE_DEBUG"):
             raise
-        fail_line(f"internal error: {type(exc).__name__}: {exc} (set TURNSCOPE_DEBUG=1 for details)")
+        fail_line(
+            f"internal error: {type(exc).__name__}: {exc} (set TURNSCOPE_DEBUG=1 for details)"
+        )
         return 3
     return code if isinstance(code, int) else 0
 

@@ -43,8 +43,9 @@ def verdict_table(scored: Mapping[str, Any], *, title: str = "verdict") -> Group
 
 def bench_table(result: Mapping[str, Any]) -> Group:
     """One row per task and the aggregate line."""
-    table = Table(title=f"{result['dataset_name']} v{result['dataset_version']}",
-                  title_justify="left")
+    table = Table(
+        title=f"{result['dataset_name']} v{result['dataset_version']}", title_justify="left"
+    )
     table.add_column("task")
     for name in COMPONENTS:
         table.add_column(name, justify="right")

@@ -14,7 +14,9 @@ from turnscope.scoring.verifier import score_voice_episode
 
 
 def score(
-    transcript: Path = typer.Argument(..., help="Transcript JSON: a list of turns or {turns: [...]}."),
+    transcript: Path = typer.Argument(
+        ..., help="Transcript JSON: a list of turns or {turns: [...]}."
+    ),
     max_latency_ms: int | None = typer.Option(
         None, "--max-latency-ms", help="Latency budget in ms (default 1200)."
     ),

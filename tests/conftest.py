@@ -1,0 +1,53 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+STARTER = ROOT / "configs" / "suites" / "voice_starter.json"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+def turnscope_exe() -> list[str]:
+    """The installed console script, falling back to `python -m`."""
+    exe = Path(sys.executable).with_name("turnscope")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "turnscope"]
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the CLI in-process: returns (exit_code, stdout, stderr)."""
+    from turnscope.cli.main import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
+def run_exe():
+    """Run the real console script in a subprocess."""
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 120, env=None):
+        return subprocess.run(
+            [*turnscope_exe(), *args],
+            cwd=cwd or ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+
+    return run

@@ -1,0 +1,3 @@
+from turnscope.cli.main import run
+
+run()
