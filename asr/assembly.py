@@ -1,0 +1,321 @@
+"""Turn assembly: transcribed utterances of both channels -> verifier turns and backchannels.
+
+A pure function of everything heard so far (``assemble``), re-run as utterances arrive. Rules:
+
+1. Backchannel: a caller utterance that starts while the agent is speaking, lasts at most
+   ``backchannel_max_ms``, has at most ``backchannel_max_words`` words, and whose words are all
+   backchannel words (or the whole phrase is a backchannel phrase) is a backchannel event. It
+   is kept out of the dialogue and takes no floor. Short utterances with other words ("wait",
+   "stop", "no, hold on") are ordinary turns, i.e. barge-ins.
+2. Floor: every other utterance takes the floor.
+3. Turns: a channel's voiced spans, in time order, join one turn until a boundary: the silence
+   before the next span is longer than ``merge_gap_ms``; or the other party took the floor in that
+   silence; or the other party took the floor during this turn and this speaker stopped within
+   ``yield_split_ms`` of that (it yielded). So an agent that stops for a barge-in and then answers
+   gives two agent turns, and an agent that talks through "uh-huh" gives one.
+4. Barge-in: a caller turn that starts while an agent turn is in progress has ``interrupt: true``.
+   An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
+   agent talking over the caller).
+5. Turns are listed in start-time order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnscope.asr.events import Span, Utterance
+from turnscope.asr.settings import AssemblySettings
+from turnscope.asr.transcriber import Transcription, Word
+from turnscope.capture.frames import AGENT, CALLER
+
+
+@dataclass(frozen=True)
+class Heard:
+    """An utterance and its transcription, without the audio (kept small for long calls)."""
+
+    channel: str
+    index: int
+    start_ms: float
+    end_ms: float
+    spans: tuple[Span, ...]
+    decided_ms: float
+    transcription: Transcription
+
+    @classmethod
+    def of(cls, utt: Utterance, transcription: Transcription) -> Heard:
+        return cls(
+            utt.channel,
+            utt.index,
+            utt.start_ms,
+            utt.end_ms,
+            utt.spans,
+            utt.decided_ms,
+            transcription,
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.channel}:{self.index}"
+
+    @property
+    def text(self) -> str:
+        return self.transcription.text
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn in the verifier's shape, plus what turnscope knows about it."""
+
+    speaker: str
+    start_ms: float
+    end_ms: float
+    text: str
+    interrupt: bool
+    words: tuple[Word, ...] = ()
+    confidence: float | None = None
+    utterances: tuple[str, ...] = ()
+    decided_ms: float = 0.0  # stream time when its last utterance ended (end-of-turn decision)
+    asr_ms: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.speaker}@{self.start_ms:.1f}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Verifier shape (integer ms) plus extra fields the verifier ignores."""
+        out: dict[str, Any] = {
+            "speaker": self.speaker,
+            "start_ms": int(round(self.start_ms)),
+            "end_ms": int(round(self.end_ms)),
+            "text": self.text,
+            "interrupt": self.interrupt,
+            "channel": self.speaker,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "words": [
+                {
+                    "text": w.text,
+                    "start_ms": round(w.start_ms, 1),
+                    "end_ms": round(w.end_ms, 1),
+                    "probability": round(w.probability, 4),
+                }
+                for w in self.words
+            ],
+            "utterances": list(self.utterances),
+            "asr": {"decided_ms": round(self.decided_ms, 1), "compute_ms": round(self.asr_ms, 1)},
+        }
+        return out
+
+
+@dataclass(frozen=True)
+class Backchannel:
+    """A short acknowledgement inside the other party's speech; not a turn."""
+
+    speaker: str
+    start_ms: float
+    end_ms: float
+    text: str
+    utterance: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "speaker": self.speaker,
+            "start_ms": int(round(self.start_ms)),
+            "end_ms": int(round(self.end_ms)),
+            "text": self.text,
+            "utterance": self.utterance,
+        }
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An utterance the endpointer found but that did not become a turn, and why."""
+
+    utterance: str
+    start_ms: float
+    end_ms: float
+    reason: str
+
+
+@dataclass
+class Assembly:
+    turns: list[Turn] = field(default_factory=list)
+    backchannels: list[Backchannel] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def dialogue(self) -> list[dict[str, Any]]:
+        """The turns as the verifier takes them."""
+        return [t.to_dict() for t in self.turns]
+
+
+_WORD = re.compile(r"[a-z']+")
+_REPEAT = re.compile(r"(.)\1+")
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lowercase words, hyphens joined and letter runs collapsed, so the spellings ASR uses for
+    the same sound meet: "Mm-hmm." -> ["mhm"], "Mmmm" -> ["m"], "Uh-huh" -> ["uhuh"]."""
+    return [_REPEAT.sub(r"\1", w) for w in _WORD.findall(text.lower().replace("-", ""))]
+
+
+def is_backchannel_text(text: str, cfg: AssemblySettings) -> bool:
+    """True when the words are an acknowledgement like "mm-hmm", "yeah", "okay", "I see"."""
+    words = normalise_words(text)
+    if not words or len(words) > cfg.backchannel_max_words:
+        return False
+    phrases = {" ".join(normalise_words(p)) for p in cfg.backchannel_phrases}
+    vocabulary = {w for entry in cfg.backchannel_words for w in normalise_words(entry)}
+    return " ".join(words) in phrases or all(w in vocabulary for w in words)
+
+
+class _Timeline:
+    """Utterance start times of one channel, for "did X start in this window" queries."""
+
+    def __init__(self, heard: Iterable[Heard]):
+        self.items = sorted(heard, key=lambda h: h.start_ms)
+        self.starts = [h.start_ms for h in self.items]
+
+    def starting_in(self, lo: float, hi: float) -> list[Heard]:
+        """Utterances with lo < start < hi."""
+        i = bisect.bisect_right(self.starts, lo)
+        j = bisect.bisect_left(self.starts, hi)
+        return self.items[i:j]
+
+    def covering(self, t: float) -> bool:
+        """Some utterance has start < t < end."""
+        i = bisect.bisect_left(self.starts, t)
+        return any(h.end_ms > t for h in self.items[:i])
+
+
+def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
+    agent = _Timeline(h for h in heard if h.channel == AGENT)
+    out = set()
+    for h in heard:
+        if (
+            h.channel == CALLER
+            and h.end_ms - h.start_ms <= cfg.backchannel_max_ms
+            and is_backchannel_text(h.text, cfg)
+            and agent.covering(h.start_ms)
+        ):
+            out.add(h.key)
+    return out
+
+
+@dataclass
+class _Piece:
+    heard: Heard
+    span_index: int
+
+    @property
+    def span(self) -> Span:
+        return self.heard.spans[self.span_index]
+
+
+def _group_turns(
+    pieces: list[_Piece], other_floor: _Timeline, cfg: AssemblySettings
+) -> list[list[_Piece]]:
+    groups: list[list[_Piece]] = []
+    for piece in pieces:
+        if groups:
+            current = groups[-1]
+            turn_start = current[0].span.start_ms
+            gap_start, gap_end = current[-1].span.end_ms, piece.span.start_ms
+            took_floor_in_gap = bool(other_floor.starting_in(gap_start - 1e-6, gap_end))
+            yielded = any(
+                gap_start - o.start_ms <= cfg.yield_split_ms
+                for o in other_floor.starting_in(turn_start, gap_start)
+            )
+            if gap_end - gap_start <= cfg.merge_gap_ms and not took_floor_in_gap and not yielded:
+                current.append(piece)
+                continue
+        groups.append([piece])
+    return groups
+
+
+def _nearest_span(spans: Sequence[Span], word: Word) -> int:
+    mid = (word.start_ms + word.end_ms) / 2
+
+    def distance(i: int) -> float:
+        s = spans[i]
+        return (
+            0.0
+            if s.start_ms <= mid <= s.end_ms
+            else min(abs(mid - s.start_ms), abs(mid - s.end_ms))
+        )
+
+    return min(range(len(spans)), key=distance)
+
+
+def _turn_text(
+    group: list[_Piece], owner: dict[tuple[str, int], int], gid: int
+) -> tuple[str, tuple[Word, ...]]:
+    """Text and words of a turn. An utterance wholly inside the turn keeps its text; the words of
+    an utterance split across turns go to the span nearest their midpoint."""
+    texts: list[str] = []
+    words: list[Word] = []
+    for h in dict.fromkeys(p.heard for p in group):
+        mine = {i for i in range(len(h.spans)) if owner[(h.key, i)] == gid}
+        if len(mine) == len(h.spans):
+            texts.append(h.text)
+            words.extend(h.transcription.words)
+            continue
+        own = [w for w in h.transcription.words if _nearest_span(h.spans, w) in mine]
+        words.extend(own)
+        texts.append(" ".join(w.text for w in own))
+    return " ".join(t for t in texts if t).strip(), tuple(words)
+
+
+def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
+    """Build turns and backchannels from everything heard so far (see the module rules)."""
+    items = sorted(heard, key=lambda h: (h.start_ms, h.channel))
+    out = Assembly()
+    kept: list[Heard] = []
+    for h in items:
+        if h.transcription.rejected:
+            out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, h.transcription.rejected))
+        elif not h.text.strip():
+            out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, "no words recognised"))
+        else:
+            kept.append(h)
+    bc = _backchannels(kept, cfg)
+    for h in kept:
+        if h.key in bc:
+            out.backchannels.append(Backchannel(h.channel, h.start_ms, h.end_ms, h.text, h.key))
+    floor = [h for h in kept if h.key not in bc]
+    timelines = {ch: _Timeline(h for h in floor if h.channel == ch) for ch in (CALLER, AGENT)}
+    turns: list[Turn] = []
+    for channel, other in ((CALLER, AGENT), (AGENT, CALLER)):
+        pieces = [_Piece(h, i) for h in timelines[channel].items for i in range(len(h.spans))]
+        groups = _group_turns(pieces, timelines[other], cfg)
+        owner = {
+            (p.heard.key, p.span_index): gid for gid, group in enumerate(groups) for p in group
+        }
+        for gid, group in enumerate(groups):
+            text, words = _turn_text(group, owner, gid)
+            members = tuple(dict.fromkeys(p.heard.key for p in group))
+            confs = [w.probability for w in words]
+            turns.append(
+                Turn(
+                    speaker=channel,
+                    start_ms=group[0].span.start_ms,
+                    end_ms=group[-1].span.end_ms,
+                    text=text,
+                    interrupt=False,
+                    words=words,
+                    confidence=sum(confs) / len(confs) if confs else None,
+                    utterances=members,
+                    decided_ms=max(p.heard.decided_ms for p in group),
+                    asr_ms=sum({p.heard.key: p.heard.transcription.asr_ms for p in group}.values()),
+                )
+            )
+    agent_turns = [t for t in turns if t.speaker == AGENT]
+    flagged = []
+    for t in turns:
+        if t.speaker == CALLER and any(a.start_ms < t.start_ms < a.end_ms for a in agent_turns):
+            t = Turn(**{**t.__dict__, "interrupt": True})
+        flagged.append(t)
+    out.turns = sorted(flagged, key=lambda t: (t.start_ms, t.end_ms))
+    return out

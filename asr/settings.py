@@ -1,0 +1,114 @@
+"""Pipeline settings: loaded from configs/settings/default.yaml (the one documented source of
+defaults) and optionally overridden by a user YAML with any subset of the keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from turnscope.configs import config_path
+from turnscope.errors import InputError
+from turnscope.jsonio import one_line, read_yaml
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AudioSettings(_Strict):
+    sample_rate: Literal[16000]
+    chunk_ms: int = Field(gt=0, le=1000)
+
+
+class VadSettings(_Strict):
+    aggressiveness: int = Field(ge=0, le=3)
+    frame_ms: Literal[10, 20, 30]
+    start_window_ms: int = Field(gt=0)
+    start_voiced_ms: int = Field(gt=0)
+    hangover_ms: int = Field(ge=0)
+    end_of_turn_ms: int = Field(gt=0)
+    min_utterance_ms: int = Field(ge=0)
+    max_utterance_ms: int = Field(gt=1000)
+    preroll_ms: int = Field(ge=0)
+
+
+class RefineSettings(_Strict):
+    enabled: bool
+    window_ms: float = Field(gt=0)
+    below_peak_db: float = Field(gt=0)
+    noise_margin_db: float = Field(ge=0)
+    search_ms: int = Field(ge=0)
+    max_dip_ms: float = Field(ge=0)
+
+
+class ConfirmSettings(_Strict):
+    silero: bool
+    min_speech_ratio: float = Field(ge=0, le=1)
+
+
+class AsrSettings(_Strict):
+    model: str
+    compute_type: str
+    beam_size: int = Field(ge=1)
+    cpu_threads: int = Field(ge=0)
+    language: str
+    word_timestamps: bool
+    pad_ms: int = Field(ge=0)
+    max_pending: int = Field(ge=1)
+
+
+class AssemblySettings(_Strict):
+    merge_gap_ms: int = Field(ge=0)
+    yield_split_ms: int = Field(ge=0)
+    backchannel_max_ms: int = Field(ge=0)
+    backchannel_max_words: int = Field(ge=0)
+    backchannel_words: tuple[str, ...]
+    backchannel_phrases: tuple[str, ...]
+
+
+class Settings(_Strict):
+    """Everything the pipeline's stages are configured by."""
+
+    audio: AudioSettings
+    vad: VadSettings
+    refine: RefineSettings
+    confirm: ConfirmSettings
+    asr: AsrSettings
+    assembly: AssemblySettings
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Settings:
+        """A copy with a nested mapping of overrides applied and validated."""
+        return Settings.model_validate(_merge(self.model_dump(), overrides))
+
+
+DEFAULT_PATH = config_path("settings", "default.yaml")
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """The shipped defaults, merged with the YAML at ``path`` and then ``overrides``."""
+    data = read_yaml(DEFAULT_PATH, what="settings file")
+    source: str | Path = DEFAULT_PATH
+    if path is not None:
+        user = read_yaml(path, what="settings file") or {}
+        if not isinstance(user, Mapping):
+            raise InputError("a settings file must be a YAML mapping", path=path)
+        data = _merge(data, user)
+        source = path
+    data = _merge(data, overrides)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(one_line(exc), path=source) from None

@@ -1,0 +1,139 @@
+"""Transcription of finished utterances with faster-whisper, off the event loop.
+
+``transcribe_utterance`` is a plain function (testable without asyncio); ``Transcriber`` runs it
+in a single worker thread so audio capture and endpointing never wait for the model. One worker
+is enough: CTranslate2 already uses ``cpu_threads`` cores per call, and a queue keeps order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from turnscope.asr.events import Utterance
+from turnscope.asr.model import ModelSpec, load_model
+from turnscope.asr.settings import AsrSettings, ConfirmSettings
+from turnscope.capture.frames import SAMPLE_RATE
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A recognised word with call-clock times (ms) and Whisper's probability."""
+
+    text: str
+    start_ms: float
+    end_ms: float
+    probability: float
+
+
+@dataclass(frozen=True)
+class Transcription:
+    """What the ASR made of one utterance."""
+
+    text: str
+    words: tuple[Word, ...] = ()
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    asr_ms: float = 0.0  # compute time
+    rejected: str | None = None  # why the utterance was judged not to be speech, if it was
+    speech_ratio: float | None = None  # Silero's share of speech, when the second opinion ran
+
+    @property
+    def confidence(self) -> float | None:
+        """Mean word probability, when words are known."""
+        if not self.words:
+            return None
+        return float(np.mean([w.probability for w in self.words]))
+
+
+def model_spec(asr: AsrSettings) -> ModelSpec:
+    return ModelSpec(model=asr.model, compute_type=asr.compute_type, cpu_threads=asr.cpu_threads)
+
+
+def silero_speech_ratio(audio: np.ndarray) -> float:
+    """Share of ``audio`` (16 kHz float) that faster-whisper's bundled Silero VAD calls speech."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    if len(audio) == 0:
+        return 0.0
+    stamps = get_speech_timestamps(
+        audio, VadOptions(min_silence_duration_ms=100, speech_pad_ms=0), sampling_rate=SAMPLE_RATE
+    )
+    return sum(s["end"] - s["start"] for s in stamps) / len(audio)
+
+
+def transcribe_utterance(
+    utt: Utterance, asr: AsrSettings, confirm: ConfirmSettings | None = None
+) -> Transcription:
+    """Transcribe one utterance; words carry call-clock times."""
+    t0 = time.perf_counter()
+    ratio = None
+    if confirm is not None and confirm.silero:
+        ratio = silero_speech_ratio(utt.audio)
+        if ratio < confirm.min_speech_ratio:
+            return Transcription(
+                text="",
+                asr_ms=(time.perf_counter() - t0) * 1000,
+                rejected=f"second opinion: Silero VAD found {ratio:.0%} speech",
+                speech_ratio=ratio,
+            )
+    model = load_model(model_spec(asr))
+    segments, _info = model.transcribe(
+        utt.audio,
+        language=asr.language,
+        beam_size=asr.beam_size,
+        word_timestamps=asr.word_timestamps,
+        condition_on_previous_text=False,
+        vad_filter=False,
+    )
+    segments = list(segments)  # the generator does the work
+    words: list[Word] = []
+    for seg in segments:
+        for w in seg.words or ():
+            words.append(
+                Word(
+                    text=w.word.strip(),
+                    start_ms=utt.audio_start_ms + w.start * 1000.0,
+                    end_ms=utt.audio_start_ms + w.end * 1000.0,
+                    probability=float(w.probability),
+                )
+            )
+    text = " ".join(seg.text.strip() for seg in segments).strip()
+    logprobs = [seg.avg_logprob for seg in segments]
+    return Transcription(
+        text=text,
+        words=tuple(words),
+        avg_logprob=float(np.mean(logprobs)) if logprobs else None,
+        no_speech_prob=float(max(seg.no_speech_prob for seg in segments)) if segments else None,
+        asr_ms=(time.perf_counter() - t0) * 1000,
+        speech_ratio=ratio,
+    )
+
+
+@dataclass
+class Transcriber:
+    """Runs transcribe_utterance in one worker thread; ``await transcriber(utt)``."""
+
+    asr: AsrSettings
+    confirm: ConfirmSettings | None = None
+    _pool: ThreadPoolExecutor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnscope-asr")
+
+    def warm_up(self) -> None:
+        """Load the model now (in the caller's thread) so the first turn is not slowed by it."""
+        load_model(model_spec(self.asr))
+
+    async def __call__(self, utt: Utterance) -> Transcription:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, transcribe_utterance, utt, self.asr, self.confirm
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,124 @@
+"""Streaming audio decoding: any file libsndfile or FFmpeg (PyAV) reads, in blocks, any rate.
+
+Blocks are float32 of shape (n, channels) at the file's own rate; resampling is soxr's job
+(``Resampler``). Nothing here holds a whole file in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+from turnscope.errors import InputError
+
+BLOCK_SECONDS = 1.0
+
+
+@dataclass
+class AudioReader:
+    """An opened audio file: its rate, channel count, length if known, and a block iterator."""
+
+    path: Path
+    rate: int
+    channels: int
+    frames: int | None
+    decoder: str  # "libsndfile" or "ffmpeg"
+    _iter: Iterator[np.ndarray] | None = None
+    truncated: str | None = None  # set when decoding stopped early on an error
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        """float32 blocks of shape (n, channels); stops early (and sets .truncated) on a
+        decoding error after some audio was read."""
+        assert self._iter is not None
+        try:
+            yield from self._iter
+        except Exception as exc:  # a file that breaks mid-stream: keep what decoded
+            self.truncated = f"{type(exc).__name__}: {exc}".strip()
+
+
+def _sndfile_blocks(path: Path, block: int) -> Iterator[np.ndarray]:
+    with sf.SoundFile(str(path)) as f:
+        while True:
+            data = f.read(block, dtype="float32", always_2d=True)
+            if not len(data):
+                return
+            yield data
+
+
+def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]]:
+    import av
+
+    try:
+        container = av.open(str(path))
+    except Exception as exc:
+        raise InputError(
+            f"unreadable audio ({type(exc).__name__}: {exc})",
+            path=path,
+            fix="give a wav, flac, ogg/opus or mp3 file",
+        ) from None
+    streams = container.streams.audio
+    if not streams:
+        container.close()
+        raise InputError("has no audio stream", path=path)
+    stream = streams[0]
+    rate = stream.codec_context.sample_rate or stream.rate
+    channels = stream.codec_context.channels
+    duration = float(stream.duration * stream.time_base) if stream.duration else None
+
+    def gen() -> Iterator[np.ndarray]:
+        try:
+            for frame in container.decode(stream):
+                arr = frame.to_ndarray()
+                data = arr.T if frame.format.is_planar else arr.reshape(-1, channels)
+                if np.issubdtype(data.dtype, np.integer):
+                    data = data.astype(np.float32) / float(np.iinfo(data.dtype).max + 1)
+                yield data.astype(np.float32, copy=False)
+        finally:
+            container.close()
+
+    return rate, channels, duration, gen()
+
+
+def open_audio(path: str | Path) -> AudioReader:
+    """Open ``path`` for block decoding; InputError with the file name when it cannot be read."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such audio file", path=p, fix="check the path")
+    if p.is_dir():
+        raise InputError("is a directory, expected an audio file", path=p)
+    if p.stat().st_size == 0:
+        raise InputError("is an empty file (0 bytes), not audio", path=p)
+    block = None
+    try:
+        info = sf.info(str(p))
+        block = max(1, int(info.samplerate * BLOCK_SECONDS))
+        return AudioReader(
+            p, info.samplerate, info.channels, info.frames, "libsndfile", _sndfile_blocks(p, block)
+        )
+    except (sf.LibsndfileError, RuntimeError, TypeError):
+        pass  # not a format libsndfile knows: let FFmpeg try
+    rate, channels, duration, it = _av_blocks(p)
+    frames = int(duration * rate) if duration else None
+    return AudioReader(p, rate, channels, frames, "ffmpeg", it)
+
+
+class Resampler:
+    """Streaming soxr resampler from ``in_rate`` to ``out_rate`` for one channel."""
+
+    def __init__(self, in_rate: int, out_rate: int):
+        self.passthrough = in_rate == out_rate
+        self._stream = (
+            None
+            if self.passthrough
+            else soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality="HQ")
+        )
+
+    def __call__(self, x: np.ndarray, last: bool = False) -> np.ndarray:
+        if self._stream is None:
+            return x.astype(np.float32, copy=False)
+        return self._stream.resample_chunk(np.ascontiguousarray(x, dtype=np.float32), last=last)

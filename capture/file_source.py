@@ -1,0 +1,263 @@
+"""File replay source: a recorded call (one stereo file, or two mono files) as a frame stream.
+
+Fast mode hands frames over as fast as the pipeline takes them; realtime mode paces them at
+wall-clock speed in the same chunk size a live call delivers, so the same pipeline sees the same
+audio either way and finds the same turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from turnscope.capture.audio_io import AudioReader, Resampler, open_audio
+from turnscope.capture.frames import AGENT, CALLER, SAMPLE_RATE, PcmFrame, to_int16
+from turnscope.capture.source import SourceInfo
+from turnscope.errors import InputError
+
+CLIP_LEVEL = 0.999
+CLIP_WARN_SHARE = 0.001
+MISMATCH_WARN_MS = 100
+
+
+@dataclass
+class _Health:
+    """Counts of odd samples seen while decoding one file."""
+
+    samples: int = 0
+    nan: int = 0
+    clipped: int = 0
+
+
+def _decoded(reader: AudioReader, picks: list[int], health: _Health) -> Iterator[list[np.ndarray]]:
+    """Per decoded block, one 16 kHz float array per picked channel (-1 = mix of all)."""
+    resamplers = [Resampler(reader.rate, SAMPLE_RATE) for _ in picks]
+    for block in reader.blocks():
+        bad = ~np.isfinite(block)
+        if bad.any():
+            health.nan += int(bad.sum())
+            block = np.where(bad, 0.0, block).astype(np.float32)
+        health.samples += block.size
+        health.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
+        cols = [block.mean(axis=1) if p < 0 else block[:, p] for p in picks]
+        yield [r(c) for r, c in zip(resamplers, cols, strict=True)]
+    yield [r(np.zeros(0, dtype=np.float32), last=True) for r in resamplers]
+
+
+class _Chunker:
+    """Accumulates a channel's samples and hands them out in fixed-size chunks."""
+
+    def __init__(self, lead_in: int = 0, skip: int = 0):
+        self._parts: list[np.ndarray] = [np.zeros(lead_in, dtype=np.float32)] if lead_in else []
+        self._size = lead_in
+        self._skip = skip
+        self.total = lead_in
+
+    def add(self, x: np.ndarray) -> None:
+        if self._skip:
+            cut = min(self._skip, len(x))
+            x, self._skip = x[cut:], self._skip - cut
+        if len(x):
+            self._parts.append(x)
+            self._size += len(x)
+            self.total += len(x)
+
+    def available(self) -> int:
+        return self._size
+
+    def take(self, n: int) -> np.ndarray:
+        data = np.concatenate(self._parts) if len(self._parts) != 1 else self._parts[0]
+        out, rest = data[:n], data[n:]
+        self._parts = [rest] if len(rest) else []
+        self._size = len(rest)
+        if len(out) < n:
+            out = np.concatenate([out, np.zeros(n - len(out), dtype=np.float32)])
+        return out
+
+
+class FileSource:
+    """Replays a recorded call. Build it with ``stereo()`` or ``two_mono()``."""
+
+    def __init__(
+        self,
+        feeds: list[tuple[AudioReader, list[int], list[str]]],
+        info: SourceInfo,
+        *,
+        chunk_ms: int,
+        realtime: bool,
+        offsets_ms: dict[str, float] | None = None,
+    ):
+        self._feeds = feeds
+        self.info = info
+        self._chunk = SAMPLE_RATE * chunk_ms // 1000
+        self._realtime = realtime
+        self._offsets = offsets_ms or {}
+        self._health = [_Health() for _ in feeds]
+
+    @classmethod
+    def stereo(
+        cls,
+        path: str | Path,
+        *,
+        caller_channel: int = 0,
+        chunk_ms: int = 20,
+        realtime: bool = False,
+    ) -> FileSource:
+        """Stereo recording; ``caller_channel`` (0 = left) is the caller, the other the agent."""
+        reader = open_audio(path)
+        if reader.channels == 1:
+            raise InputError(
+                "is mono, but a stereo call (caller and agent on separate channels) is expected",
+                path=path,
+                fix="pass two mono files with --caller FILE --agent FILE",
+            )
+        if reader.channels != 2:
+            raise InputError(
+                f"has {reader.channels} channels; a call recording has 2 (caller, agent)",
+                path=path,
+            )
+        if caller_channel not in (0, 1):
+            raise InputError(f"caller channel must be 0 (left) or 1 (right), not {caller_channel}")
+        picks = [caller_channel, 1 - caller_channel]
+        side = "left" if caller_channel == 0 else "right"
+        info = SourceInfo(
+            transport="file",
+            description=f"{reader.path.name} (stereo, caller on the {side})",
+            realtime=realtime,
+            duration_ms=_duration_ms(reader),
+            details={
+                "files": {CALLER: str(reader.path), AGENT: str(reader.path)},
+                "caller_channel": caller_channel,
+                "decoder": reader.decoder,
+                "file_rate": reader.rate,
+            },
+        )
+        return cls([(reader, picks, [CALLER, AGENT])], info, chunk_ms=chunk_ms, realtime=realtime)
+
+    @classmethod
+    def two_mono(
+        cls,
+        caller: str | Path,
+        agent: str | Path,
+        *,
+        agent_offset_ms: float = 0.0,
+        chunk_ms: int = 20,
+        realtime: bool = False,
+    ) -> FileSource:
+        """Two recordings, one per party; the agent's is shifted by ``agent_offset_ms``."""
+        readers = {CALLER: open_audio(caller), AGENT: open_audio(agent)}
+        warnings = []
+        for name, r in readers.items():
+            if r.channels > 1:
+                warnings.append(
+                    f"{r.path}: has {r.channels} channels; mixed down to mono for the {name}"
+                )
+        info = SourceInfo(
+            transport="file",
+            description=(
+                f"{readers[CALLER].path.name} (caller) + {readers[AGENT].path.name} (agent)"
+            ),
+            realtime=realtime,
+            duration_ms=max(
+                (_duration_ms(r) or 0.0) + (agent_offset_ms if n == AGENT else 0.0)
+                for n, r in readers.items()
+            ),
+            warnings=warnings,
+            details={
+                "files": {n: str(r.path) for n, r in readers.items()},
+                "agent_offset_ms": agent_offset_ms,
+                "decoder": {n: r.decoder for n, r in readers.items()},
+            },
+        )
+        feeds = [(r, [0 if r.channels == 1 else -1], [n]) for n, r in readers.items()]
+        return cls(
+            feeds, info, chunk_ms=chunk_ms, realtime=realtime, offsets_ms={AGENT: agent_offset_ms}
+        )
+
+    def _chunks(self) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """(start sample, {channel: float chunk}) in call-clock order, until every feed ends."""
+        chunkers: dict[str, _Chunker] = {}
+        for _, _, names in self._feeds:
+            for name in names:
+                off = int(round(self._offsets.get(name, 0.0) * SAMPLE_RATE / 1000))
+                chunkers[name] = _Chunker(lead_in=max(off, 0), skip=max(-off, 0))
+        iters = [
+            _decoded(reader, picks, health)
+            for (reader, picks, _), health in zip(self._feeds, self._health, strict=True)
+        ]
+        names = [n for _, _, ns in self._feeds for n in ns]
+        done = [False] * len(iters)
+        pos = 0
+        while True:
+            # Decode until every channel can fill a chunk, or its file has ended.
+            for k, it in enumerate(iters):
+                feed_names = self._feeds[k][2]
+                while not done[k] and any(
+                    chunkers[n].available() < self._chunk for n in feed_names
+                ):
+                    try:
+                        arrays = next(it)
+                    except StopIteration:
+                        done[k] = True
+                        break
+                    for n, arr in zip(feed_names, arrays, strict=True):
+                        chunkers[n].add(arr)
+            if all(done) and all(chunkers[n].available() == 0 for n in names):
+                break
+            yield pos, {n: chunkers[n].take(self._chunk) for n in names}
+            pos += self._chunk
+        self._report(chunkers)
+
+    def _report(self, chunkers: dict[str, _Chunker]) -> None:
+        for (reader, _, _), health in zip(self._feeds, self._health, strict=True):
+            where = f"{reader.path}"
+            if reader.truncated:
+                self.info.warnings.append(
+                    f"{where}: audio ends early, decoding stopped ({reader.truncated}); "
+                    "replayed what was readable"
+                )
+                self.info.degraded.append(f"{where} is truncated")
+            if health.samples == 0:
+                raise InputError("contains no audio samples (zero-length audio)", path=where)
+            if health.nan:
+                self.info.warnings.append(
+                    f"{where}: {health.nan} NaN/inf samples replaced by silence"
+                )
+            share = health.clipped / health.samples
+            if share > CLIP_WARN_SHARE:
+                self.info.warnings.append(
+                    f"{where}: {share:.1%} of samples are clipped; ASR and boundaries may suffer"
+                )
+        lengths = {n: c.total for n, c in chunkers.items()}
+        if len(self._feeds) > 1:
+            diff_ms = abs(lengths[CALLER] - lengths[AGENT]) * 1000 / SAMPLE_RATE
+            if diff_ms > MISMATCH_WARN_MS:
+                shorter = min(lengths, key=lengths.get)
+                self.info.warnings.append(
+                    f"channel lengths differ by {diff_ms:.0f} ms; the {shorter} channel was "
+                    "padded with silence"
+                )
+        self.info.duration_ms = max(lengths.values()) * 1000 / SAMPLE_RATE
+
+    async def frames(self) -> AsyncIterator[PcmFrame]:
+        loop = asyncio.get_running_loop()
+        origin = loop.time()
+        for pos, chunks in self._chunks():
+            if self._realtime:
+                due = origin + pos / SAMPLE_RATE
+                delay = due - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            now = loop.time()
+            for name, chunk in chunks.items():
+                yield PcmFrame(name, pos, to_int16(chunk), received_at=now)
+            if not self._realtime:
+                await asyncio.sleep(0)  # let ASR results and sinks run between chunks
+
+
+def _duration_ms(reader: AudioReader) -> float | None:
+    return reader.frames * 1000.0 / reader.rate if reader.frames else None

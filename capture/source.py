@@ -1,0 +1,37 @@
+"""The source interface: an async stream of PcmFrames for two channels on one clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from turnscope.capture.frames import PcmFrame
+
+Transport = Literal["file", "webrtc", "desktop_audio"]
+
+
+@dataclass
+class SourceInfo:
+    """What a source says about itself: for the result, the bundle and the degraded flag."""
+
+    transport: Transport
+    description: str
+    realtime: bool
+    duration_ms: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)  # reasons the evidence is incomplete
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Anything that yields frames of the caller and agent channels in (roughly) time order.
+
+    Frames of the two channels are interleaved as they happen; within a channel they are
+    contiguous unless audio was lost, which the source reports in ``info``.
+    """
+
+    info: SourceInfo
+
+    def frames(self) -> AsyncIterator[PcmFrame]: ...

@@ -1,0 +1,216 @@
+"""The one pipeline: source frames -> endpointers -> transcriber -> turn assembly -> sinks.
+
+Every source (file replay, WebRTC call, sound device) runs through ``run_pipeline``. Data flows
+one way; sinks observe (the live view, the verifier, the bundle writer, the scripted caller) and
+never feed back into the stages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
+from turnscope.asr.settings import Settings
+from turnscope.asr.transcriber import Transcriber, Transcription
+from turnscope.capture.frames import CHANNELS, PcmFrame
+from turnscope.capture.source import Source, SourceInfo
+
+FINALITY_CHECK_MS = 100.0
+
+
+@dataclass
+class TurnUpdate:
+    """The assembly after new audio was understood; ``new_final`` turns will not change again."""
+
+    assembly: Assembly
+    new_final: list[Turn]
+    new_backchannels: list[Backchannel]
+    final_until_ms: float
+
+
+class Sink:
+    """Observer of the pipeline. Override what you need; every method is a no-op by default."""
+
+    def on_start(self, info: SourceInfo, settings: Settings) -> None:
+        pass
+
+    def on_frame(self, frame: PcmFrame) -> None:
+        pass
+
+    def on_event(self, event: SpeechEvent) -> None:
+        pass
+
+    def on_transcribed(self, heard: Heard) -> None:
+        pass
+
+    def on_update(self, update: TurnUpdate) -> None:
+        pass
+
+    def on_finish(self, result: PipelineResult) -> None:
+        pass
+
+
+@dataclass
+class PipelineResult:
+    """Everything a run produced, for scoring, WER, reports and bundles."""
+
+    assembly: Assembly
+    heard: list[Heard]
+    info: SourceInfo
+    settings: Settings
+    audio_ms: float
+    wall_s: float
+    asr_compute_s: float
+    events: int
+    gaps_ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def realtime_factor(self) -> float:
+        """Wall time per second of call audio (lower is faster)."""
+        return self.wall_s / (self.audio_ms / 1000.0) if self.audio_ms else 0.0
+
+
+class _Run:
+    def __init__(self, source: Source, settings: Settings, sinks: Sequence[Sink],
+                 transcriber: Transcriber):  # fmt: skip
+        self.source = source
+        self.settings = settings
+        self.sinks = list(sinks)
+        self.transcriber = transcriber
+        self.endpointers = {
+            ch: Endpointer(ch, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
+            for ch in CHANNELS
+        }
+        self.heard: list[Heard] = []
+        self.pending: dict[asyncio.Task, Utterance] = {}
+        self.assembly = Assembly()
+        self.final_keys: set[str] = set()
+        self.final_bc: set[str] = set()
+        self.last_check_ms = 0.0
+        self.events = 0
+        self.failure: BaseException | None = None
+
+    def dispatch(self, events: Sequence[SpeechEvent]) -> None:
+        for ev in events:
+            self.events += 1
+            for s in self.sinks:
+                s.on_event(ev)
+            if isinstance(ev, EndOfTurn):
+                task = asyncio.ensure_future(self.transcriber(ev.utterance))
+                self.pending[task] = ev.utterance
+                task.add_done_callback(self._transcribed)
+
+    def _transcribed(self, task: asyncio.Task) -> None:
+        utt = self.pending.pop(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.failure = self.failure or exc
+            return
+        tr: Transcription = task.result()
+        heard = Heard.of(utt, tr)
+        self.heard.append(heard)
+        for s in self.sinks:
+            s.on_transcribed(heard)
+        self.assembly = assemble(self.heard, self.settings.assembly)
+        self.check_final(force=True)
+
+    def horizon_ms(self) -> float:
+        """Up to where nothing more can change a turn: stream time, minus open or untranscribed
+        speech, minus the merge gap a later span could still bridge."""
+        t = min(ep.position_ms for ep in self.endpointers.values())
+        for ep in self.endpointers.values():
+            if ep.open_since_ms is not None:
+                t = min(t, ep.open_since_ms)
+        for utt in self.pending.values():
+            t = min(t, utt.start_ms)
+        return t - self.settings.assembly.merge_gap_ms
+
+    def check_final(self, *, force: bool = False, horizon: float | None = None) -> None:
+        h = self.horizon_ms() if horizon is None else horizon
+        if not force and h - self.last_check_ms < FINALITY_CHECK_MS:
+            return
+        self.last_check_ms = h
+        new = [t for t in self.assembly.turns if t.end_ms < h and t.key not in self.final_keys]
+        new_bc = [
+            b
+            for b in self.assembly.backchannels
+            if b.end_ms < h and b.utterance not in self.final_bc
+        ]
+        if not new and not new_bc and not force:
+            return
+        self.final_keys.update(t.key for t in new)
+        self.final_bc.update(b.utterance for b in new_bc)
+        update = TurnUpdate(self.assembly, new, new_bc, h)
+        for s in self.sinks:
+            s.on_update(update)
+
+
+async def run_pipeline(
+    source: Source,
+    settings: Settings,
+    sinks: Sequence[Sink] = (),
+    *,
+    transcriber: Transcriber | None = None,
+) -> PipelineResult:
+    """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
+    own = transcriber is None
+    transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, transcriber.warm_up)
+    run = _Run(source, settings, sinks, transcriber)
+    for s in run.sinks:
+        s.on_start(source.info, settings)
+    t0 = time.perf_counter()
+    backpressure = not source.info.realtime
+    try:
+        async for frame in source.frames():
+            for s in run.sinks:
+                s.on_frame(frame)
+            run.dispatch(run.endpointers[frame.channel].push(frame))
+            run.check_final()
+            if run.failure:
+                raise run.failure
+            while backpressure and len(run.pending) >= settings.asr.max_pending:
+                await asyncio.wait(list(run.pending), return_when=asyncio.FIRST_COMPLETED)
+        for ep in run.endpointers.values():
+            run.dispatch(ep.flush())
+        if run.pending:
+            await asyncio.wait(list(run.pending))
+        if run.failure:
+            raise run.failure
+    finally:
+        for task in list(run.pending):
+            task.cancel()
+        if own:
+            transcriber.close()
+    run.assembly = assemble(run.heard, settings.assembly)
+    run.check_final(force=True, horizon=float("inf"))
+    audio_ms = max(ep.position_ms for ep in run.endpointers.values())
+    gaps = {ch: ep.gap_ms for ch, ep in run.endpointers.items()}
+    warnings = list(source.info.warnings)
+    for ch in CHANNELS:
+        if not any(h.channel == ch for h in run.heard):
+            warnings.append(f"no speech found on the {ch} channel")
+    result = PipelineResult(
+        assembly=run.assembly,
+        heard=sorted(run.heard, key=lambda h: (h.start_ms, h.channel)),
+        info=source.info,
+        settings=settings,
+        audio_ms=audio_ms,
+        wall_s=time.perf_counter() - t0,
+        asr_compute_s=sum(h.transcription.asr_ms for h in run.heard) / 1000.0,
+        events=run.events,
+        gaps_ms=gaps,
+        warnings=warnings,
+    )
+    for s in run.sinks:
+        s.on_finish(result)
+    return result
