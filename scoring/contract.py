@@ -1,0 +1,122 @@
+"""The task contract a call is scored against: budgets, required content, reference texts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from turnscope.capture.frames import CHANNELS
+from turnscope.errors import InputError
+from turnscope.jsonio import read_json
+from turnscope.scoring.suite import find_task, load_suite
+from turnscope.scoring.transcript import validate_dialogue
+from turnscope.scoring.wer import channel_texts
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What was really said, per channel, for WER (and the reference turns when known)."""
+
+    texts: dict[str, str]
+    turns: list[dict[str, Any]] | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Budgets and required content of a task, where they came from, and its reference."""
+
+    budgets: dict[str, Any] | None = None
+    required_content: list[Any] | None = None
+    task_id: str | None = None
+    suite: dict[str, Any] | None = field(default=None, repr=False)
+    suite_path: str | None = None
+    reference: Reference | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": (self.suite or {}).get("name"),
+            "suite_path": self.suite_path,
+            "task_id": self.task_id,
+            "budgets": self.budgets,
+            "required_content": self.required_content,
+            "reference_source": self.reference.source if self.reference else None,
+        }
+
+
+def reference_from_obj(obj: Any, *, source: str) -> Reference:
+    """A reference from ``{"caller": str, "agent": str}``, a turn list or ``{"turns": [...]}``."""
+    if isinstance(obj, Mapping) and any(isinstance(obj.get(ch), str) for ch in CHANNELS):
+        texts = {ch: str(obj.get(ch) or "") for ch in CHANNELS if ch in obj}
+        turns = obj.get("turns") if isinstance(obj.get("turns"), list) else None
+        return Reference(texts, turns, source)
+    if isinstance(obj, list) or (isinstance(obj, Mapping) and "turns" in obj):
+        turns = _reference_turns(obj, source)
+        return Reference(channel_texts(turns), turns, source)
+    raise InputError(
+        'a reference must be {"caller": "...", "agent": "..."}, a list of turns, '
+        'or {"turns": [...]}',
+        path=source,
+    )
+
+
+def _reference_turns(obj: Any, source: str) -> list[dict[str, Any]]:
+    turns = obj.get("turns") if isinstance(obj, Mapping) else obj
+    if not isinstance(turns, list):
+        raise InputError("expected a list of turns", path=source)
+    if all(isinstance(t, Mapping) and "start_ms" in t for t in turns):
+        return validate_dialogue(turns, source=source)
+    for i, t in enumerate(turns):  # untimed turns are fine for WER: speaker and text suffice
+        if not isinstance(t, Mapping) or "speaker" not in t:
+            raise InputError(f"turn [{i}] needs a speaker and a text", path=source)
+    return [dict(t) for t in turns]
+
+
+def load_reference(path: str | Path) -> Reference:
+    """Read a reference JSON file."""
+    return reference_from_obj(read_json(path, what="reference file"), source=str(path))
+
+
+def contract_from_suite(suite_path: str | Path, task_id: str) -> Contract:
+    """The contract of task ``task_id`` in a suite file; its reference_dialogue is the reference."""
+    suite = load_suite(suite_path)
+    task = find_task(suite, task_id, source=suite_path)
+    ref = None
+    if task.get("reference_dialogue"):
+        turns = list(task["reference_dialogue"])
+        ref = Reference(channel_texts(turns), turns, f"{suite_path}#{task_id}")
+    return Contract(
+        budgets=task.get("budgets"),
+        required_content=task.get("required_content"),
+        task_id=str(task["id"]),
+        suite=suite,
+        suite_path=str(suite_path),
+        reference=ref,
+    )
+
+
+def resolve_contract(
+    *,
+    suite: str | Path | None = None,
+    task: str | None = None,
+    reference: str | Path | None = None,
+    max_latency_ms: int | None = None,
+    require: Sequence[str] = (),
+) -> Contract:
+    """Combine the options a command was given into one contract (explicit options win)."""
+    if (suite is None) != (task is None):
+        raise InputError("--suite and --task go together: give both or neither")
+    contract = contract_from_suite(suite, task) if suite is not None else Contract()
+    budgets = dict(contract.budgets or {})
+    if max_latency_ms is not None:
+        budgets["max_latency_ms"] = max_latency_ms
+    return Contract(
+        budgets=budgets or None,
+        required_content=list(require) if require else contract.required_content,
+        task_id=contract.task_id,
+        suite=contract.suite,
+        suite_path=contract.suite_path,
+        reference=load_reference(reference) if reference is not None else contract.reference,
+    )

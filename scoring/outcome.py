@@ -1,0 +1,57 @@
+"""Scoring a finished (or running) call: the verifier verdict, WER and the bench row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from turnscope.scoring.bench import bench_result, scored_row, void_row
+from turnscope.scoring.contract import Contract
+from turnscope.scoring.verifier import failed_floors, score_voice_episode
+from turnscope.scoring.wer import WerReport, channel_texts, measure_wer
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict of one call against its contract."""
+
+    verifier: dict[str, Any]
+    wer: WerReport | None
+    bench: dict[str, Any] | None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verifier["result"]["pass_fail"].get("voice"))
+
+    @property
+    def failed_floors(self) -> list[str]:
+        return failed_floors(self.verifier["result"])
+
+
+def verify(dialogue: Sequence[Mapping[str, Any]], contract: Contract) -> dict[str, Any]:
+    """The unchanged verifier on the dialogue, with the contract's budgets and keywords."""
+    return score_voice_episode(
+        list(dialogue), budgets=contract.budgets, required_content=contract.required_content
+    )
+
+
+def score_outcome(
+    dialogue: Sequence[Mapping[str, Any]], contract: Contract, *, evidence_class: str
+) -> Outcome:
+    """Verifier, WER against the contract's reference (if any), and a bench result when the
+    contract names a suite task."""
+    verifier = verify(dialogue, contract)
+    wer = None
+    if contract.reference is not None:
+        wer = measure_wer(contract.reference.texts, channel_texts(dialogue))
+    bench = None
+    if contract.suite is not None and contract.task_id is not None:
+        rows = []
+        for task in contract.suite.get("tasks") or []:
+            if str(task.get("id")) == contract.task_id:
+                rows.append(scored_row(task, list(dialogue), evidence_class))
+            else:
+                rows.append(void_row(task, evidence_class))
+        bench = bench_result(contract.suite, rows)
+    return Outcome(verifier, wer, bench)

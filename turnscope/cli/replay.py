@@ -1,0 +1,116 @@
+"""`turnscope replay`: run a recorded call through the pipeline and score it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import typer
+
+from turnscope.capture.file_source import FileSource
+from turnscope.cli.console import out, warn_line
+from turnscope.cli.options import PipelineOptions
+from turnscope.cli.render import verdict_table
+from turnscope.errors import InputError
+from turnscope.runner import run_and_record
+from turnscope.scoring.contract import resolve_contract
+
+_CHANNEL = {"left": 0, "right": 1, "0": 0, "1": 1}
+
+
+def default_outdir(stem: str) -> Path:
+    return Path("runs") / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def replay(
+    call: Path | None = typer.Argument(None, help="Stereo recording (left = caller by default)."),
+    caller: Path | None = typer.Option(None, "--caller", help="Mono recording of the caller."),
+    agent: Path | None = typer.Option(None, "--agent", help="Mono recording of the agent."),
+    agent_offset_ms: float = typer.Option(
+        0.0, "--agent-offset-ms", help="Shift the agent recording by this much (two mono files)."
+    ),
+    caller_channel: str = typer.Option(
+        "left", "--caller-channel", help="Which side of the stereo file is the caller."
+    ),
+    reference: Path | None = typer.Option(None, "--reference", help="Reference texts for WER."),
+    suite: Path | None = typer.Option(None, "--suite", help="Score against this suite's task."),
+    task: str | None = typer.Option(None, "--task", help="Task id in --suite."),
+    max_latency_ms: int | None = typer.Option(None, "--max-latency-ms"),
+    require: list[str] = typer.Option([], "--require", help="Required content keyword."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
+    realtime: bool = typer.Option(False, "--realtime", help="Pace audio at wall-clock speed."),
+    settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
+    model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
+    compute_type: str | None = typer.Option(None, "--compute-type"),
+    beam_size: int | None = typer.Option(None, "--beam-size"),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for ASR."),
+    words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
+    aggressiveness: int | None = typer.Option(None, "--vad-aggressiveness", min=0, max=3),
+    frame_ms: int | None = typer.Option(None, "--frame-ms", help="webrtcvad frame: 10, 20, 30."),
+    silero: bool | None = typer.Option(None, "--silero/--no-silero", help="Silero second opinion."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
+) -> int:
+    """Replay a recorded call: turns as they complete, then WER and the verifier's verdict."""
+    if caller_channel not in _CHANNEL:
+        raise InputError(f"--caller-channel must be left or right, not {caller_channel!r}")
+    settings = PipelineOptions(
+        settings_file,
+        model,
+        compute_type,
+        beam_size,
+        threads,
+        words,
+        aggressiveness,
+        frame_ms,
+        silero,
+    ).settings()
+    contract = resolve_contract(
+        suite=suite, task=task, reference=reference, max_latency_ms=max_latency_ms, require=require
+    )
+    chunk_ms = settings.audio.chunk_ms if realtime else max(settings.audio.chunk_ms, 200)
+    if call is not None and (caller or agent):
+        raise InputError("give either one stereo CALL file or --caller and --agent, not both")
+    if call is not None:
+        source = FileSource.stereo(
+            call, caller_channel=_CHANNEL[caller_channel], chunk_ms=chunk_ms, realtime=realtime
+        )
+        stem = call.stem
+    elif caller and agent:
+        source = FileSource.two_mono(
+            caller, agent, agent_offset_ms=agent_offset_ms, chunk_ms=chunk_ms, realtime=realtime
+        )
+        stem = caller.stem
+    else:
+        raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
+    outdir = output or default_outdir(stem)
+    run = asyncio.run(
+        run_and_record(
+            source,
+            settings,
+            contract,
+            outdir,
+            evidence_class="captured_fixture",
+            console=None if quiet else out,
+        )
+    )
+    for w in run.result.warnings:
+        warn_line(w)
+    out.print(verdict_table(run.outcome.verifier, title="verdict"))
+    if run.outcome.wer is not None:
+        w = run.outcome.wer
+        parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]
+        overall = "-" if w.overall.wer is None else f"{w.overall.wer:.3f}"
+        out.print(
+            f"WER {overall} ({', '.join(parts)}; {w.overall.reference_words} reference words)"
+        )
+    r = run.result
+    out.print(
+        f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
+        f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
+    )
+    return 0 if run.outcome.passed else 1
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay)

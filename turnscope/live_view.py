@@ -1,0 +1,127 @@
+"""The live terminal view: each turn printed the moment it is final, with latency and barge-ins.
+
+On a terminal a status line shows who is speaking and the running verdict; elsewhere (CI logs,
+pipes) only the turn lines are printed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from turnscope.asr.assembly import Turn
+from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
+from turnscope.asr.settings import Settings
+from turnscope.capture.frames import AGENT, CALLER
+from turnscope.capture.source import SourceInfo
+from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
+from turnscope.scoring.verifier import BARGE_IN_YIELD_MS, DEFAULT_MAX_LATENCY_MS
+from turnscope.sinks import LiveVerifier
+
+_STYLE = {CALLER: "cyan", AGENT: "magenta"}
+
+
+def _clock(ms: float) -> str:
+    s = max(ms, 0) / 1000
+    return f"{int(s // 60):02d}:{s % 60:06.3f}"
+
+
+def describe_turn(turn: Turn, before: list[Turn], agents: list[Turn], budget_ms: int) -> Text:
+    """One line for a turn: time span, speaker, text, and what the verifier will think of it.
+
+    ``before`` are the turns that started earlier; ``agents`` every agent turn known so far.
+    """
+    line = Text()
+    line.append(f"{_clock(turn.start_ms)}-{_clock(turn.end_ms)} ", style="dim")
+    line.append(f"{turn.speaker:<6} ", style=_STYLE.get(turn.speaker, ""))
+    notes: list[tuple[str, str]] = []
+    callers = [t for t in before if t.speaker == CALLER]
+    if turn.speaker == AGENT and callers:
+        gap = turn.start_ms - callers[-1].end_ms
+        ok = 0 <= gap <= budget_ms
+        notes.append((f"latency {gap:.0f} ms", "green" if ok else "bold red"))
+        if gap < 0:
+            notes.append(("started before the caller finished", "red"))
+    if turn.speaker == CALLER and turn.interrupt:
+        note, style = "barge-in", "yellow"
+        talking = [a for a in agents if a.start_ms < turn.start_ms < a.end_ms]
+        if talking:
+            held = talking[-1].end_ms - turn.start_ms
+            if held <= BARGE_IN_YIELD_MS:
+                note, style = f"barge-in: agent yielded after {held:.0f} ms", "green"
+            else:
+                note, style = f"barge-in: agent kept talking {held:.0f} ms", "bold red"
+        notes.append((note, style))
+    line.append(turn.text or "(no words)")
+    for note, style in notes:
+        line.append("  [")
+        line.append(note, style=style)
+        line.append("]")
+    return line
+
+
+class LiveView(Sink):
+    """Prints final turns as they come; on a terminal also a one-line live status."""
+
+    def __init__(
+        self, console: Console, verifier: LiveVerifier | None = None, budget_ms: int | None = None
+    ):
+        self.console = console
+        self.verifier = verifier
+        self.budget = budget_ms or DEFAULT_MAX_LATENCY_MS
+        self.printed: list[Turn] = []
+        self.speaking: dict[str, bool] = {CALLER: False, AGENT: False}
+        self.position_ms = 0.0
+        self._live: Live | None = None
+
+    def on_start(self, info: SourceInfo, settings: Settings) -> None:
+        self.console.print(Text(f"turnscope: {info.description}", style="bold"))
+        if self.console.is_terminal:
+            self._live = Live(
+                self._status(), console=self.console, transient=True, refresh_per_second=8
+            )
+            self._live.start()
+
+    def _status(self) -> Text:
+        t = Text(f"{_clock(self.position_ms)} ", style="dim")
+        for ch in (CALLER, AGENT):
+            t.append(f"{ch}: ", style=_STYLE[ch])
+            t.append("speaking  " if self.speaking[ch] else "silent    ")
+        latest: dict[str, Any] | None = self.verifier.latest if self.verifier else None
+        if latest:
+            comps = latest["result"]["components"]
+            t.append(" ".join(f"{k} {v:.2f}" for k, v in comps.items()), style="dim")
+        return t
+
+    def on_event(self, event: SpeechEvent) -> None:
+        if isinstance(event, SpeechStart):
+            self.speaking[event.channel] = True
+        elif isinstance(event, SpeechStop):
+            self.speaking[event.channel] = False
+        self.position_ms = max(self.position_ms, getattr(event, "decided_ms", 0.0))
+        if self._live:
+            self._live.update(self._status())
+
+    def on_update(self, update: TurnUpdate) -> None:
+        for turn in sorted(update.new_final, key=lambda t: t.start_ms):
+            turns = update.assembly.turns
+            before = [t for t in turns if t.start_ms < turn.start_ms]
+            agents = [t for t in turns if t.speaker == AGENT]
+            self.console.print(describe_turn(turn, before, agents, self.budget), soft_wrap=True)
+            self.printed.append(turn)
+        for bc in update.new_backchannels:
+            self.console.print(
+                Text(f"{_clock(bc.start_ms)}-{_clock(bc.end_ms)} {bc.speaker:<6} ", style="dim")
+                + Text(f"{bc.text}  [backchannel]", style="dim"),
+                soft_wrap=True,
+            )
+        if self._live:
+            self._live.update(self._status())
+
+    def on_finish(self, result: PipelineResult) -> None:
+        if self._live:
+            self._live.stop()
+            self._live = None

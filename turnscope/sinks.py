@@ -1,0 +1,137 @@
+"""Pipeline sinks that every run uses: the channel recorder, the event log, the verifier."""
+
+from __future__ import annotations
+
+import wave
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop, StreamGap
+from turnscope.asr.settings import Settings
+from turnscope.capture.frames import CHANNELS, SAMPLE_RATE, PcmFrame
+from turnscope.capture.source import SourceInfo
+from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
+from turnscope.scoring.contract import Contract
+from turnscope.scoring.outcome import verify
+
+
+class ChannelRecorder(Sink):
+    """Writes each channel to ``DIR/<channel>.wav`` (16 kHz, 16-bit) as frames arrive.
+
+    The stdlib wave writer patches the header after every write, so whatever was captured is
+    a readable file even if the process dies mid-call. Gaps are written as silence so both
+    files stay aligned on the call clock.
+    """
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.paths = {ch: self.directory / f"{ch}.wav" for ch in CHANNELS}
+        self._files: dict[str, wave.Wave_write] = {}
+        self._written = dict.fromkeys(CHANNELS, 0)
+        for ch, path in self.paths.items():
+            w = wave.open(str(path), "wb")  # noqa: SIM115 (open for the whole call)
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(SAMPLE_RATE)
+            self._files[ch] = w
+
+    def on_frame(self, frame: PcmFrame) -> None:
+        w = self._files.get(frame.channel)
+        if w is None:
+            return
+        pcm = frame.pcm
+        done = self._written[frame.channel]
+        if frame.start > done:
+            w.writeframes(np.zeros(frame.start - done, dtype=np.int16).tobytes())
+        elif frame.start < done:
+            pcm = pcm[done - frame.start :]
+        if len(pcm):
+            w.writeframes(pcm.astype("<i2", copy=False).tobytes())
+        self._written[frame.channel] = max(done, frame.end)
+
+    def samples(self, channel: str) -> int:
+        return self._written[channel]
+
+    def close(self) -> None:
+        """Pad the shorter channel so both files have the call's length, then close."""
+        longest = max(self._written.values())
+        for ch, w in self._files.items():
+            if self._written[ch] < longest:
+                w.writeframes(np.zeros(longest - self._written[ch], dtype=np.int16).tobytes())
+                self._written[ch] = longest
+            w.close()
+        self._files.clear()
+
+    def on_finish(self, result: PipelineResult) -> None:
+        self.close()
+
+
+@dataclass
+class EventLog(Sink):
+    """Every endpointer event, as plain records (timeline markers, transcript, reports)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def on_event(self, event: SpeechEvent) -> None:
+        if isinstance(event, SpeechStart):
+            self.records.append(
+                {
+                    "type": "speech_start",
+                    "channel": event.channel,
+                    "at_ms": round(event.at_ms, 1),
+                    "decided_ms": round(event.decided_ms, 1),
+                    "first_in_utterance": event.first_in_utterance,
+                }
+            )
+        elif isinstance(event, SpeechStop):
+            self.records.append(
+                {
+                    "type": "speech_stop",
+                    "channel": event.channel,
+                    "at_ms": round(event.at_ms, 1),
+                    "decided_ms": round(event.decided_ms, 1),
+                }
+            )
+        elif isinstance(event, EndOfTurn):
+            u = event.utterance
+            self.records.append(
+                {
+                    "type": "end_of_turn",
+                    "channel": u.channel,
+                    "utterance": u.key,
+                    "start_ms": round(u.start_ms, 1),
+                    "at_ms": round(u.end_ms, 1),
+                    "decided_ms": round(u.decided_ms, 1),
+                }
+            )
+        elif isinstance(event, StreamGap):
+            self.records.append(
+                {
+                    "type": "gap",
+                    "channel": event.channel,
+                    "start_ms": round(event.start_ms, 1),
+                    "at_ms": round(event.end_ms, 1),
+                }
+            )
+
+
+class LiveVerifier(Sink):
+    """Re-scores the dialogue with the verifier every time the turns change."""
+
+    def __init__(self, contract: Contract):
+        self.contract = contract
+        self.latest: dict[str, Any] | None = None
+        self.history: list[tuple[float, float]] = []  # (final_until_ms, scalar)
+
+    def on_start(self, info: SourceInfo, settings: Settings) -> None:
+        self.latest = None
+
+    def on_update(self, update: TurnUpdate) -> None:
+        dialogue = update.assembly.dialogue()
+        if dialogue:
+            self.latest = verify(dialogue, self.contract)
+            self.history.append((update.final_until_ms, self.latest["result"]["scalar"]))
