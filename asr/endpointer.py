@@ -164,7 +164,7 @@ class Endpointer:
                 self._unvoiced_run += 1
                 if self._unvoiced_run >= self._hang:
                     self._close_span(self._last_voiced_end, events)
-            if self._pos - self._utt_audio_start >= self._max_utt + self._pad:
+            if self._pos - self._spans[0][0] >= self._max_utt:
                 if self._state == _SPEECH:
                     self._close_span(self._pos, events)
                 self._finish(events, forced=True)

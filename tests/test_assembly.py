@@ -1,0 +1,191 @@
+"""Turn assembly rules on hand-built utterances: barge-ins, yields, backchannels, talk-over."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnscope.asr.assembly import Heard, assemble, is_backchannel_text
+from turnscope.asr.events import Span
+from turnscope.asr.settings import load_settings
+from turnscope.asr.transcriber import Transcription, Word
+from turnscope.scoring import score_voice_episode
+
+CFG = load_settings().assembly
+_count: dict[str, int] = {}
+
+
+def heard(channel, spans, text, words=None, rejected=None):
+    idx = _count[channel] = _count.get(channel, -1) + 1
+    spans = tuple(Span(s, e) for s, e in spans)
+    ws = tuple(Word(t, s, e, 0.9) for t, s, e in (words or []))
+    return Heard(
+        channel,
+        idx,
+        spans[0].start_ms,
+        spans[-1].end_ms,
+        spans,
+        spans[-1].end_ms + 600,
+        Transcription(text, ws, rejected=rejected),
+    )
+
+
+def caller(spans, text, **kw):
+    return heard("caller", spans, text, **kw)
+
+
+def agent(spans, text, **kw):
+    return heard("agent", spans, text, **kw)
+
+
+def shape(assembly):
+    return [
+        (t.speaker, round(t.start_ms), round(t.end_ms), t.text, t.interrupt) for t in assembly.turns
+    ]
+
+
+def test_seed_dialogue_from_utterances():
+    # The agent yields 400 ms after "wait" and answers 150 ms after its own stop: one agent
+    # utterance (the pause is shorter than end-of-turn) must become two turns.
+    words = [
+        ("Sure,", 1700, 1900),
+        ("our", 1950, 2100),
+        ("refund", 2100, 2500),
+        ("policy", 2500, 2900),
+        ("30", 2900, 3200),
+        ("days.", 3200, 3480),
+        ("Yes,", 3650, 3800),
+        ("go", 3850, 4000),
+        ("ahead.", 4000, 4180),
+    ]
+    items = [
+        caller([(0, 1500)], "I want a refund please"),
+        agent(
+            [(1700, 3500), (3650, 4200)],
+            "Sure, our refund policy 30 days. Yes, go ahead.",
+            words=words,
+        ),
+        caller([(3100, 3300)], "wait"),
+    ]
+    a = assemble(items, CFG)
+    assert shape(a) == [
+        ("caller", 0, 1500, "I want a refund please", False),
+        ("agent", 1700, 3500, "Sure, our refund policy 30 days.", False),
+        ("caller", 3100, 3300, "wait", True),
+        ("agent", 3650, 4200, "Yes, go ahead.", False),
+    ]
+    got = score_voice_episode(a.dialogue(), required_content=["refund", "30"])
+    assert got["result"]["pass_fail"]["voice"] is True
+
+
+def test_agent_ignoring_a_barge_in_is_one_turn_and_fails_barge_in():
+    items = [
+        caller([(0, 1000)], "I need help with my bill"),
+        # "stop" at 2000; the agent's next pause is 1500 ms later, beyond yield_split_ms.
+        agent([(1300, 3500), (3800, 6000)], "Let me explain the whole bill in detail for you."),
+        caller([(2000, 2300)], "stop"),
+    ]
+    a = assemble(items, CFG)
+    assert shape(a)[1:] == [
+        ("agent", 1300, 6000, a.turns[1].text, False),
+        ("caller", 2000, 2300, "stop", True),
+    ]
+    assert score_voice_episode(a.dialogue())["result"]["components"]["barge_in"] == 0.0
+
+
+@pytest.mark.parametrize("text", ["mm-hmm", "Yeah.", "okay", "Uh-huh.", "I see."])
+def test_backchannel_inside_agent_speech_is_not_a_turn(text):
+    items = [
+        caller([(0, 1000)], "What is the refund policy?"),
+        # The agent pauses right where the caller acknowledges, then carries on.
+        agent([(1400, 3000), (3300, 6000)], "You have thirty days. After that we offer credit."),
+        caller([(3020, 3280)], text),
+    ]
+    a = assemble(items, CFG)
+    assert [t.speaker for t in a.turns] == ["caller", "agent"]
+    assert a.turns[1].end_ms == 6000
+    assert [(b.text, b.start_ms) for b in a.backchannels] == [(text, 3020)]
+    assert score_voice_episode(a.dialogue())["result"]["pass_fail"]["voice"] is True
+
+
+@pytest.mark.parametrize("text", ["wait", "stop", "no, hold on"])
+def test_short_non_backchannel_stays_a_barge_in(text):
+    items = [
+        caller([(0, 1000)], "What is the refund policy?"),
+        agent([(1400, 3000)], "You have thirty days."),
+        caller([(2500, 2900)], text),
+    ]
+    a = assemble(items, CFG)
+    assert a.backchannels == []
+    assert a.turns[-1].interrupt is True and a.turns[-1].text == text
+
+
+def test_long_acknowledgement_is_not_a_backchannel():
+    items = [
+        agent([(0, 5000)], "A long explanation of the policy."),
+        caller([(1000, 2500)], "okay"),
+    ]
+    a = assemble(items, CFG)
+    assert a.backchannels == [] and a.turns[1].interrupt
+
+
+def test_backchannel_needs_agent_speech():
+    items = [agent([(0, 1000)], "Anything else?"), caller([(1500, 1800)], "yeah")]
+    a = assemble(items, CFG)
+    assert a.backchannels == [] and a.turns[1].interrupt is False
+
+
+def test_agent_talking_over_caller_gets_no_flag():
+    items = [
+        caller([(0, 3000)], "I have been waiting for my refund for weeks now"),
+        agent([(2500, 4000)], "I understand, let me check."),
+    ]
+    a = assemble(items, CFG)
+    assert [t.interrupt for t in a.turns] == [False, False]
+    assert score_voice_episode(a.dialogue())["result"]["components"]["turn_taking"] == 0.0
+
+
+def test_same_speaker_utterances_merge_within_gap_but_not_across_the_caller():
+    items = [
+        caller([(0, 1000)], "Hello?"),
+        agent([(1300, 2500)], "Hi, thanks for calling."),
+        agent([(3300, 4500)], "How can I help you today?"),  # 800 ms later: same turn
+        caller([(5000, 6000)], "My order is late."),
+        agent([(6400, 7000)], "Sorry to hear that."),
+    ]
+    a = assemble(items, CFG)
+    assert [(t.speaker, round(t.start_ms), round(t.end_ms)) for t in a.turns] == [
+        ("caller", 0, 1000),
+        ("agent", 1300, 4500),
+        ("caller", 5000, 6000),
+        ("agent", 6400, 7000),
+    ]
+    assert a.turns[1].text == "Hi, thanks for calling. How can I help you today?"
+
+
+def test_gap_longer_than_merge_gap_splits():
+    items = [agent([(0, 1000)], "Are you there?"), agent([(3000, 4000)], "Hello?")]
+    assert len(assemble(items, CFG).turns) == 2
+
+
+def test_rejected_and_empty_utterances_are_not_turns():
+    items = [
+        caller([(0, 500)], "", rejected="second opinion: Silero VAD found 0% speech"),
+        caller([(1000, 1500)], "  "),
+    ]
+    a = assemble(items, CFG)
+    assert a.turns == [] and [r.reason for r in a.rejected] == [
+        "second opinion: Silero VAD found 0% speech",
+        "no words recognised",
+    ]
+
+
+def test_turns_sorted_by_start():
+    items = [agent([(500, 900)], "b"), caller([(0, 400)], "a"), caller([(1200, 1500)], "c")]
+    assert [t.text for t in assemble(items, CFG).turns] == ["a", "b", "c"]
+
+
+def test_backchannel_lexicon():
+    yes = ["Mm-hmm.", "mhm", "Uh-huh", "Yeah, okay.", "right", "Got it."]
+    no = ["wait", "No.", "hold on", "okay okay okay", "yeah but", "I want"]
+    assert all(is_backchannel_text(t, CFG) for t in yes)
+    assert not any(is_backchannel_text(t, CFG) for t in no)

@@ -1,0 +1,107 @@
+"""The streaming endpointer on real speech: boundaries, chunk invariance, gaps, bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.speech import clip, ms, place
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn, SpeechStart, SpeechStop, StreamGap
+from turnscope.asr.settings import load_settings
+from turnscope.capture.frames import PcmFrame, to_int16
+
+SETTINGS = load_settings()
+
+
+def run(signal: np.ndarray, chunk: int = 320, settings=SETTINGS, channel="agent"):
+    ep = Endpointer(channel, settings.vad, settings.refine)
+    pcm = to_int16(signal)
+    events = []
+    for i in range(0, len(pcm), chunk):
+        events += ep.push(PcmFrame(channel, i, pcm[i : i + chunk]))
+    return events + ep.flush()
+
+
+@pytest.fixture(scope="module")
+def two_sentences():
+    a = clip("I want a refund please.")
+    b = clip("Can you tell me more about the policy?")
+    return place(8000, (500, a), (4000, b)), [(500, 500 + ms(a)), (4000, 4000 + ms(b))]
+
+
+def test_clean_boundaries_are_close_to_truth(two_sentences):
+    signal, truth = two_sentences
+    utts = [e.utterance for e in run(signal) if isinstance(e, EndOfTurn)]
+    assert len(utts) == 2
+    for u, (start, end) in zip(utts, truth, strict=True):
+        assert abs(u.start_ms - start) <= 10
+        assert abs(u.end_ms - end) <= 15
+        # The audio handed to ASR covers the utterance with padding, on the call clock.
+        assert u.audio_start_ms <= u.start_ms
+        assert u.audio_start_ms + ms(u.audio) >= u.end_ms
+
+
+def test_events_order_and_decision_delay(two_sentences):
+    signal, _ = two_sentences
+    events = run(signal)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["SpeechStart", "SpeechStop", "EndOfTurn"] * 2
+    start, stop, eot = events[:3]
+    # Boundaries carry the audio time; decisions come later (a few frames, then the hangover,
+    # then the end-of-turn silence).
+    assert start.decided_ms > start.at_ms
+    assert stop.decided_ms >= stop.at_ms + SETTINGS.vad.hangover_ms
+    assert eot.decided_ms >= eot.at_ms + SETTINGS.vad.end_of_turn_ms
+
+
+@pytest.mark.parametrize("chunk", [160, 320, 1111, 4800])
+def test_chunk_size_does_not_change_events(two_sentences, chunk):
+    signal, _ = two_sentences
+    reference = [(type(e).__name__, getattr(e, "at_ms", None)) for e in run(signal, 320)]
+    assert [(type(e).__name__, getattr(e, "at_ms", None)) for e in run(signal, chunk)] == reference
+
+
+def test_pause_inside_utterance_gives_spans():
+    a, b = clip("Sure."), clip("Our refund policy is simple.")
+    gap = 300  # shorter than end_of_turn_ms, longer than the hangover
+    signal = place(6000, (500, a), (500 + ms(a) + gap, b))
+    events = run(signal)
+    utts = [e.utterance for e in events if isinstance(e, EndOfTurn)]
+    assert len(utts) == 1 and len(utts[0].spans) == 2
+    assert [e.first_in_utterance for e in events if isinstance(e, SpeechStart)] == [True, False]
+    pause = utts[0].spans[1].start_ms - utts[0].spans[0].end_ms
+    assert abs(pause - gap) <= 25
+
+
+def test_lost_audio_becomes_a_gap_on_the_clock(two_sentences):
+    signal, truth = two_sentences
+    pcm = to_int16(signal)
+    ep = Endpointer("agent", SETTINGS.vad, SETTINGS.refine)
+    events = []
+    for i in range(0, len(pcm), 320):
+        if 2000 * 16 <= i < 2500 * 16:
+            continue  # 500 ms of frames never arrive
+        events += ep.push(PcmFrame("agent", i, pcm[i : i + 320]))
+    events += ep.flush()
+    gaps = [e for e in events if isinstance(e, StreamGap)]
+    assert len(gaps) == 1 and gaps[0].start_ms == 2000 and gaps[0].end_ms == 2500
+    assert ep.gap_ms == 500
+    second = [e.utterance for e in events if isinstance(e, EndOfTurn)][1]
+    assert abs(second.start_ms - truth[1][0]) <= 10  # later audio still on the right time
+
+
+def test_silence_and_clicks_give_nothing():
+    signal = np.zeros(16000 * 3, dtype=np.float32)
+    signal[16000 : 16000 + 48] = 0.8  # a 3 ms click
+    assert [e for e in run(signal) if isinstance(e, EndOfTurn)] == []
+
+
+def test_long_speech_is_split_at_max_utterance():
+    settings = SETTINGS.with_overrides({"vad": {"max_utterance_ms": 2000}})
+    long = np.concatenate([clip("one two three four five six seven eight nine ten")] * 2)
+    events = run(place(ms(long) + 2000, (200, long)), settings=settings)
+    utts = [e.utterance for e in events if isinstance(e, EndOfTurn)]
+    assert len(utts) >= 2 and utts[0].forced
+    assert all(u.end_ms - u.start_ms <= 2000 + 50 for u in utts)  # refinement may widen a bit
+    assert all(isinstance(e, (SpeechStart, SpeechStop, EndOfTurn)) for e in events)
