@@ -70,13 +70,13 @@ class _Chunker:
         return self._size
 
     def take(self, n: int) -> np.ndarray:
-        data = np.concatenate(self._parts) if len(self._parts) != 1 else self._parts[0]
+        if not self._parts:
+            return np.zeros(0, dtype=np.float32)
+        data = np.concatenate(self._parts) if len(self._parts) > 1 else self._parts[0]
         out, rest = data[:n], data[n:]
         self._parts = [rest] if len(rest) else []
         self._size = len(rest)
-        if len(out) < n:
-            out = np.concatenate([out, np.zeros(n - len(out), dtype=np.float32)])
-        return out
+        return out  # shorter than n only at the end of the file: never padded
 
 
 class FileSource:
@@ -208,7 +208,8 @@ class FileSource:
                         chunkers[n].add(arr)
             if all(done) and all(chunkers[n].available() == 0 for n in names):
                 break
-            yield pos, {n: chunkers[n].take(self._chunk) for n in names}
+            chunks = {n: chunkers[n].take(self._chunk) for n in names}
+            yield pos, {n: c for n, c in chunks.items() if len(c)}
             pos += self._chunk
         self._report(chunkers)
 
