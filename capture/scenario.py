@@ -1,0 +1,337 @@
+"""Scenario files: a scripted two-party call (who says what, and when) for `turnscope synth`.
+
+A scenario is YAML validated by the models below (unknown keys are errors). The script is one
+ordered list of lines; each line is spoken by the caller or by the agent. Caller lines carry one
+trigger saying when they start; agent lines start a latency after the call goes quiet, or
+``talk_over_ms`` before the caller's end. See `capture/synth.py` for the timeline rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from turnscope.configs import config_path
+from turnscope.errors import InputError
+from turnscope.jsonio import one_line, read_yaml
+
+CALLER_TRIGGERS = ("at_ms", "after_agent_ms", "barge_in_ms", "backchannel_ms")
+AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms")
+DEFAULT_THINK_MS = 500
+
+Ms = Annotated[int, Field(ge=0)]
+Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
+Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
+Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
+Kind = Literal["line", "barge_in", "backchannel"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budgets(_Strict):
+    """Task budgets. ``max_latency_ms``: the verifier's latency budget (its default is 1200)."""
+
+    max_latency_ms: Annotated[int, Field(gt=0)] | None = None
+
+
+class TaskSpec(_Strict):
+    """The task contract the call is scored against.
+
+    - ``suite``: a shipped suite name (``voice_starter``) or a suite JSON path relative to the
+      scenario file; with ``id`` the budgets and required content come from that task.
+    - ``id``: the task id (a plain label when there is no suite).
+    - ``budgets``: budgets that override the suite task's.
+    - ``required_content``: keywords the agent must say; overrides the suite task's.
+    """
+
+    suite: str | None = None
+    id: str | None = None
+    budgets: Budgets | None = None
+    required_content: list[Keyword] | None = None
+
+    @model_validator(mode="after")
+    def _suite_needs_id(self) -> TaskSpec:
+        if self.suite is not None and self.id is None:
+            raise PydanticCustomError("task_id", "task.suite needs task.id (the task to score)")
+        return self
+
+
+class CallerSpec(_Strict):
+    """The caller's voice and, for live calls, when to give up.
+
+    - ``voice``: espeak-ng voice (``en-us``, ``en-gb-scotland``, ``en-us+f3`` ...).
+    - ``rate_wpm``: speaking rate in words per minute (espeak-ng ``-s``, 80-450; null = 175).
+    - ``pitch``: espeak-ng pitch 0-99 (null = 50).
+    - ``timeout_s``: overall call timeout (live calls).
+    - ``hangup_after_ms``: hang up this long after the last caller line was answered (live calls).
+    """
+
+    voice: str = "en-us"
+    rate_wpm: Wpm | None = None
+    pitch: Pitch | None = None
+    timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    hangup_after_ms: Ms = 1500
+
+
+class AgentSpec(_Strict):
+    """How the synthesized (or reference) agent speaks and behaves.
+
+    - ``voice``, ``rate_wpm``, ``pitch``: as for the caller.
+    - ``latency_ms``: default response latency after the call goes quiet (the caller's end of turn).
+    - ``yield_ms``: stop talking this long after a caller barge-in starts; null = keep talking.
+    """
+
+    voice: str = "en-gb"
+    rate_wpm: Wpm | None = None
+    pitch: Pitch | None = None
+    latency_ms: Ms = 400
+    yield_ms: Ms | None = 250
+
+
+class Line(_Strict):
+    """One script line: exactly one of ``caller: TEXT`` or ``agent: TEXT``.
+
+    Both sides:
+    - ``audio``: a recording to play instead of espeak-ng (path relative to the scenario file);
+      the line's text is then its transcript.
+    - ``voice``: espeak-ng voice for this line only.
+
+    Caller lines take at most one trigger (default ``after_agent_ms: 500``):
+    - ``at_ms``: start at this time on the call clock.
+    - ``after_agent_ms``: start this long after the call goes quiet (the agent's end of turn).
+    - ``barge_in_ms``: start this long after the start of the agent's current line (a barge-in,
+      ``interrupt: true`` in ground truth); the agent yields after ``yield_ms``.
+    - ``backchannel_ms``: as ``barge_in_ms`` but the agent keeps talking; not a turn.
+
+    Agent lines take:
+    - ``latency_ms``: start this long after the call goes quiet (overrides ``agent.latency_ms``).
+    - ``talk_over_ms``: start this long BEFORE the end of the caller line just before.
+    - ``yield_ms``: how this line reacts to a barge-in (overrides ``agent.yield_ms``; null keeps
+      talking).
+    """
+
+    caller: str | None = None
+    agent: str | None = None
+    audio: Path | None = None
+    voice: str | None = None
+    at_ms: Ms | None = None
+    after_agent_ms: Ms | None = None
+    barge_in_ms: Ms | None = None
+    backchannel_ms: Ms | None = None
+    latency_ms: Ms | None = None
+    talk_over_ms: Annotated[int, Field(gt=0)] | None = None
+    yield_ms: Ms | None = None
+
+    @field_validator("audio")
+    @classmethod
+    def _audio_exists(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return None
+        base = (info.context or {}).get("base_dir")
+        path = value if value.is_absolute() or base is None else Path(base) / value
+        if not path.is_file():
+            raise PydanticCustomError(
+                "audio_missing",
+                "no such audio file {path} (paths are relative to the scenario file)",
+                {"path": str(path)},
+            )
+        return path
+
+    @model_validator(mode="after")
+    def _one_side_one_trigger(self) -> Line:
+        if (self.caller is None) == (self.agent is None):
+            raise PydanticCustomError(
+                "line_speaker", "a line needs exactly one of caller: TEXT or agent: TEXT"
+            )
+        if not self.text.strip():
+            raise PydanticCustomError("line_text", "the line's text is empty")
+        given = [k for k in (*CALLER_TRIGGERS, *AGENT_ONLY) if k in self.model_fields_set]
+        if self.speaker == "agent":
+            wrong = [k for k in given if k in CALLER_TRIGGERS]
+            if wrong:
+                raise PydanticCustomError(
+                    "agent_trigger",
+                    "{key} is a caller trigger; agent lines take latency_ms, talk_over_ms, "
+                    "yield_ms",
+                    {"key": wrong[0]},
+                )
+            if self.latency_ms is not None and self.talk_over_ms is not None:
+                raise PydanticCustomError(
+                    "two_triggers", "give latency_ms or talk_over_ms, not both"
+                )
+        else:
+            wrong = [k for k in given if k in AGENT_ONLY]
+            if wrong:
+                raise PydanticCustomError(
+                    "caller_option",
+                    "{key} is for agent lines; caller lines take one of at_ms, after_agent_ms, "
+                    "barge_in_ms, backchannel_ms",
+                    {"key": wrong[0]},
+                )
+            if len(given) > 1:
+                raise PydanticCustomError(
+                    "two_triggers",
+                    "give one trigger per caller line, not both {a} and {b}",
+                    {"a": given[0], "b": given[1]},
+                )
+        return self
+
+    @property
+    def speaker(self) -> Literal["caller", "agent"]:
+        return "caller" if self.caller is not None else "agent"
+
+    @property
+    def text(self) -> str:
+        return self.caller if self.caller is not None else str(self.agent)
+
+    @property
+    def kind(self) -> Kind:
+        """``barge_in`` or ``backchannel`` for those caller triggers, else ``line``."""
+        if self.barge_in_ms is not None:
+            return "barge_in"
+        if self.backchannel_ms is not None:
+            return "backchannel"
+        return "line"
+
+    @property
+    def trigger(self) -> tuple[str, int]:
+        """A caller line's trigger as ``(name, ms)``, the default filled in."""
+        for key in CALLER_TRIGGERS:
+            value = getattr(self, key)
+            if value is not None:
+                return key, value
+        return "after_agent_ms", DEFAULT_THINK_MS
+
+
+class Scenario(_Strict):
+    """A scripted call.
+
+    - ``name``: short name (used in ground truth and output).
+    - ``description``: free text.
+    - ``task``: the task contract the call is scored against (optional).
+    - ``caller``, ``agent``: voices and behaviour of the two parties.
+    - ``script``: the ordered lines (at least one).
+    """
+
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    task: TaskSpec | None = None
+    caller: CallerSpec = CallerSpec()
+    agent: AgentSpec = AgentSpec()
+    script: Annotated[list[Line], Field(min_length=1)]
+    _source: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _script_order(self) -> Scenario:
+        problem = script_problem(self.script)
+        if problem:
+            raise PydanticCustomError("script_order", "{problem}", {"problem": problem})
+        return self
+
+    @property
+    def source(self) -> Path | None:
+        """The YAML file the scenario was loaded from, if any."""
+        return self._source
+
+
+def script_problem(script: list[Line]) -> str | None:
+    """``script[i].field: what is wrong`` for a line that cannot follow the ones before it."""
+    for i, line in enumerate(script):
+        kind = line.kind
+        if kind != "line":
+            # The agent line being interrupted: the nearest line before that is not a backchannel.
+            prior = [p for p in script[:i] if p.kind != "backchannel"]
+            if not prior or prior[-1].speaker != "agent":
+                what = "a barge-in" if kind == "barge_in" else "a backchannel"
+                return f"script[{i}].{kind}_ms: {what} must follow an agent line"
+        if line.talk_over_ms is not None:
+            before = script[i - 1] if i else None
+            if before is None or before.speaker != "caller" or before.kind == "backchannel":
+                return (
+                    f"script[{i}].talk_over_ms: talking over needs a caller line (not a "
+                    "backchannel) right before it"
+                )
+    return None
+
+
+def _message(exc: ValidationError) -> str:
+    text = one_line(exc)
+    # Script-order errors have no location of their own: their message starts with it.
+    return text[2:] if text.startswith(": ") else text
+
+
+def _suite_file(suite: str, base_dir: Path | None) -> Path:
+    if suite.endswith(".json") or "/" in suite:
+        path = Path(suite)
+        return path if path.is_absolute() or base_dir is None else base_dir / path
+    return config_path("suites", f"{suite}.json")
+
+
+def task_contract(scenario: Scenario) -> dict[str, Any] | None:
+    """``{id, suite, budgets, required_content}`` of the scenario's task, the suite resolved.
+
+    Local ``budgets``/``required_content`` override the suite task's. None without a task.
+    """
+    from turnscope.scoring.suite import find_task, load_suite
+
+    task = scenario.task
+    if task is None:
+        return None
+    budgets: dict[str, Any] = {}
+    required: list[str] | None = None
+    if task.suite is not None:
+        base = scenario.source.parent if scenario.source else None
+        path = _suite_file(task.suite, base)
+        if not path.is_file():
+            raise InputError(
+                f"task.suite: no shipped suite {task.suite!r} and no file {path}",
+                path=scenario.source,
+                fix="give a shipped suite name (voice_starter) or a path relative to the scenario",
+            )
+        try:
+            found = find_task(load_suite(path), str(task.id), source=path)
+        except InputError as exc:
+            raise InputError(f"task: {exc}", path=scenario.source) from None
+        budgets = dict(found.get("budgets") or {})
+        required = [str(k) for k in found.get("required_content") or []] or None
+    if task.budgets is not None:
+        budgets.update(task.budgets.model_dump(exclude_none=True))
+    if task.required_content is not None:
+        required = list(task.required_content)
+    return {"id": task.id, "suite": task.suite, "budgets": budgets, "required_content": required}
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML file (and its task's suite, if any).
+
+    Raises InputError naming the file and the field, e.g.
+    ``x.yaml: script[2].barge_in_ms: Input should be a valid integer``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("is a directory, expected a scenario YAML file", path=p)
+    data = read_yaml(p, what="scenario file")
+    if not isinstance(data, dict):
+        raise InputError("a scenario must be a YAML mapping (name, script, ...)", path=p)
+    try:
+        scenario = Scenario.model_validate(data, context={"base_dir": p.parent})
+    except ValidationError as exc:
+        raise InputError(_message(exc), path=p) from None
+    scenario._source = p
+    task_contract(scenario)  # fail now, not after synthesis, on a bad suite reference
+    return scenario
