@@ -8,7 +8,7 @@ import sys
 import click
 import typer
 
-from turnscope.cli import bench, doctor, score, synth
+from turnscope.cli import bench, doctor, replay, score, synth
 from turnscope.cli.console import fail_line
 from turnscope.errors import TurnscopeError
 
@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (bench, score, doctor, synth):
+for module in (bench, score, replay, synth, doctor):
     module.register(app)
 
 
