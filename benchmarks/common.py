@@ -1,0 +1,98 @@
+"""Shared by the benchmarks: the labelled corpus, turn matching and error statistics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from turnscope.capture.scenario import load_scenario
+from turnscope.capture.synth import render, write_call
+from turnscope.configs import config_path
+
+SCENARIOS = ["refund-call", "backchannel", "talk-over", "barge-ins", "quick-exchange"]
+VOICE_PAIRS = [("en-us", "en-gb"), ("en-us+f3", "en-gb-scotland"), ("en-gb", "en-us+m3")]
+CONDITIONS = {
+    "clean": {},
+    "10dB": {"snr_db": 10.0},
+    "phone": {"telephone": True},
+}
+
+
+@dataclass(frozen=True)
+class CorpusCall:
+    name: str
+    scenario: str
+    condition: str
+    voices: tuple[str, str]
+    wav: Path
+    truth: dict[str, Any]
+
+
+def build_corpus(
+    root: Path,
+    *,
+    scenarios: Sequence[str] = SCENARIOS,
+    conditions: Iterable[str] = CONDITIONS,
+    voice_pairs: Sequence[tuple[str, str]] = VOICE_PAIRS,
+) -> list[CorpusCall]:
+    """Render (or reuse) every scenario x condition x voice pair with `turnscope synth`'s code."""
+    calls = []
+    for condition in conditions:
+        for scenario in scenarios:
+            for k, (cv, av) in enumerate(voice_pairs):
+                name = f"{scenario}-{condition}-v{k}"
+                outdir = root / name
+                if not (outdir / "truth.json").exists():
+                    sc = load_scenario(config_path("scenarios", f"{scenario}.yaml"))
+                    call = render(
+                        sc, caller_voice=cv, agent_voice=av, seed=k, **CONDITIONS[condition]
+                    )
+                    write_call(call, outdir)
+                truth = json.loads((outdir / "truth.json").read_text())
+                calls.append(
+                    CorpusCall(name, scenario, condition, (cv, av), outdir / "call.wav", truth)
+                )
+    return calls
+
+
+def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def match(truth: Sequence[dict], found: Sequence[dict]) -> list[tuple[dict, dict | None]]:
+    """Pair each truth item with the same-speaker found item that overlaps it most (one to one)."""
+    used: set[int] = set()
+    pairs = []
+    for t in truth:
+        best, best_ov = None, 0.0
+        for i, f in enumerate(found):
+            if i in used or f["speaker"] != t["speaker"]:
+                continue
+            ov = overlap(t["start_ms"], t["end_ms"], f["start_ms"], f["end_ms"])
+            if ov > best_ov:
+                best, best_ov = i, ov
+        if best is not None:
+            used.add(best)
+        pairs.append((t, found[best] if best is not None else None))
+    return pairs
+
+
+def boundary_errors(pairs: Sequence[tuple[dict, dict | None]]) -> tuple[list[float], list[float]]:
+    starts = [abs(f["start_ms"] - t["start_ms"]) for t, f in pairs if f is not None]
+    ends = [abs(f["end_ms"] - t["end_ms"]) for t, f in pairs if f is not None]
+    return starts, ends
+
+
+def stat(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float]:
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    return precision, recall
