@@ -20,17 +20,29 @@ HOP = SAMPLE_RATE // 1000  # 1 ms
 _FLOOR_DB = -120.0
 
 
-def envelope_db(audio: np.ndarray, window_ms: float) -> np.ndarray:
+def envelope_db(
+    audio: np.ndarray, window_ms: float, lo: int = 0, hi: int | None = None
+) -> np.ndarray:
     """RMS envelope in dBFS, one value per 1 ms hop, each the RMS of the window centred there.
 
-    ``env[k]`` describes the audio around sample ``k * HOP``.
+    ``env[k]`` describes the audio around sample ``lo + k * HOP``; only ``[lo, hi)`` is
+    computed (the windows still see the samples around it), so refining a boundary costs the
+    same however long the utterance is.
     """
-    win = max(1, round(window_ms * SAMPLE_RATE / 1000))
-    x = audio.astype(np.float64)
-    padded = np.concatenate([np.zeros(win // 2), x, np.zeros(win - win // 2)])
-    csum = np.concatenate([[0.0], np.cumsum(padded * padded)])
-    centres = np.arange(0, len(x), HOP)
-    energy = (csum[centres + win] - csum[centres]) / win
+    n = len(audio)
+    hi = n if hi is None else min(hi, n)
+    lo = max(0, lo)
+    if hi <= lo:
+        return np.zeros(0)
+    win = max(1, int(round(window_ms * SAMPLE_RATE / 1000)))
+    half = win // 2
+    a, b = max(0, lo - half), min(n, hi - half + win)
+    x = audio[a:b].astype(np.float64)
+    csum = np.concatenate([[0.0], np.cumsum(x * x)])
+    centres = np.arange(lo, hi, HOP)
+    left = np.clip(centres - half, a, b) - a
+    right = np.clip(centres - half + win, a, b) - a
+    energy = (csum[right] - csum[left]) / win
     return 10.0 * np.log10(np.maximum(energy, 1e-12))
 
 

@@ -33,6 +33,8 @@ class VadSettings(_Strict):
     min_utterance_ms: int = Field(ge=0)
     max_utterance_ms: int = Field(gt=1000)
     preroll_ms: int = Field(ge=0)
+    energy_gate_db: float = Field(ge=0)
+    noise_window_ms: int = Field(ge=500)
 
 
 class RefineSettings(_Strict):
