@@ -9,10 +9,12 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    "stop", "no, hold on") are ordinary turns, i.e. barge-ins.
 2. Floor: every other utterance takes the floor.
 3. Turns: a channel's voiced spans, in time order, join one turn until a boundary: the silence
-   before the next span is longer than ``merge_gap_ms``; or the other party took the floor in that
-   silence; or the other party took the floor during this turn and this speaker stopped within
-   ``yield_split_ms`` of that (it yielded). So an agent that stops for a barge-in and then answers
-   gives two agent turns, and an agent that talks through "uh-huh" gives one.
+   before the next span is longer than ``merge_gap_ms``; or the floor changed in that silence:
+   the other party began speaking in a silence between two utterances of this speaker, or it
+   began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
+   only after the other party finished. So an agent that stops for a barge-in and then answers
+   gives two agent turns; an agent that talks through "uh-huh", and a caller who pauses for
+   breath while the agent talks over them, keep one turn each.
 4. Barge-in: a caller turn that starts while an agent turn is in progress has ``interrupt: true``.
    An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
    agent talking over the caller).
@@ -163,7 +165,9 @@ def normalise_words(text: str) -> list[str]:
 
 def is_backchannel_text(text: str, cfg: AssemblySettings) -> bool:
     """True when the words are an acknowledgement like "mm-hmm", "yeah", "okay", "I see"."""
-    words = normalise_words(text)
+    # ASR often repeats a hum ("M. M. M. M."): a repeated token is one acknowledgement.
+    tokens = normalise_words(text)
+    words = [w for i, w in enumerate(tokens) if i == 0 or w != tokens[i - 1]]
     if not words or len(words) > cfg.backchannel_max_words:
         return False
     phrases = {" ".join(normalise_words(p)) for p in cfg.backchannel_phrases}
@@ -191,13 +195,16 @@ class _Timeline:
 
 
 def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
+    """Caller utterances that are backchannels: short, during agent speech, and either
+    acknowledgement words or no words at all (a hum ASR could not spell)."""
     agent = _Timeline(h for h in heard if h.channel == AGENT)
     out = set()
     for h in heard:
         if (
             h.channel == CALLER
+            and not h.transcription.rejected
             and h.end_ms - h.start_ms <= cfg.backchannel_max_ms
-            and is_backchannel_text(h.text, cfg)
+            and (not h.text.strip() or is_backchannel_text(h.text, cfg))
             and agent.covering(h.start_ms)
         ):
             out.add(h.key)
@@ -223,12 +230,17 @@ def _group_turns(
             current = groups[-1]
             turn_start = current[0].span.start_ms
             gap_start, gap_end = current[-1].span.end_ms, piece.span.start_ms
-            took_floor_in_gap = bool(other_floor.starting_in(gap_start - 1e-6, gap_end))
-            yielded = any(
-                gap_start - o.start_ms <= cfg.yield_split_ms
-                for o in other_floor.starting_in(turn_start, gap_start)
+            # Between two utterances (a real silence), the other party starting to speak takes
+            # the floor. Inside one utterance (a breath pause), or when it started while this
+            # speaker was still talking, it only does if this speaker waited for it to finish
+            # and had stopped within yield_split_ms of its start.
+            between = piece.heard is not current[-1].heard
+            floor_changed = any(
+                (between and o.start_ms >= gap_start)
+                or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
+                for o in other_floor.starting_in(turn_start, gap_end)
             )
-            if gap_end - gap_start <= cfg.merge_gap_ms and not took_floor_in_gap and not yielded:
+            if gap_end - gap_start <= cfg.merge_gap_ms and not floor_changed:
                 current.append(piece)
                 continue
         groups.append([piece])
@@ -262,29 +274,49 @@ def _turn_text(
             texts.append(h.text)
             words.extend(h.transcription.words)
             continue
-        own = [w for w in h.transcription.words if _nearest_span(h.spans, w) in mine]
-        words.extend(own)
-        texts.append(" ".join(w.text for w in own))
+        if h.transcription.words:
+            own = [w for w in h.transcription.words if _nearest_span(h.spans, w) in mine]
+            words.extend(own)
+            texts.append(" ".join(w.text for w in own))
+        else:
+            texts.append(" ".join(_proportional_words(h, mine)))
     return " ".join(t for t in texts if t).strip(), tuple(words)
+
+
+def _proportional_words(h: Heard, mine: set[int]) -> list[str]:
+    """Without word times, a split utterance's words go to its spans in proportion to their
+    voiced duration (speech rate is roughly even within an utterance)."""
+    tokens = h.text.split()
+    durations = [s.end_ms - s.start_ms for s in h.spans]
+    total = sum(durations) or 1.0
+    bounds, acc = [], 0.0
+    for d in durations:
+        acc += d / total
+        bounds.append(acc)
+    out = []
+    for i, tok in enumerate(tokens):
+        pos = (i + 0.5) / len(tokens)
+        span = next((k for k, b in enumerate(bounds) if pos <= b), len(bounds) - 1)
+        if span in mine:
+            out.append(tok)
+    return out
 
 
 def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
     """Build turns and backchannels from everything heard so far (see the module rules)."""
     items = sorted(heard, key=lambda h: (h.start_ms, h.channel))
     out = Assembly()
-    kept: list[Heard] = []
+    bc = _backchannels(items, cfg)
+    floor: list[Heard] = []
     for h in items:
-        if h.transcription.rejected:
+        if h.key in bc:
+            out.backchannels.append(Backchannel(h.channel, h.start_ms, h.end_ms, h.text, h.key))
+        elif h.transcription.rejected:
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, h.transcription.rejected))
         elif not h.text.strip():
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, "no words recognised"))
         else:
-            kept.append(h)
-    bc = _backchannels(kept, cfg)
-    for h in kept:
-        if h.key in bc:
-            out.backchannels.append(Backchannel(h.channel, h.start_ms, h.end_ms, h.text, h.key))
-    floor = [h for h in kept if h.key not in bc]
+            floor.append(h)
     timelines = {ch: _Timeline(h for h in floor if h.channel == ch) for ch in (CALLER, AGENT)}
     turns: list[Turn] = []
     for channel, other in ((CALLER, AGENT), (AGENT, CALLER)):

@@ -68,6 +68,41 @@ def resolve_model(model: str) -> str:
 
 _lock = threading.Lock()
 _cache: dict[ModelSpec, WhisperModel] = {}
+_window = threading.local()
+FRAMES_PER_SECOND = 100  # Whisper log-mel frames
+
+
+class encoder_window:
+    """Within this block, this thread's transcriptions encode ``seconds`` of audio, not 30 s.
+
+    faster-whisper pads every window to 30 s of log-mel frames before the encoder; the padding is
+    zeros, so trimming it to a window a few seconds longer than the speech gives the same input
+    the encoder would see for a shorter recording, at a fraction of the cost. CTranslate2's
+    Whisper encoder accepts any length up to 3000 frames.
+    """
+
+    def __init__(self, seconds: int | None):
+        self.frames = None if seconds is None else int(seconds * FRAMES_PER_SECOND)
+
+    def __enter__(self) -> None:
+        self._saved = getattr(_window, "frames", None)
+        _window.frames = self.frames
+
+    def __exit__(self, *exc: object) -> None:
+        _window.frames = self._saved
+
+
+def _windowed_model_class() -> type:
+    from faster_whisper import WhisperModel
+
+    class WindowedWhisperModel(WhisperModel):
+        def encode(self, features):  # type: ignore[no-untyped-def]
+            frames = getattr(_window, "frames", None)
+            if frames is not None and features.shape[-1] > frames:
+                features = features[..., :frames]
+            return super().encode(features)
+
+    return WindowedWhisperModel
 
 
 def load_model(spec: ModelSpec) -> WhisperModel:
@@ -75,11 +110,9 @@ def load_model(spec: ModelSpec) -> WhisperModel:
     with _lock:
         if spec not in _cache:
             ensure_offline()
-            from faster_whisper import WhisperModel
-
             path = resolve_model(spec.model)
             try:
-                _cache[spec] = WhisperModel(
+                _cache[spec] = _windowed_model_class()(
                     path,
                     device=spec.device,
                     compute_type=spec.compute_type,

@@ -59,6 +59,11 @@ class AsrSettings(_Strict):
     language: str
     word_timestamps: bool
     pad_ms: int = Field(ge=0)
+    no_speech_max: float = Field(ge=0, le=1)
+    short_max_ms: int = Field(ge=0)
+    short_prompt: str
+    min_window_s: int = Field(ge=1, le=30)
+    window_pad_s: float = Field(ge=0)
     max_pending: int = Field(ge=1)
 
 

@@ -8,6 +8,7 @@ is enough: CTranslate2 already uses ``cpu_threads`` cores per call, and a queue 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from turnscope.asr.events import Utterance
-from turnscope.asr.model import ModelSpec, load_model
+from turnscope.asr.model import ModelSpec, encoder_window, load_model
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.capture.frames import SAMPLE_RATE
 
@@ -41,6 +42,7 @@ class Transcription:
     asr_ms: float = 0.0  # compute time
     rejected: str | None = None  # why the utterance was judged not to be speech, if it was
     speech_ratio: float | None = None  # Silero's share of speech, when the second opinion ran
+    dropped_segments: int = 0  # Whisper segments dropped as probably not speech
 
     @property
     def confidence(self) -> float | None:
@@ -52,6 +54,15 @@ class Transcription:
 
 def model_spec(asr: AsrSettings) -> ModelSpec:
     return ModelSpec(model=asr.model, compute_type=asr.compute_type, cpu_threads=asr.cpu_threads)
+
+
+def window_seconds(duration_s: float, asr: AsrSettings) -> int:
+    """Encoder window for one utterance: its length plus ``window_pad_s`` of padding, at least
+    ``min_window_s``, at most Whisper's 30 s. Whisper pads every input to 30 s by default, which
+    makes the encoder cost of a 2 s turn that of 30 s of audio; a window a few seconds longer
+    than the speech is ~7x cheaper and no less accurate (benchmarks/accuracy.py, README)."""
+    need = math.ceil(duration_s + asr.window_pad_s)
+    return max(asr.min_window_s, min(30, need))
 
 
 def silero_speech_ratio(audio: np.ndarray) -> float:
@@ -82,15 +93,30 @@ def transcribe_utterance(
                 speech_ratio=ratio,
             )
     model = load_model(model_spec(asr))
-    segments, _info = model.transcribe(
-        utt.audio,
-        language=asr.language,
-        beam_size=asr.beam_size,
-        word_timestamps=asr.word_timestamps,
-        condition_on_previous_text=False,
-        vad_filter=False,
-    )
-    segments = list(segments)  # the generator does the work
+    window = window_seconds(len(utt.audio) / SAMPLE_RATE, asr)
+    with encoder_window(window):
+        segments, _info = model.transcribe(
+            utt.audio,
+            language=asr.language,
+            beam_size=asr.beam_size,
+            word_timestamps=asr.word_timestamps,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            without_timestamps=True,
+            initial_prompt=(
+                asr.short_prompt
+                if utt.duration_ms <= asr.short_max_ms and asr.short_prompt
+                else None
+            ),
+            # Always explicit: faster-whisper keeps the last chunk_length on the shared model.
+            chunk_length=window,
+        )
+        segments = list(segments)  # the generator does the work
+    # With a short window Whisper's own no-speech check lets "you" through on silence; a segment
+    # it thinks is probably not speech is dropped (speech peaked at 0.53, non-speech >= 0.93).
+    heard_segments = [seg for seg in segments if seg.no_speech_prob <= asr.no_speech_max]
+    dropped = len(segments) - len(heard_segments)
+    segments, all_segments = heard_segments, segments
     words: list[Word] = []
     for seg in segments:
         for w in seg.words or ():
@@ -108,9 +134,12 @@ def transcribe_utterance(
         text=text,
         words=tuple(words),
         avg_logprob=float(np.mean(logprobs)) if logprobs else None,
-        no_speech_prob=float(max(seg.no_speech_prob for seg in segments)) if segments else None,
+        no_speech_prob=(
+            float(max(seg.no_speech_prob for seg in all_segments)) if all_segments else None
+        ),
         asr_ms=(time.perf_counter() - t0) * 1000,
         speech_ratio=ratio,
+        dropped_segments=dropped,
     )
 
 

@@ -3,8 +3,8 @@ much noise is taken for speech, and how fast it runs. Used to choose the VAD def
 
     .venv/bin/python benchmarks/endpointing.py [--corpus DIR]
 
-For every truth clip (each spoken line, backchannel and barge-in) the nearest detected voiced
-span start (and end) on its channel within 500 ms gives the boundary error; a detected
+For every truth clip (each spoken line, backchannel and barge-in) the nearest detected
+utterance start (and end) on its channel within 500 ms gives the boundary error; a detected
 utterance that overlaps no truth clip is a false alarm; a clip no utterance overlaps is a miss.
 """
 
@@ -44,6 +44,10 @@ VARIANTS: dict[str, dict] = {
     "refine margin 3 dB": {"refine": {"noise_margin_db": 3}},
     "refine margin 10 dB": {"refine": {"noise_margin_db": 10}},
     "refine window 10 ms": {"refine": {"window_ms": 10}},
+    "window 10 + margin 3": {"refine": {"window_ms": 10, "noise_margin_db": 3}},
+    "window 20 + margin 3": {"refine": {"window_ms": 20, "noise_margin_db": 3}},
+    "window 20 + margin 2": {"refine": {"window_ms": 20, "noise_margin_db": 2}},
+    "window 10 + margin 4": {"refine": {"window_ms": 10, "noise_margin_db": 4}},
 }
 CHUNK = 3200  # 200 ms: the chunk size of a fast replay
 
@@ -67,9 +71,9 @@ def endpoint(audio: np.ndarray, settings: Settings) -> tuple[dict[str, list], fl
 def score(truth: list[dict], utts: dict[str, list], acc: dict) -> None:
     for ch in ("caller", "agent"):
         clips = [u for u in truth if u["speaker"] == ch]
-        spans = [s for u in utts[ch] for s in u.spans]
-        starts = np.array([s.start_ms for s in spans]) if spans else np.zeros(0)
-        ends = np.array([s.end_ms for s in spans]) if spans else np.zeros(0)
+        # Utterance edges: what turns are built from (spans inside are breath pauses).
+        starts = np.array([u.start_ms for u in utts[ch]]) if utts[ch] else np.zeros(0)
+        ends = np.array([u.end_ms for u in utts[ch]]) if utts[ch] else np.zeros(0)
         for c in clips:
             if len(starts):
                 ds = np.abs(starts - c["start_ms"]).min()

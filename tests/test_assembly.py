@@ -185,7 +185,36 @@ def test_turns_sorted_by_start():
 
 
 def test_backchannel_lexicon():
-    yes = ["Mm-hmm.", "mhm", "Uh-huh", "Yeah, okay.", "right", "Got it."]
-    no = ["wait", "No.", "hold on", "okay okay okay", "yeah but", "I want"]
+    yes = [
+        "Mm-hmm.",
+        "mhm",
+        "Uh-huh",
+        "Yeah, okay.",
+        "right",
+        "Got it.",
+        "M. M. M. M. M.",
+        "okay okay okay",
+    ]
+    no = ["wait", "No.", "hold on", "yeah but", "I want", "okay yeah sure"]
     assert all(is_backchannel_text(t, CFG) for t in yes)
     assert not any(is_backchannel_text(t, CFG) for t in no)
+
+
+def test_breath_pause_while_agent_talks_over_stays_one_caller_turn():
+    # The caller pauses for breath inside one utterance while the agent talks over them, and
+    # carries on talking: one caller turn, no barge-in, and the agent's overlap is harmful.
+    items = [
+        caller([(0, 2000), (2200, 4000)], "I have been waiting for weeks, and nobody calls back."),
+        agent([(1500, 5000)], "I understand, let me look into that for you right away."),
+    ]
+    a = assemble(items, CFG)
+    assert [(t.speaker, t.interrupt) for t in a.turns] == [("caller", False), ("agent", False)]
+    assert a.turns[0].end_ms == 4000
+    assert score_voice_episode(a.dialogue())["result"]["components"]["turn_taking"] == 0.0
+
+
+def test_wordless_short_sound_during_agent_speech_is_a_backchannel():
+    items = [agent([(0, 4000)], "Let me explain the policy."), caller([(1500, 1900)], "")]
+    a = assemble(items, CFG)
+    assert a.turns[-1].speaker == "agent" and len(a.turns) == 1
+    assert [b.text for b in a.backchannels] == [""]
