@@ -282,6 +282,13 @@ def _suite_file(suite: str, base_dir: Path | None) -> Path:
     return config_path("suites", f"{suite}.json")
 
 
+def suite_file(scenario: Scenario) -> Path | None:
+    """The suite JSON the scenario's task names (shipped name or path), if any."""
+    if scenario.task is None or scenario.task.suite is None:
+        return None
+    return _suite_file(scenario.task.suite, scenario.source.parent if scenario.source else None)
+
+
 def task_contract(scenario: Scenario) -> dict[str, Any] | None:
     """``{id, suite, budgets, required_content}`` of the scenario's task, the suite resolved.
 

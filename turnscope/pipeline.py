@@ -164,7 +164,7 @@ async def run_pipeline(
     own = transcriber is None
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, transcriber.warm_up)
+    await loop.run_in_executor(None, transcriber.warm_up)  # no-op when already loaded
     run = _Run(source, settings, sinks, transcriber)
     for s in run.sinks:
         s.on_start(source.info, settings)

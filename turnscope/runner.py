@@ -5,13 +5,15 @@ Shared by `replay`, `call` and `demo`, so every kind of run records and scores t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from turnscope.asr.settings import Settings
+from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.source import Source
 from turnscope.jsonio import write_json
 from turnscope.live_view import LiveView
@@ -39,6 +41,8 @@ async def run_and_record(
     evidence_class: str,
     console: Console | None = None,
     extra_sinks: Sequence[Sink] = (),
+    extra_result: Callable[[], dict[str, Any]] | None = None,
+    transcriber: Transcriber | None = None,
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -50,7 +54,7 @@ async def run_and_record(
         budget = (contract.budgets or {}).get("max_latency_ms")
         sinks.append(LiveView(console, verifier, int(budget) if budget is not None else None))
     try:
-        result = await run_pipeline(source, settings, sinks)
+        result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
     finally:
         recorder.close()
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)

@@ -1,0 +1,200 @@
+"""An outgoing audio track that is never silent on the wire: it plays clips, and silence between.
+
+Used by the scripted caller and by the reference agent. It paces itself by the call clock (20 ms
+frames at 16 kHz), so the time a sample is sent is known exactly; every clip's true send start
+and stop are logged (the ground truth a test compares measurements against).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from av import AudioFrame
+
+from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms, to_int16
+
+FRAME = SAMPLE_RATE // 50  # 20 ms
+TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
+
+
+class CallClock:
+    """The call's one clock: ``origin`` is the loop time of sample 0, set by the first user."""
+
+    def __init__(self) -> None:
+        self.origin: float | None = None
+
+    def start(self, at: float | None = None) -> float:
+        if self.origin is None:
+            self.origin = asyncio.get_running_loop().time() if at is None else at
+        return self.origin
+
+    def now_ms(self) -> float:
+        origin = self.start()
+        return (asyncio.get_running_loop().time() - origin) * 1000.0
+
+    def to_ms(self, loop_time: float) -> float:
+        return (loop_time - self.start()) * 1000.0
+
+
+@dataclass
+class SendRecord:
+    """When a clip really went out: call-clock sample indices of its first and last sample."""
+
+    label: str
+    start: int
+    end: int | None = None
+    stopped_early: bool = False
+    start_sent_at: float | None = None  # loop time its first sample was handed to the encoder
+    end_sent_at: float | None = None  # ... and its last
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "start_ms": round(samples_to_ms(self.start), 1),
+            "end_ms": None if self.end is None else round(samples_to_ms(self.end), 1),
+            "stopped_early": self.stopped_early,
+        }
+
+
+@dataclass
+class Playback:
+    """A clip being played; await ``done`` or call ``stop()``."""
+
+    label: str
+    audio: np.ndarray  # int16
+    done: asyncio.Future = field(repr=False)
+    record: SendRecord | None = None
+    pos: int = 0
+    stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
+
+    def stop(self, after_ms: float = 0.0) -> None:
+        """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
+        cut = self.pos + int(after_ms * SAMPLE_RATE / 1000)
+        self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
+
+
+class PlaybackTrack(MediaStreamTrack):
+    """A continuous 16 kHz mono track playing queued clips on the call clock."""
+
+    kind = "audio"
+
+    def __init__(
+        self,
+        clock: CallClock,
+        *,
+        on_sent: Callable[[int, np.ndarray, float], None] | None = None,
+        drop: Callable[[int], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        self.clock = clock
+        self.on_sent = on_sent  # (start sample, pcm, loop time) for every frame that went out
+        self.drop = drop  # frame index -> True to skip sending it (simulated loss)
+        self.log: list[SendRecord] = []
+        self._queue: list[Playback] = []
+        self._pts: int | None = None
+        self._frames = 0
+        self.current: Playback | None = None
+        self.max_lag_ms = 0.0  # how late (vs the call clock) a frame was handed over, at worst
+
+    @property
+    def speaking(self) -> bool:
+        return self.current is not None
+
+    @property
+    def position(self) -> int:
+        """Call-clock sample index of the next frame to be sent."""
+        return self._pts or 0
+
+    def play(self, audio: np.ndarray, label: str) -> Playback:
+        """Queue a clip (float or int16, 16 kHz mono)."""
+        pcm = audio if audio.dtype == np.int16 else to_int16(audio)
+        item = Playback(label, pcm, asyncio.get_running_loop().create_future())
+        self._queue.append(item)
+        return item
+
+    def silence(self) -> None:
+        """Drop whatever is queued and stop the current clip now."""
+        for item in self._queue:
+            if not item.done.done():
+                item.done.set_result(False)
+        self._queue.clear()
+        if self.current:
+            self.current.stop()
+
+    def _next_samples(self, position: int) -> np.ndarray:
+        out = np.zeros(FRAME, dtype=np.int16)
+        filled = 0
+        while filled < FRAME:
+            if self.current is None:
+                if not self._queue:
+                    break
+                self.current = self._queue.pop(0)
+                rec = SendRecord(self.current.label, position + filled)
+                self.current.record = rec
+                self.log.append(rec)
+            item = self.current
+            limit = len(item.audio) if item.stop_at is None else min(item.stop_at, len(item.audio))
+            take = min(FRAME - filled, limit - item.pos)
+            if take > 0:
+                out[filled : filled + take] = item.audio[item.pos : item.pos + take]
+                item.pos += take
+                filled += take
+            if item.pos >= limit:
+                assert item.record is not None
+                item.record.end = position + filled
+                item.record.stopped_early = limit < len(item.audio)
+                if not item.done.done():
+                    item.done.set_result(not item.record.stopped_early)
+                self.current = None
+        return out
+
+    async def recv(self) -> AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        loop = asyncio.get_running_loop()
+        origin = self.clock.start()
+        if self._pts is None:
+            # The first frame is placed on the 20 ms grid of the call clock.
+            self._pts = max(0, round((loop.time() - origin) * SAMPLE_RATE / FRAME)) * FRAME
+        pts = self._pts
+        wait = origin + pts / SAMPLE_RATE - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        now = loop.time()
+        self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
+        log_from = len(self.log)
+        open_before = self.current.record if self.current is not None else None
+        pcm = self._next_samples(pts)
+        self._stamp(open_before, log_from, pts, now)
+        self._pts += FRAME
+        index = self._frames
+        self._frames += 1
+        if self.on_sent is not None:
+            self.on_sent(pts, pcm, loop.time())
+        if self.drop is not None and self.drop(index):
+            # Simulated loss: this frame is never sent; the next one carries a later pts.
+            return await self.recv()
+        frame = AudioFrame(format="s16", layout="mono", samples=FRAME)
+        frame.planes[0].update(pcm.tobytes())
+        frame.sample_rate = SAMPLE_RATE
+        frame.pts = pts
+        frame.time_base = TIME_BASE
+        return frame
+
+    def _stamp(self, open_before: SendRecord | None, log_from: int, pts: int, now: float) -> None:
+        """Real send times of clip edges in this frame (its samples leave together, at ``now``,
+        spread over the frame's 20 ms)."""
+        for rec in ([open_before] if open_before else []) + self.log[log_from:]:
+            if rec.start_sent_at is None and pts <= rec.start < pts + FRAME:
+                rec.start_sent_at = now + (rec.start - pts) / SAMPLE_RATE
+            if rec.end is not None and rec.end_sent_at is None:
+                rec.end_sent_at = now + (rec.end - pts) / SAMPLE_RATE
+
+    def stop(self) -> None:
+        self.silence()
+        super().stop()

@@ -1,0 +1,290 @@
+"""The reference agent: a real WebRTC peer that answers each caller turn with its next prompt.
+
+It listens with the same endpointer the harness uses, speaks espeak-ng prompts (or recordings)
+through a PlaybackTrack, and logs the true times it started and stopped sending each prompt.
+Behaviour knobs make it well-behaved or deliberately bad, to test the harness: response
+latency, talking over the caller, yielding to barge-ins (or not), never answering, hanging up
+mid-call, dropping outgoing audio frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamTrack
+from pydantic import BaseModel, ConfigDict, Field
+
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn, SpeechStart
+from turnscope.asr.settings import Settings, load_settings
+from turnscope.capture.frames import CALLER, PcmFrame
+from turnscope.capture.playback import CallClock, Playback, PlaybackTrack
+from turnscope.capture.receiver import ReceiveStats, receive_track
+from turnscope.capture.scenario import Scenario
+from turnscope.capture.signaling import rtc_configuration
+from turnscope.capture.tts import load_clip, speak
+
+Ms = Annotated[int, Field(ge=0)]
+
+
+class AgentLine(BaseModel):
+    """One prompt, with optional per-prompt overrides of the behaviour."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    audio: Path | None = None
+    latency_ms: Ms | None = None
+    talk_over_ms: Ms | None = None
+    yield_ms: Ms | None = None
+    ignore_barge_in: bool = False
+
+
+class AgentBehaviour(BaseModel):
+    """How the reference agent behaves (all times in ms)."""
+
+    model_config = ConfigDict(extra="forbid")
+    lines: list[AgentLine] = Field(min_length=1)
+    greet: bool = True  # speak the first prompt as soon as the call starts
+    greet_delay_ms: Ms = 500
+    voice: str = "en-gb"
+    rate_wpm: int | None = None
+    latency_ms: Ms = 600  # from the end of the caller's speech to the start of the reply
+    talk_over_ms: Ms | None = None  # reply this long after the caller STARTS (talking over)
+    yield_ms: Ms | None = 250  # stop this long after a caller barge-in starts; None: ignore
+    never_answer: bool = False
+    hangup_after_s: float | None = None  # close the call this long after it started
+    drop_every: int | None = Field(default=None, ge=2)  # drop every Nth outgoing frame
+    end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, **overrides: Any) -> AgentBehaviour:
+        """The agent side of a scripted call: its lines, voice, latency and yield behaviour."""
+        base = scenario.source.parent if scenario.source else Path.cwd()
+        lines = [
+            AgentLine(
+                text=line.text,
+                audio=(base / line.audio) if line.audio else None,
+                latency_ms=line.latency_ms,
+                talk_over_ms=line.talk_over_ms,
+                yield_ms=line.yield_ms,
+                ignore_barge_in="yield_ms" in line.model_fields_set and line.yield_ms is None,
+            )
+            for line in scenario.script
+            if line.speaker == "agent"
+        ]
+        data: dict[str, Any] = {
+            "lines": lines,
+            "greet": scenario.script[0].speaker == "agent",
+            "voice": scenario.agent.voice,
+            "rate_wpm": scenario.agent.rate_wpm,
+            "latency_ms": scenario.agent.latency_ms,
+            "yield_ms": scenario.agent.yield_ms,
+        }
+        data.update(overrides)
+        return cls.model_validate(data)
+
+
+class AgentSession:
+    """One call with the reference agent: listens, decides, speaks, logs the truth."""
+
+    def __init__(
+        self,
+        behaviour: AgentBehaviour,
+        settings: Settings | None = None,
+        on_end: Callable[[AgentSession], None] | None = None,
+    ) -> None:
+        self.behaviour = behaviour
+        base = settings or load_settings()
+        self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
+        self.clock = CallClock()
+        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
+        self.track = PlaybackTrack(self.clock, drop=drop)
+        self.endpointer = Endpointer(
+            CALLER, self.settings.vad, self.settings.refine, pad_ms=self.settings.asr.pad_ms
+        )
+        self.pc = RTCPeerConnection(rtc_configuration())
+        self.stats = ReceiveStats()
+        self.on_end = on_end
+        self.events: list[dict[str, Any]] = []
+        self._next_line = 0
+        self._barged: set[int] = set()  # caller utterance indices the agent yielded to
+        self._ignored: set[int] = set()  # caller utterances spoken over the agent, not answered
+        self._answered_by_talk_over = False
+        self._reply: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._utt_index = 0
+        self._clips: list[np.ndarray] = []
+        self.closed = False
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    async def answer(self, offer_sdp: str) -> str:
+        """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
+        # Synthesis runs espeak-ng: do it now, in a thread, never on the loop during the call
+        # (a blocked loop makes the outgoing track late).
+        loop = asyncio.get_running_loop()
+        self._clips = await loop.run_in_executor(
+            None, lambda: [self._audio(line) for line in self.behaviour.lines]
+        )
+        self.pc.addTrack(self.track)
+
+        @self.pc.on("track")
+        def on_track(track: MediaStreamTrack) -> None:
+            if track.kind == "audio":
+                self._tasks.append(asyncio.ensure_future(self._listen(track)))
+
+        @self.pc.on("connectionstatechange")
+        async def on_state() -> None:
+            if self.pc.connectionState == "connected":
+                self._started()
+            elif self.pc.connectionState in ("failed", "closed"):
+                await self.close()
+
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        return self.pc.localDescription.sdp
+
+    def _started(self) -> None:
+        self.clock.start()
+        b = self.behaviour
+        if b.greet:
+            self._schedule(b.greet_delay_ms / 1000, self._speak_next)
+        if b.hangup_after_s is not None:
+            self._schedule(b.hangup_after_s, self.close)
+
+    def _schedule(self, delay_s: float, fn: Callable[[], Any]) -> asyncio.Task:
+        async def later() -> None:
+            await asyncio.sleep(max(0.0, delay_s))
+            result = fn()
+            if asyncio.iscoroutine(result):
+                await result
+
+        task = asyncio.ensure_future(later())
+        self._tasks.append(task)
+        return task
+
+    # -- listening ------------------------------------------------------------------------------
+
+    async def _listen(self, track: MediaStreamTrack) -> None:
+        await receive_track(
+            track, self.clock, CALLER, self._heard, self.stats, media_timeout_s=30.0
+        )
+        await self.close()
+
+    def _heard(self, frame: PcmFrame) -> None:
+        for ev in self.endpointer.push(frame):
+            if isinstance(ev, SpeechStart) and ev.first_in_utterance:
+                self._caller_started(ev)
+            elif isinstance(ev, EndOfTurn):
+                self._caller_finished(ev)
+
+    def _line(self) -> AgentLine | None:
+        lines = self.behaviour.lines
+        return lines[self._next_line] if self._next_line < len(lines) else None
+
+    def _caller_started(self, ev: SpeechStart) -> None:
+        b = self.behaviour
+        self._log("caller_speech_start", ev.at_ms)
+        current = self.track.current
+        if current is not None:
+            line = self._line_of(current)
+            yield_ms = (
+                None
+                if line is None or line.ignore_barge_in
+                else (line.yield_ms if line.yield_ms is not None else b.yield_ms)
+            )
+            if yield_ms is None:
+                self._ignored.add(self._utt_index)
+            else:
+                elapsed = self.clock.now_ms() - ev.at_ms
+                current.stop(after_ms=max(0.0, yield_ms - elapsed))
+                self._barged.add(self._utt_index)
+                self._log("yield", ev.at_ms + yield_ms)
+            return
+        line = self._line()
+        talk_over = None if line is None else (line.talk_over_ms or b.talk_over_ms)
+        if talk_over is not None and not b.never_answer and self._reply is None:
+            delay = (ev.at_ms + talk_over - self.clock.now_ms()) / 1000
+            self._answered_by_talk_over = True
+            self._reply = self._schedule(delay, self._speak_next)
+
+    def _caller_finished(self, ev: EndOfTurn) -> None:
+        b = self.behaviour
+        index = self._utt_index
+        self._utt_index += 1
+        self._log("caller_end_of_turn", ev.at_ms)
+        if index in self._ignored or b.never_answer:
+            return
+        if self._answered_by_talk_over:
+            self._answered_by_talk_over = False
+            return
+        line = self._line()
+        if line is None:
+            return
+        latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
+        delay = (ev.at_ms + latency - self.clock.now_ms()) / 1000
+        self._reply = self._schedule(delay, self._speak_next)
+
+    # -- speaking -------------------------------------------------------------------------------
+
+    def _line_of(self, playback: Playback) -> AgentLine | None:
+        k = int(playback.label.split(":", 1)[0])
+        return self.behaviour.lines[k] if k < len(self.behaviour.lines) else None
+
+    def _audio(self, line: AgentLine) -> np.ndarray:
+        if line.audio is not None:
+            return load_clip(line.audio, 16000)
+        return speak(line.text, voice=self.behaviour.voice, rate_wpm=self.behaviour.rate_wpm)
+
+    def _speak_next(self) -> None:
+        self._reply = None
+        line = self._line()
+        if line is None or self.closed:
+            return
+        k = self._next_line
+        self._next_line += 1
+        self.track.play(self._clips[k], f"{k}:{line.text}")
+
+    def _log(self, kind: str, at_ms: float) -> None:
+        self.events.append({"event": kind, "at_ms": round(at_ms, 1)})
+
+    # -- ground truth and ending ---------------------------------------------------------------
+
+    def truth(self) -> dict[str, Any]:
+        """The agent's own log: when each prompt really went out, on its clock and as monotonic
+        time (comparable with the caller's clock in the same machine)."""
+        origin = self.clock.origin
+        utterances = []
+        for rec in self.track.log:
+            d = rec.to_dict()
+            d["text"] = rec.label.split(":", 1)[1]
+            # Loop time is time.monotonic(): comparable with any process on this machine.
+            d["start_monotonic"] = rec.start_sent_at
+            d["end_monotonic"] = rec.end_sent_at
+            utterances.append(d)
+        return {
+            "clock_origin_monotonic": origin,
+            "utterances": utterances,
+            "events": self.events,
+            "behaviour": self.behaviour.model_dump(mode="json"),
+            "received_frames": self.stats.frames,
+        }
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.track.stop()
+        for task in self._tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+        with contextlib.suppress(Exception):
+            await self.pc.close()
+        if self.on_end is not None:
+            self.on_end(self)

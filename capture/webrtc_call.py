@@ -1,0 +1,240 @@
+"""A live WebRTC call as a pipeline source: the caller's track out, the agent's track in.
+
+One clock: sample 0 is the first media event of the call. Caller audio is stamped with the
+position it was sent at (exact: the track paces itself on that clock). Agent audio is placed where
+it reached us (the caller's ear): the first frame is anchored at its arrival, later frames follow
+their RTP timestamps, so a pts jump is lost audio (a gap) and a lasting rise in arrival delay
+(e.g. a jitter buffer grown after loss) is re-anchored and reported, never silently absorbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiortc import RTCPeerConnection
+from aiortc.mediastreams import MediaStreamTrack
+
+from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.playback import CallClock, PlaybackTrack
+from turnscope.capture.receiver import ReceiveStats, receive_track
+from turnscope.capture.signaling import (
+    CallSetupError,
+    Signaling,
+    SignalingSession,
+    negotiate,
+    rtc_configuration,
+    use_loopback_only,
+)
+from turnscope.capture.source import SourceInfo
+
+
+@dataclass
+class CallOptions:
+    """How to reach the agent."""
+
+    url: str
+    signaling: Signaling = "smallwebrtc"
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # never written out
+    ice_servers: list[str] = field(default_factory=list)
+    loopback_only: bool = False
+    connect_timeout_s: float = 10.0
+    media_timeout_s: float = 5.0  # no agent audio frames for this long: the call is dead
+    max_duration_s: float = 300.0
+
+
+class WebRTCCall:
+    """Places the call and yields both channels as PcmFrames (the ``Source`` protocol)."""
+
+    def __init__(self, options: CallOptions) -> None:
+        self.options = options
+        self.clock = CallClock()
+        self.info = SourceInfo(
+            transport="webrtc",
+            description=f"WebRTC call to {options.url} ({options.signaling})",
+            realtime=True,
+        )
+        self.caller_track = PlaybackTrack(self.clock, on_sent=self._caller_sent)
+        self.stats = ReceiveStats()
+        self.session: SignalingSession | None = None
+        self.pc: RTCPeerConnection | None = None
+        self.ended: asyncio.Future | None = None
+        self.end_reason: str | None = None
+        self.connect_ms: float | None = None
+        self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
+        self._receiver: asyncio.Task | None = None
+        self._timer: asyncio.Task | None = None
+        self._closed = False
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Signal, connect ICE/DTLS and start receiving; CallSetupError on any failure."""
+        loop = asyncio.get_running_loop()
+        self.ended = loop.create_future()
+        if self.options.loopback_only:
+            use_loopback_only()
+        self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
+        self.pc.addTransceiver(self.caller_track, direction="sendrecv")
+        connected = loop.create_future()
+
+        @self.pc.on("track")
+        def on_track(track: MediaStreamTrack) -> None:
+            if track.kind == "audio" and self._receiver is None:
+                self._receiver = asyncio.ensure_future(self._receive(track))
+
+        @self.pc.on("connectionstatechange")
+        async def on_state() -> None:
+            state = self.pc.connectionState if self.pc else "closed"
+            if state == "connected" and not connected.done():
+                connected.set_result(True)
+            elif state in ("failed", "closed"):
+                if not connected.done():
+                    connected.set_exception(CallSetupError(f"ICE/DTLS connection {state}"))
+                elif not self._closed:
+                    self._finish(f"the connection {state} during the call", degraded=True)
+
+        t0 = time.monotonic()
+        try:
+            self.session = await negotiate(
+                self.pc,
+                self.options.url,
+                mode=self.options.signaling,
+                headers=self.options.headers,
+                timeout=self.options.connect_timeout_s,
+            )
+            await asyncio.wait_for(connected, self.options.connect_timeout_s)
+        except (asyncio.TimeoutError, TimeoutError):
+            await self._close_pc()
+            raise CallSetupError(
+                f"no ICE connection to {self.options.url} within "
+                f"{self.options.connect_timeout_s:.0f} s (no usable candidate pair)"
+            ) from None
+        except CallSetupError:
+            await self._close_pc()
+            raise
+        self.connect_ms = (time.monotonic() - t0) * 1000
+        self.clock.start()
+        self._timer = asyncio.ensure_future(self._max_duration())
+
+    # -- media --------------------------------------------------------------------------------
+
+    def _caller_sent(self, pts: int, pcm: np.ndarray, at: float) -> None:
+        if not self._closed:
+            self._queue.put_nowait(PcmFrame(CALLER, pts, pcm.copy(), received_at=at))
+
+    async def _receive(self, track: MediaStreamTrack) -> None:
+        end = await receive_track(
+            track,
+            self.clock,
+            AGENT,
+            self._emit_frame,
+            self.stats,
+            media_timeout_s=self.options.media_timeout_s,
+        )
+        if end == "timeout":
+            self._finish(
+                f"no audio from the agent for {self.options.media_timeout_s:.0f} s", degraded=True
+            )
+        elif not self._closed:
+            self._finish("the agent ended the call (its audio track ended)", degraded=False)
+
+    def _emit_frame(self, frame: PcmFrame) -> None:
+        if not self._closed:
+            self._queue.put_nowait(frame)
+
+    async def _max_duration(self) -> None:
+        await asyncio.sleep(self.options.max_duration_s)
+        self._finish(
+            f"the call reached its {self.options.max_duration_s:.0f} s limit", degraded=False
+        )
+
+    # -- ending --------------------------------------------------------------------------------
+
+    def _finish(self, reason: str, *, degraded: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.end_reason = reason
+        if degraded:
+            self.info.degraded.append(reason)
+        self._queue.put_nowait(None)
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(reason)
+
+    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+        """End the call from our side (idempotent): WHIP DELETE, close the peer connection."""
+        self._finish(reason, degraded=degraded)
+        await self._close_pc()
+
+    async def _close_pc(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.pc is not None:
+            with contextlib.suppress(Exception):
+                self.info.details["rtp_stats"] = await self._stats()
+            if self.session is not None:
+                await self.session.hangup(self.options.headers)
+            await self.pc.close()
+        if self._receiver is not None:
+            self._receiver.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._receiver
+
+    async def _stats(self) -> list[dict[str, Any]]:
+        report = await self.pc.getStats()
+        out = []
+        for s in report.values():
+            d = {k: v for k, v in vars(s).items() if isinstance(v, (int, float, str))}
+            out.append(d)
+        return out
+
+    async def frames(self) -> AsyncIterator[PcmFrame]:
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                break
+            yield item
+        self._describe()
+
+    def _describe(self) -> None:
+        st = self.stats
+        self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
+        if st.lost_frames:
+            self.info.degraded.append(
+                f"{st.lost_frames} agent audio frames ({st.lost_ms:.0f} ms) were lost in transit"
+            )
+        if st.late_reanchors:
+            self.info.warnings.append(
+                f"agent audio delay rose {len(st.late_reanchors)} time(s) during the call "
+                f"(largest step {max(r['step_ms'] for r in st.late_reanchors):.0f} ms); "
+                "later audio is placed where it arrived"
+            )
+        if st.frames == 0:
+            self.info.degraded.append("no audio was received from the agent")
+        self.info.details.update(
+            {
+                "url": self.options.url,
+                "signaling": self.options.signaling,
+                "header_names": sorted(self.options.headers),  # values are secrets: never written
+                "ice_servers": self.options.ice_servers,
+                "loopback_only": self.options.loopback_only,
+                "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
+                "first_agent_frame_ms": None
+                if st.first_frame_ms is None
+                else round(st.first_frame_ms, 1),
+                "agent_frames": st.frames,
+                "agent_lost_frames": st.lost_frames,
+                "agent_lost_ms": round(st.lost_ms, 1),
+                "agent_rate": st.sample_rate,
+                "agent_channels": st.channels,
+                "delay_reanchors": st.late_reanchors,
+                "end_reason": self.end_reason,
+                "signaling_trace": self.session.trace if self.session else [],
+            }
+        )

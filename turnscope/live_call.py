@@ -1,0 +1,121 @@
+"""Placing a scripted call against a live agent and recording it like any other run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from turnscope.asr.settings import Settings
+from turnscope.asr.transcriber import Transcriber
+from turnscope.capture.scenario import Scenario, suite_file, task_contract
+from turnscope.capture.scripted_caller import ScriptedCaller
+from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
+from turnscope.jsonio import write_json
+from turnscope.runner import RunOutput, run_and_record
+from turnscope.scoring.contract import Contract, Reference, contract_from_suite
+
+LIVE_EVIDENCE = "live_lane"
+
+
+def scenario_contract(scenario: Scenario, reference: Reference | None = None) -> Contract:
+    """The task contract a scenario carries (or names), with the caller's lines as the caller
+    channel's WER reference (we know exactly what the caller said)."""
+    task = task_contract(scenario) or {}
+    caller_text = " ".join(line.text for line in scenario.script if line.speaker == "caller")
+    ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
+    suite_path = suite_file(scenario)
+    if suite_path is not None and task.get("id"):
+        base = contract_from_suite(suite_path, str(task["id"]))
+        return Contract(
+            budgets=task.get("budgets") or base.budgets,
+            required_content=task.get("required_content") or base.required_content,
+            task_id=base.task_id,
+            suite=base.suite,
+            suite_path=base.suite_path,
+            reference=ref,
+        )
+    return Contract(
+        budgets=task.get("budgets") or None,
+        required_content=task.get("required_content"),
+        reference=ref,
+    )
+
+
+def write_setup_failure(outdir: Path, options: CallOptions, error: str) -> Path:
+    """A call that never started still leaves a readable result that says so."""
+    return write_json(
+        outdir / "result.json",
+        {
+            "schema": "turnscope.result.v1",
+            "verdict": "error",
+            "error": error,
+            "degraded": [error],
+            "evidence_class": LIVE_EVIDENCE,
+            "source": {
+                "transport": "webrtc",
+                "details": {
+                    "url": options.url,
+                    "signaling": options.signaling,
+                    "header_names": sorted(options.headers),
+                },
+            },
+        },
+    )
+
+
+async def place_call(
+    options: CallOptions,
+    scenario: Scenario,
+    settings: Settings,
+    contract: Contract,
+    outdir: Path,
+    *,
+    console: Console | None,
+) -> tuple[RunOutput, WebRTCCall, ScriptedCaller]:
+    """Connect (CallSetupError if that fails), run the scenario, record and score the call."""
+    call = WebRTCCall(options)
+    caller = ScriptedCaller(scenario, call.caller_track, call.clock, call.hangup)
+    # Load the model before the call: importing and loading it mid-call would stall the event
+    # loop, and with it the outgoing audio.
+    transcriber = Transcriber(settings.asr, settings.confirm)
+    await asyncio.get_running_loop().run_in_executor(None, transcriber.warm_up)
+    await call.connect()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        # Ctrl-C ends the call cleanly: everything captured is kept and scored.
+        loop.add_signal_handler(
+            signal.SIGINT,
+            lambda: asyncio.ensure_future(
+                call.hangup("interrupted by the user (Ctrl-C)", degraded=True)
+            ),
+        )
+
+    def extra() -> dict[str, Any]:
+        return {
+            "scenario": scenario.name,
+            "caller_truth": caller.truth(),
+            "call": {"end_reason": call.end_reason},
+        }
+
+    try:
+        run = await run_and_record(
+            call,
+            settings,
+            contract,
+            outdir,
+            evidence_class=LIVE_EVIDENCE,
+            console=console,
+            extra_sinks=[caller],
+            extra_result=extra,
+        )
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
+        await call.hangup("the call ended")
+        transcriber.close()
+    return run, call, caller
