@@ -8,10 +8,13 @@ is enough: CTranslate2 already uses ``cpu_threads`` cores per call, and a queue 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -143,26 +146,51 @@ def transcribe_utterance(
     )
 
 
+ASR_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """Run ASR below the event loop: live audio capture must never wait for the model.
+
+    On Linux a thread's nice value is its own, and the model's compute threads, created from
+    this thread when the model loads, inherit it.
+    """
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ASR_NICENESS)
+
+
+_pool_lock = threading.Lock()
+_shared_pool: ThreadPoolExecutor | None = None
+
+
+def asr_pool() -> ThreadPoolExecutor:
+    """The process's one ASR worker: concurrent calls queue for the model instead of fighting
+    over the cores (CTranslate2 already uses cpu_threads per transcription)."""
+    global _shared_pool
+    with _pool_lock:
+        if _shared_pool is None:
+            _shared_pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="turnscope-asr", initializer=_lower_priority
+            )
+        return _shared_pool
+
+
 @dataclass
 class Transcriber:
-    """Runs transcribe_utterance in one worker thread; ``await transcriber(utt)``."""
+    """Transcribes utterances on the process's ASR worker; ``await transcriber(utt)``."""
 
     asr: AsrSettings
     confirm: ConfirmSettings | None = None
-    _pool: ThreadPoolExecutor = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnscope-asr")
 
     def warm_up(self) -> None:
-        """Load the model now (in the caller's thread) so the first turn is not slowed by it."""
-        load_model(model_spec(self.asr))
+        """Load the model now (on the ASR worker) so the first turn is not slowed by it."""
+        asr_pool().submit(load_model, model_spec(self.asr)).result()
 
     async def __call__(self, utt: Utterance) -> Transcription:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._pool, transcribe_utterance, utt, self.asr, self.confirm
+            asr_pool(), transcribe_utterance, utt, self.asr, self.confirm
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Nothing to release: the worker is shared by every call of the process."""

@@ -59,6 +59,7 @@ class AgentBehaviour(BaseModel):
     yield_ms: Ms | None = 250  # stop this long after a caller barge-in starts; None: ignore
     never_answer: bool = False
     hangup_after_s: float | None = None  # close the call this long after it started
+    silent_after_s: float | None = None  # stop sending audio (media dies, call stays up)
     drop_every: int | None = Field(default=None, ge=2)  # drop every Nth outgoing frame
     end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
 
@@ -157,6 +158,8 @@ class AgentSession:
             self._schedule(b.greet_delay_ms / 1000, self._speak_next)
         if b.hangup_after_s is not None:
             self._schedule(b.hangup_after_s, self.close)
+        if b.silent_after_s is not None:
+            self._schedule(b.silent_after_s, self.track.stop)
 
     def _schedule(self, delay_s: float, fn: Callable[[], Any]) -> asyncio.Task:
         async def later() -> None:
@@ -274,6 +277,7 @@ class AgentSession:
             "events": self.events,
             "behaviour": self.behaviour.model_dump(mode="json"),
             "received_frames": self.stats.frames,
+            "max_send_lag_ms": round(self.track.max_lag_ms, 1),
         }
 
     async def close(self) -> None:

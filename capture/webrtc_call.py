@@ -97,7 +97,7 @@ class WebRTCCall:
                 if not connected.done():
                     connected.set_exception(CallSetupError(f"ICE/DTLS connection {state}"))
                 elif not self._closed:
-                    self._finish(f"the connection {state} during the call", degraded=True)
+                    self._finish(f"the connection {state} before the caller hung up", degraded=True)
 
         t0 = time.monotonic()
         try:
@@ -142,7 +142,7 @@ class WebRTCCall:
                 f"no audio from the agent for {self.options.media_timeout_s:.0f} s", degraded=True
             )
         elif not self._closed:
-            self._finish("the agent ended the call (its audio track ended)", degraded=False)
+            self._finish("the agent hung up before the caller did", degraded=True)
 
     def _emit_frame(self, frame: PcmFrame) -> None:
         if not self._closed:

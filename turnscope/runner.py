@@ -66,7 +66,13 @@ async def run_and_record(
         ),
         "result": write_json(
             outdir / "result.json",
-            result_document(result, contract, outcome, evidence_class=evidence_class),
+            result_document(
+                result,
+                contract,
+                outcome,
+                evidence_class=evidence_class,
+                extra=extra_result() if extra_result else None,
+            ),
         ),
     }
     if outcome.bench is not None:

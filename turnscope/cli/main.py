@@ -8,7 +8,7 @@ import sys
 import click
 import typer
 
-from turnscope.cli import bench, doctor, replay, score, synth
+from turnscope.cli import agent, bench, call, demo, doctor, replay, score, synth
 from turnscope.cli.console import fail_line
 from turnscope.errors import TurnscopeError
 
@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (bench, score, replay, synth, doctor):
+for module in (demo, call, agent, replay, bench, score, synth, doctor):
     module.register(app)
 
 

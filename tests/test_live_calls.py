@@ -1,0 +1,290 @@
+"""Real aiortc calls on 127.0.0.1 against the reference agent: verdicts follow the agent's
+behaviour knobs, measured turns agree with the agent's own send log, failures are reported."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tests.conftest import ROOT, turnscope_exe
+from turnscope.asr.settings import load_settings
+from turnscope.capture.agent_server import AgentServer
+from turnscope.capture.reference_agent import AgentBehaviour
+from turnscope.capture.scenario import load_scenario
+from turnscope.capture.signaling import CallSetupError
+from turnscope.capture.webrtc_call import CallOptions
+from turnscope.live_call import place_call, scenario_contract
+
+SCENARIO = """
+name: short-refund
+task:
+  budgets: {max_latency_ms: 1200}
+  required_content: [refund]
+caller: {voice: en-us, timeout_s: 30, hangup_after_ms: 600}
+agent: {voice: en-gb, latency_ms: 500, yield_ms: 200}
+script:
+  - caller: I would like a refund for my order please.
+    at_ms: 400
+  - agent: >-
+      Sure. Our refund policy gives you thirty days to send the item back for a full refund
+      of the price.
+  - caller: wait
+    barge_in_ms: 1800
+  - agent: Yes, go ahead.
+  - caller: Thank you, goodbye.
+  - agent: Goodbye.
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sc") / "short.yaml"
+    path.write_text(SCENARIO)
+    return load_scenario(path)
+
+
+async def _one_call(sc, behaviour: AgentBehaviour, outdir: Path, signaling="smallwebrtc"):
+    server = AgentServer(behaviour)
+    base = await server.start()
+    url = base + ("/whip" if signaling == "whip" else "/api/offer")
+    options = CallOptions(url, signaling=signaling, loopback_only=True, media_timeout_s=3)
+    try:
+        run, call, caller = await place_call(
+            options, sc, load_settings(), scenario_contract(sc), outdir, console=None
+        )
+        truth = (await server.wait_finished(1))[0]
+    finally:
+        await server.stop()
+    return run, call, caller, truth
+
+
+KNOBS = {
+    "good": {},
+    "slow": {"latency_ms": 2200},
+    "talks_over": {"talk_over_ms": 700},
+    "ignores_barge_in": {"yield_ms": None},
+}
+
+
+@pytest.fixture(scope="module")
+def calls(scenario, tmp_path_factory):
+    """Four concurrent calls, one agent behaviour each (also exercises concurrency)."""
+    root = tmp_path_factory.mktemp("calls")
+
+    async def all_calls():
+        jobs = []
+        for name, knobs in KNOBS.items():
+            behaviour = AgentBehaviour.from_scenario(scenario, **knobs)
+            signaling = "whip" if name == "good" else "smallwebrtc"
+            jobs.append(_one_call(scenario, behaviour, root / name, signaling))
+        return dict(zip(KNOBS, await asyncio.gather(*jobs), strict=True))
+
+    return asyncio.run(all_calls()), root
+
+
+def floors(run):
+    return run.outcome.verifier["result"]["pass_fail"]
+
+
+def test_well_behaved_agent_passes(calls):
+    results, root = calls
+    run, call, caller, _ = results["good"]
+    assert call.info.degraded == [] and caller.finished_reason == "scenario finished"
+    assert floors(run)["voice"] is True, run.outcome.verifier
+    assert call.options.signaling == "whip"
+    assert [t.speaker for t in run.result.assembly.turns].count("caller") == 3
+    assert sum(t.interrupt for t in run.result.assembly.turns) == 1
+    result = json.loads((root / "good" / "result.json").read_text())
+    assert result["evidence_class"] == "live_lane" and result["source"]["transport"] == "webrtc"
+    assert (root / "good" / "caller.wav").stat().st_size > 100_000
+
+
+@pytest.mark.parametrize(
+    ("name", "floor"),
+    [
+        ("slow", "latency_floor"),
+        ("talks_over", "turn_taking_floor"),
+        ("ignores_barge_in", "barge_in_floor"),
+    ],
+)
+def test_bad_behaviour_fails_its_dimension(calls, name, floor):
+    results, _ = calls
+    run = results[name][0]
+    pf = floors(run)
+    assert pf["voice"] is False and pf[floor] is False, run.outcome.verifier
+    if name != "talks_over":  # talking over also makes latency negative, hence outside budget
+        others = {k: v for k, v in pf.items() if k not in ("voice", floor)}
+        assert all(others.values()), run.outcome.verifier
+
+
+def test_measured_agent_turns_agree_with_the_agents_log(calls):
+    results, _ = calls
+    for name in ("good", "slow"):
+        run, call, _, truth = results[name]
+        origin = call.clock.origin
+        sent = [
+            ((u["start_monotonic"] - origin) * 1000, (u["end_monotonic"] - origin) * 1000)
+            for u in truth["utterances"]
+        ]
+        measured = [
+            (t.start_ms, t.end_ms) for t in run.result.assembly.turns if t.speaker == "agent"
+        ]
+        assert len(measured) == len(sent)
+        offsets = [m[0] - s[0] for m, s in zip(measured, sent, strict=True)]
+        offsets += [m[1] - s[1] for m, s in zip(measured, sent, strict=True)]
+        network = statistics.median(offsets)  # the constant one-way delay to the caller's ear
+        assert 0 <= network <= 300
+        assert max(abs(o - network) for o in offsets) <= 40, offsets
+
+
+def test_measured_latency_follows_the_knob(calls):
+    results, _ = calls
+    gaps = {}
+    for name in ("good", "slow"):
+        turns = results[name][0].result.assembly.turns
+        gaps[name] = [
+            b.start_ms - a.end_ms
+            for a, b in itertools.pairwise(turns)
+            if a.speaker == "caller" and b.speaker == "agent"
+        ]
+    # Same network both ways, so the difference is the configured 2200 - 500 ms.
+    diff = statistics.median(gaps["slow"]) - statistics.median(gaps["good"])
+    assert abs(diff - 1700) <= 60, gaps
+
+
+# --- failures ------------------------------------------------------------------------------------
+
+
+async def _serve(handler) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    app.router.add_post("/api/offer", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}/api/offer"
+
+
+@pytest.mark.parametrize(
+    ("handler", "needle"),
+    [
+        (lambda r: web.Response(status=404, text="no such bot"), "answered HTTP 404"),
+        (lambda r: web.json_response({"sdp": "v=0 garbage", "type": "answer"}), "not usable"),
+        (lambda r: web.Response(text="<html>hello</html>"), "did not answer JSON"),
+    ],
+)
+def test_signaling_failures_are_one_clear_error(scenario, tmp_path, handler, needle):
+    async def go():
+        async def h(request):
+            return handler(request)
+
+        runner, url = await _serve(h)
+        try:
+            with pytest.raises(CallSetupError, match=needle):
+                await place_call(
+                    CallOptions(url, loopback_only=True, connect_timeout_s=3),
+                    scenario,
+                    load_settings(),
+                    scenario_contract(scenario),
+                    tmp_path,
+                    console=None,
+                )
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(go())
+
+
+def test_refused_call_leaves_a_result_and_exits_4(tmp_path, cli):
+    code, _, err = cli(
+        "call",
+        "http://127.0.0.1:9/api/offer",
+        "--scenario",
+        str(ROOT / "configs/scenarios/refund-call.yaml"),
+        "--loopback-only",
+        "-q",
+        "-o",
+        str(tmp_path),
+    )
+    assert code == 4 and "cannot reach the agent" in err and len(err.strip().splitlines()) == 1
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["verdict"] == "error" and result["degraded"]
+
+
+def test_invalid_scenario_is_bad_input(tmp_path, cli):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nscript:\n  - caller: hi\n    barge_in_ms: 10\n")
+    code, _, err = cli("call", "http://127.0.0.1:9/api/offer", "--scenario", str(bad), "-q")
+    assert code == 2 and str(bad) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("knobs", "needle"),
+    [
+        ({"hangup_after_s": 4.0}, "the agent hung up"),
+        ({"silent_after_s": 4.0}, "no audio from the agent"),
+        ({"drop_every": 7}, "lost in transit"),
+    ],
+)
+def test_agent_failures_keep_the_audio_and_mark_degraded(scenario, tmp_path, knobs, needle):
+    behaviour = AgentBehaviour.from_scenario(scenario, **knobs)
+    _, call, _, _ = asyncio.run(_one_call(scenario, behaviour, tmp_path))
+    assert any(needle in d for d in call.info.degraded), call.info.degraded
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert any(needle in d for d in result["degraded"])
+    assert (tmp_path / "agent.wav").stat().st_size > 50_000  # what was captured is kept
+
+
+def test_ctrl_c_ends_the_call_cleanly(tmp_path):
+    proc = subprocess.Popen(
+        [*turnscope_exe(), "demo", "-q", "-o", str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not (tmp_path / "agent.wav").exists():
+        time.sleep(0.2)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert "interrupted by the user" in err and "Traceback" not in err
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert any("interrupted" in d for d in result["degraded"])
+
+
+@pytest.mark.skipif(
+    not shutil.which("unshare") or os.geteuid() != 0, reason="needs root and unshare (util-linux)"
+)
+def test_demo_runs_with_no_network_at_all(tmp_path):
+    """In a network namespace with only loopback: nothing but 127.0.0.1 is reachable."""
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("network namespaces are not permitted here")
+    exe = " ".join(turnscope_exe())
+    script = f"ip link set lo up && {exe} demo -q -o {tmp_path}"
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "result.json").read_text())["verdict"] == "pass"
+    assert sys.executable

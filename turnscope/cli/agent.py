@@ -1,0 +1,112 @@
+"""`turnscope agent`: run the reference voice agent (SmallWebRTC and WHIP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+
+from turnscope.capture.agent_server import AgentServer
+from turnscope.capture.reference_agent import AgentBehaviour
+from turnscope.capture.scenario import load_scenario
+from turnscope.cli.console import out
+from turnscope.configs import config_path
+from turnscope.errors import InputError
+from turnscope.jsonio import one_line
+
+
+def behaviour_from_options(
+    scenario: Path | None, lines: list[str], knobs: dict[str, Any]
+) -> AgentBehaviour:
+    """The agent's behaviour: a scenario's agent side (default: the refund call) or --line
+    prompts, with the knobs given on the command line on top."""
+    given = {k: v for k, v in knobs.items() if v is not None}
+    try:
+        if lines:
+            return AgentBehaviour.model_validate({"lines": [{"text": t} for t in lines], **given})
+        sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
+        return AgentBehaviour.from_scenario(sc, **given)
+    except ValidationError as exc:
+        raise InputError(one_line(exc, prefix="agent")) from None
+
+
+def agent(
+    port: int = typer.Option(8080, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    scenario: Path | None = typer.Option(
+        None, "--scenario", help="Speak this scenario's agent lines."
+    ),
+    line: list[str] = typer.Option(
+        [], "--line", help="A prompt (repeatable), instead of a scenario."
+    ),
+    latency_ms: int | None = typer.Option(
+        None, "--latency-ms", help="Reply this long after the caller stops."
+    ),
+    yield_ms: int | None = typer.Option(
+        None, "--yield-ms", help="Stop this long after a barge-in."
+    ),
+    ignore_barge_ins: bool = typer.Option(
+        False, "--ignore-barge-ins", help="Keep talking through barge-ins."
+    ),
+    talk_over_ms: int | None = typer.Option(
+        None, "--talk-over-ms", help="Reply this long after the caller STARTS."
+    ),
+    never_answer: bool = typer.Option(False, "--never-answer", help="Never reply."),
+    hangup_after_s: float | None = typer.Option(None, "--hangup-after-s", help="Hang up mid-call."),
+    silent_after_s: float | None = typer.Option(
+        None, "--silent-after-s", help="Stop sending audio (without hanging up) mid-call."
+    ),
+    drop_every: int | None = typer.Option(None, "--drop-every", help="Drop every Nth audio frame."),
+    voice: str | None = typer.Option(None, "--voice", help="espeak-ng voice."),
+    no_greet: bool = typer.Option(False, "--no-greet", help="Wait for the caller to speak first."),
+    truth_log: Path | None = typer.Option(
+        None, "--truth-log", help="Append each call's ground truth (JSON lines) here."
+    ),
+) -> int:
+    """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
+    knobs: dict[str, Any] = {
+        "latency_ms": latency_ms,
+        "talk_over_ms": talk_over_ms,
+        "drop_every": drop_every,
+        "hangup_after_s": hangup_after_s,
+        "voice": voice,
+        "never_answer": True if never_answer else None,
+        "greet": False if no_greet else None,
+    }
+    if ignore_barge_ins:
+        knobs["yield_ms"] = None
+    behaviour = behaviour_from_options(scenario, line, knobs)
+    if ignore_barge_ins:
+        behaviour = behaviour.model_copy(update={"yield_ms": None})
+    elif yield_ms is not None:
+        behaviour = behaviour.model_copy(update={"yield_ms": yield_ms})
+
+    async def serve() -> None:
+        server = AgentServer(behaviour, port=port, truth_log=truth_log)
+        try:
+            base = await server.start()
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", fix="pick another --port"
+            ) from None
+        out.print(f"reference agent on {base}: SmallWebRTC {base}/api/offer, WHIP {base}/whip")
+        out.print(
+            f"call it: turnscope call {base}/api/offer "
+            "--scenario configs/scenarios/refund-call.yaml --loopback-only",
+            soft_wrap=True,
+        )
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agent")(agent)

@@ -1,0 +1,61 @@
+"""`turnscope demo`: a real call against the bundled reference agent, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import typer
+
+from turnscope.capture.agent_server import AgentServer
+from turnscope.capture.reference_agent import AgentBehaviour
+from turnscope.capture.scenario import load_scenario
+from turnscope.capture.signaling import CallSetupError
+from turnscope.capture.webrtc_call import CallOptions
+from turnscope.cli.call import CALL_FAILED, report
+from turnscope.cli.console import fail_line, out
+from turnscope.cli.options import PipelineOptions
+from turnscope.configs import config_path
+from turnscope.jsonio import write_json
+from turnscope.live_call import place_call, scenario_contract
+
+
+def demo(
+    output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
+    scenario: Path | None = typer.Option(None, "--scenario", help="Default: the refund call."),
+    signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
+) -> int:
+    """Start the reference agent, call it with the refund scenario (one barge-in), score it."""
+    sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
+    settings = PipelineOptions().settings()
+    outdir = output or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    async def go():  # type: ignore[no-untyped-def]
+        server = AgentServer(AgentBehaviour.from_scenario(sc))
+        base = await server.start()
+        path = "/whip" if signaling == "whip" else "/api/offer"
+        options = CallOptions(base + path, signaling=signaling, loopback_only=True)  # type: ignore[arg-type]
+        out.print(f"reference agent listening on {base}; calling it ({signaling})")
+        try:
+            run, call, _ = await place_call(
+                options, sc, settings, scenario_contract(sc), outdir, console=None if quiet else out
+            )
+            finished = await server.wait_finished(1)
+            if finished:
+                write_json(outdir / "agent_truth.json", finished[0])
+            return run, list(call.info.degraded)
+        finally:
+            await server.stop()
+
+    try:
+        run, degraded = asyncio.run(go())
+    except CallSetupError as exc:
+        fail_line(f"the demo call could not be set up: {exc}")
+        return CALL_FAILED
+    return report(run, degraded)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
