@@ -1,0 +1,220 @@
+"""Live-call measurements on loopback: repeated real WebRTC calls against the reference agent.
+
+    .venv/bin/python benchmarks/live.py [--calls 5] [--concurrency 1 4 8]
+
+The reference agent runs in its own process (`turnscope agent`), so the CPU figures are the
+harness's alone; the agent logs when it really sent each prompt (ground truth, monotonic clock,
+shared by both processes). Printed: agent turn start/end error vs that log after removing the
+constant one-way delay (which is reported), measured reply latency vs the configured one after
+removing the constant round trip (reported), set-up time, frame loss, send lag, and harness CPU
+per concurrent call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from turnscope.asr.settings import load_settings  # noqa: E402
+from turnscope.capture.scenario import load_scenario  # noqa: E402
+from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
+from turnscope.live_call import place_call, scenario_contract  # noqa: E402
+
+LATENCY_MS = 800
+SCENARIO = """
+name: live-bench
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 500}
+agent: {voice: en-gb, latency_ms: LATENCY, yield_ms: 250}
+script:
+  - caller: Hello, I would like to check the status of my order please.
+    at_ms: 500
+  - agent: Of course. Could you give me your order number?
+  - caller: It is four five two one.
+  - agent: Thank you. Your order left our warehouse yesterday and arrives on Friday.
+  - caller: Great, and can I still change the delivery address?
+  - agent: Yes, you can change it online until the parcel is out for delivery.
+  - caller: Perfect, thank you. Goodbye.
+  - agent: Goodbye, and have a nice day.
+""".replace("LATENCY", str(LATENCY_MS))
+
+
+def start_agent(scenario: Path, truth: Path, port: int) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("turnscope")
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "agent",
+            "--port",
+            str(port),
+            "--scenario",
+            str(scenario),
+            "--truth-log",
+            str(truth),
+            "--no-greet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    if "reference agent on" not in line:
+        raise SystemExit(f"agent did not start: {line}{proc.stdout.read()}")
+    return proc
+
+
+def read_truth(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def one_call(url: str, sc, outdir: Path) -> dict:
+    options = CallOptions(url, loopback_only=True)
+    run, call, _ = await place_call(
+        options, sc, load_settings(), scenario_contract(sc), outdir, console=None
+    )
+    return {
+        "origin": call.clock.origin,
+        "turns": [(t.speaker, t.start_ms, t.end_ms) for t in run.result.assembly.turns],
+        "connect_ms": call.connect_ms,
+        "lost": call.stats.lost_frames,
+        "frames": call.stats.frames,
+        "caller_lag_ms": call.caller_track.max_lag_ms,
+        "duration_s": run.result.audio_ms / 1000,
+        "degraded": list(call.info.degraded),
+    }
+
+
+def analyse(calls: list[dict], truths: list[dict]) -> dict:
+    """Match each call to the agent's log by time; boundary errors and latency spread."""
+    errors, offsets_all, lat_dev, rtts = [], [], [], []
+    for c in calls:
+        origin = c["origin"]
+        truth = min(truths, key=lambda t: abs((t["clock_origin_monotonic"] or 0) - origin))
+        sent = [
+            ((u["start_monotonic"] - origin) * 1000, (u["end_monotonic"] - origin) * 1000)
+            for u in truth["utterances"]
+            if u["start_monotonic"] is not None
+        ]
+        agent = [(s, e) for sp, s, e in c["turns"] if sp == "agent"]
+        if len(agent) != len(sent):
+            continue
+        offs = [m[0] - t[0] for m, t in zip(agent, sent, strict=True)]
+        offs += [m[1] - t[1] for m, t in zip(agent, sent, strict=True)]
+        one_way = statistics.median(offs)
+        offsets_all.append(one_way)
+        errors += [abs(o - one_way) for o in offs]
+        turns = c["turns"]
+        gaps = [
+            b[1] - a[2]
+            for a, b in itertools.pairwise(turns)
+            if a[0] == "caller" and b[0] == "agent"
+        ]
+        rtt = statistics.median(gaps) - LATENCY_MS
+        rtts.append(rtt)
+        lat_dev += [abs(g - LATENCY_MS - rtt) for g in gaps]
+    return {
+        "err_med": float(np.median(errors)) if errors else float("nan"),
+        "err_p95": float(np.percentile(errors, 95)) if errors else float("nan"),
+        "one_way_ms": float(np.median(offsets_all)) if offsets_all else float("nan"),
+        "lat_dev_max": max(lat_dev) if lat_dev else float("nan"),
+        "lat_dev_med": float(np.median(lat_dev)) if lat_dev else float("nan"),
+        "rtt_ms": float(np.median(rtts)) if rtts else float("nan"),
+        "matched": len(offsets_all),
+    }
+
+
+async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float]:
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    results = await asyncio.gather(*[one_call(url, sc, root / f"c{i}") for i in range(n)])
+    return list(results), time.process_time() - cpu0, time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5, help="sequential calls for accuracy")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 4, 8])
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(tempfile.mkdtemp(prefix="turnscope-live-"))
+    scenario = work / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    sc = load_scenario(scenario)
+    truth_log = work / "truth.jsonl"
+    agent = start_agent(scenario, truth_log, 18080)
+    url = "http://127.0.0.1:18080/api/offer"
+    rows = []
+    try:
+        sequential = []
+        for i in range(args.calls):
+            sequential += asyncio.run(run_batch(url, sc, 1, work / f"seq{i}"))[0]
+        time.sleep(1)
+        acc = analyse(sequential, read_truth(truth_log))
+        for n in args.concurrency:
+            calls, cpu, wall = asyncio.run(run_batch(url, sc, n, work / f"conc{n}"))
+            busy = cpu / wall  # cores the harness used on average
+            rows.append(
+                {
+                    "n": n,
+                    "cpu_per_call_pct": 100 * busy / n,
+                    "harness_cores": busy,
+                    "lost": sum(c["lost"] for c in calls),
+                    "frames": sum(c["frames"] for c in calls),
+                    "lag_max": max(c["caller_lag_ms"] for c in calls),
+                    "degraded": sum(1 for c in calls if c["degraded"]),
+                    "analysis": analyse(calls, read_truth(truth_log)),
+                }
+            )
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    connect = [c["connect_ms"] for c in sequential]
+    lost = sum(c["lost"] for c in sequential)
+    print()
+    print(
+        f"sequential calls: {len(sequential)} (matched to the agent's log: {acc['matched']}), "
+        f"configured reply latency {LATENCY_MS} ms"
+    )
+    print(
+        "| agent turn |start/end| error vs log, median / p95 | one-way delay (removed) | "
+        "latency deviation median / max | round trip (removed) | set-up time median | "
+        "frames lost |"
+    )
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| {acc['err_med']:.1f} / {acc['err_p95']:.1f} ms | {acc['one_way_ms']:.0f} ms | "
+        f"{acc['lat_dev_med']:.1f} / {acc['lat_dev_max']:.1f} ms | {acc['rtt_ms']:.0f} ms | "
+        f"{statistics.median(connect):.0f} ms | {lost} |"
+    )
+    print()
+    print(
+        "| concurrent calls | harness CPU per call (% of one core) | harness cores used | "
+        "agent frames lost / received | max caller send lag | boundary error med / p95 | "
+        "degraded calls |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        a = r["analysis"]
+        print(
+            f"| {r['n']} | {r['cpu_per_call_pct']:.0f}% | {r['harness_cores']:.2f} | "
+            f"{r['lost']} / {r['frames']} | {r['lag_max']:.0f} ms | "
+            f"{a['err_med']:.1f} / {a['err_p95']:.1f} ms | {r['degraded']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
