@@ -82,6 +82,7 @@ class Turn:
     utterances: tuple[str, ...] = ()
     decided_ms: float = 0.0  # stream time when its last utterance ended (end-of-turn decision)
     asr_ms: float = 0.0
+    spans: tuple[Span, ...] = ()  # voiced stretches; the silences between are pauses
 
     @property
     def key(self) -> str:
@@ -107,6 +108,7 @@ class Turn:
                 for w in self.words
             ],
             "utterances": list(self.utterances),
+            "spans": [[round(s.start_ms, 1), round(s.end_ms, 1)] for s in self.spans],
             "asr": {"decided_ms": round(self.decided_ms, 1), "compute_ms": round(self.asr_ms, 1)},
         }
         return out
@@ -339,6 +341,7 @@ def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
                     words=words,
                     confidence=sum(confs) / len(confs) if confs else None,
                     utterances=members,
+                    spans=tuple(p.span for p in group),
                     decided_ms=max(p.heard.decided_ms for p in group),
                     asr_ms=sum({p.heard.key: p.heard.transcription.asr_ms for p in group}.values()),
                 )

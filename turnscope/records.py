@@ -118,3 +118,202 @@ def result_document(
         "settings": result.settings.model_dump(mode="json"),
         **(extra or {}),
     }
+
+
+# --- the bundle's documents -------------------------------------------------------------------
+
+
+def transcript_for_bundle(doc: dict[str, Any]) -> dict[str, Any]:
+    """The transcript with the contract's turn fields (turn_index, language) on every turn."""
+    turns = [
+        {"turn_index": i, **t, "language": doc.get("language", "en")}
+        for i, t in enumerate(doc["turns"])
+    ]
+    return {**doc, "turns": turns}
+
+
+def timeline_document(
+    result: PipelineResult, events: list[dict[str, Any]], channel_ms: dict[str, float]
+) -> dict[str, Any]:
+    """Channels with their artifact keys and durations, and a marker for every speech start and
+    stop (caller), output start and stop (agent), output gap, barge-in and backchannel."""
+    markers: list[dict[str, Any]] = []
+    names = {
+        ("caller", "speech_start"): "speech_start",
+        ("caller", "speech_stop"): "speech_stop",
+        ("agent", "speech_start"): "output_start",
+        ("agent", "speech_stop"): "output_stop",
+    }
+    for e in events:
+        key = names.get((e["channel"], e["type"]))
+        if key:
+            markers.append(
+                {
+                    "key": key,
+                    "offset_ms": e["at_ms"],
+                    "channel": e["channel"],
+                    "decided_ms": e["decided_ms"],
+                }
+            )
+        elif e["type"] == "gap":
+            markers.append(
+                {
+                    "key": "audio_gap",
+                    "offset_ms": e["start_ms"],
+                    "duration_ms": round(e["at_ms"] - e["start_ms"], 1),
+                    "channel": e["channel"],
+                }
+            )
+    turns = result.assembly.turns
+    for i, t in enumerate(turns):
+        if t.speaker == "agent":
+            for a, b in zip(t.spans, t.spans[1:], strict=False):
+                markers.append(
+                    {
+                        "key": "output_gap",
+                        "offset_ms": _r(a.end_ms),
+                        "duration_ms": _r(b.start_ms - a.end_ms),
+                        "turn_index": i,
+                    }
+                )
+        if t.interrupt:
+            talking = [
+                a for a in turns if a.speaker == "agent" and a.start_ms < t.start_ms < a.end_ms
+            ]
+            marker = {"key": "barge_in", "offset_ms": _r(t.start_ms), "turn_index": i}
+            if talking:
+                marker["agent_stopped_after_ms"] = _r(talking[-1].end_ms - t.start_ms)
+            markers.append(marker)
+    for b in result.assembly.backchannels:
+        markers.append(
+            {
+                "key": "backchannel",
+                "offset_ms": _r(b.start_ms),
+                "duration_ms": _r(b.end_ms - b.start_ms),
+                "text": b.text,
+            }
+        )
+    markers.sort(key=lambda m: (m["offset_ms"], m["key"]))
+    return {
+        "schema": "turnscope.waveform_timeline.v1",
+        "channels": [
+            {
+                "channel": "caller",
+                "artifact_key": "caller-audio",
+                "duration_ms": _r(channel_ms.get("caller", 0.0)),
+            },
+            {
+                "channel": "agent",
+                "artifact_key": "agent-audio",
+                "duration_ms": _r(channel_ms.get("agent", 0.0)),
+            },
+        ],
+        "markers": markers,
+        "turns": [
+            {
+                "turn_index": i,
+                "speaker": t.speaker,
+                "start_ms": _r(t.start_ms),
+                "end_ms": _r(t.end_ms),
+                "interrupt": t.interrupt,
+            }
+            for i, t in enumerate(turns)
+        ],
+    }
+
+
+def producer_metadata(result: PipelineResult) -> dict[str, Any]:
+    """Who produced the evidence and how (seed 003's producer metadata)."""
+    s = result.settings
+    info = result.info
+    timing = {
+        "file": "sample positions in the recording",
+        "webrtc": "caller: send time on the call clock; agent: arrival, placed by RTP timestamps",
+        "desktop_audio": "PortAudio stream time (ADC/DAC)",
+    }[info.transport]
+    return {
+        "producer": "turnscope",
+        "producer_version": __version__,
+        "asr": {
+            "engine": "faster-whisper",
+            "model": s.asr.model,
+            "compute_type": s.asr.compute_type,
+            "beam_size": s.asr.beam_size,
+            "language": s.asr.language,
+            "word_timestamps": s.asr.word_timestamps,
+        },
+        "vad": {
+            "engine": "webrtcvad",
+            "aggressiveness": s.vad.aggressiveness,
+            "frame_ms": s.vad.frame_ms,
+            "energy_gate_db": s.vad.energy_gate_db,
+            "end_of_turn_ms": s.vad.end_of_turn_ms,
+            "refine": s.refine.enabled,
+            "second_opinion": "silero" if s.confirm.silero else None,
+        },
+        "language": s.asr.language,
+        "transport": info.transport,
+        "streaming_mode": "streaming" if info.realtime else "batched",
+        "timing_evidence": timing,
+        "speaker_diarization": "separate channels (no diarization needed)",
+    }
+
+
+def structured_output_document(
+    result_doc: dict[str, Any],
+    continuity: dict[str, Any],
+    producer: dict[str, Any],
+    wer_alignment: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The verifier result, WER (with alignment), the task contract and the run summary."""
+    return {
+        "schema_ref": "turnscope.structured_output.v1",
+        "output": {
+            "verdict": result_doc["verdict"],
+            "failed_floors": result_doc.get("failed_floors", []),
+            "verifier": result_doc.get("verifier"),
+            "wer": wer_alignment,
+            "task": result_doc.get("task"),
+            "continuity": {"status": continuity["status"], "metrics": continuity["metrics"]},
+            "run": {
+                "evidence_class": result_doc.get("evidence_class"),
+                "counts": result_doc.get("counts"),
+                "timings": result_doc.get("timings"),
+                "warnings": result_doc.get("warnings", []),
+                "degraded": result_doc.get("degraded", []),
+            },
+            "producer": producer,
+        },
+    }
+
+
+def raw_trace_document(
+    result: PipelineResult, producer: dict[str, Any], extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Signaling, ICE/RTP statistics, frame loss, device timing: everything the transport saw."""
+    details = {k: v for k, v in result.info.details.items() if k != "header_names"}
+    return {
+        "schema": "turnscope.raw_trace.v1",
+        "transport": result.info.transport,
+        "source": result.info.description,
+        "details": details,
+        "gaps_ms": {k: _r(v) for k, v in result.gaps_ms.items()},
+        "producer": producer,
+        **(extra or {}),
+    }
+
+
+def redaction_document(header_names: list[str]) -> dict[str, Any]:
+    """What was deliberately left out of the bundle."""
+    return {
+        "schema": "turnscope.redaction.v1",
+        "redacted": [
+            {
+                "what": f"HTTP header {name}",
+                "reason": "credential sent to the agent; value never written",
+            }
+            for name in header_names
+        ],
+        "policy": "request header values and tokens are never written; audio and transcripts "
+        "are kept in full",
+    }

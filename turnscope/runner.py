@@ -18,7 +18,18 @@ from turnscope.capture.source import Source
 from turnscope.jsonio import write_json
 from turnscope.live_view import LiveView
 from turnscope.pipeline import PipelineResult, Sink, run_pipeline
-from turnscope.records import result_document, transcript_document
+from turnscope.records import (
+    producer_metadata,
+    raw_trace_document,
+    redaction_document,
+    result_document,
+    structured_output_document,
+    timeline_document,
+    transcript_document,
+    transcript_for_bundle,
+)
+from turnscope.scoring.bundle import BundleIds, write_bundle
+from turnscope.scoring.continuity import ContinuityThresholds, continuity_report
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import Outcome, score_outcome
 from turnscope.sinks import ChannelRecorder, EventLog, LiveVerifier
@@ -58,23 +69,82 @@ async def run_and_record(
     finally:
         recorder.close()
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
+    transcript_doc = transcript_document(result, events.records)
+    result_doc = result_document(
+        result,
+        contract,
+        outcome,
+        evidence_class=evidence_class,
+        extra=extra_result() if extra_result else None,
+    )
     files = {
         "caller_audio": recorder.paths["caller"],
         "agent_audio": recorder.paths["agent"],
-        "transcript": write_json(
-            outdir / "transcript.json", transcript_document(result, events.records)
-        ),
-        "result": write_json(
-            outdir / "result.json",
-            result_document(
-                result,
-                contract,
-                outcome,
-                evidence_class=evidence_class,
-                extra=extra_result() if extra_result else None,
-            ),
-        ),
+        "result": write_json(outdir / "result.json", result_doc),
     }
     if outcome.bench is not None:
         files["bench"] = write_json(outdir / "bench.json", outcome.bench)
+    files["manifest"] = write_run_bundle(
+        outdir,
+        result,
+        outcome,
+        contract,
+        transcript_doc,
+        result_doc,
+        events.records,
+        {ch: recorder.samples(ch) / 16.0 for ch in ("caller", "agent")},
+    )
     return RunOutput(result, outcome, outdir, files)
+
+
+def write_run_bundle(
+    outdir: Path,
+    result: PipelineResult,
+    outcome: Outcome,
+    contract: Contract,
+    transcript_doc: dict[str, Any],
+    result_doc: dict[str, Any],
+    events: list[dict[str, Any]],
+    channel_ms: dict[str, float],
+) -> Path:
+    """Turn the run folder into a voice artifact bundle (manifest, timeline, reports)."""
+    a = result.assembly
+    degraded = list(result.info.degraded)
+    for ch, ms in channel_ms.items():
+        if ms <= 0:
+            degraded.append(f"the {ch} channel is missing (no audio captured)")
+    task = None
+    if contract.suite is not None and contract.task_id is not None:
+        task = next(
+            (t for t in contract.suite.get("tasks") or [] if str(t.get("id")) == contract.task_id),
+            None,
+        )
+    continuity = continuity_report(
+        a.dialogue(),
+        [b.to_dict() for b in a.backchannels],
+        [[(s.start_ms, s.end_ms) for s in t.spans] for t in a.turns if t.speaker == "agent"],
+        degraded_reasons=degraded,
+        thresholds=ContinuityThresholds.from_task(task),
+    ).to_dict()
+    producer = producer_metadata(result)
+    wer = outcome.wer.to_dict(with_alignment=True) if outcome.wer else None
+    documents = {
+        "transcript_json": transcript_for_bundle(transcript_doc),
+        "waveform_timeline_json": timeline_document(result, events, channel_ms),
+        "structured_output_json": structured_output_document(result_doc, continuity, producer, wer),
+        "live_continuity_report_json": continuity,
+        "raw_provider_trace_json": raw_trace_document(result, producer),
+        "redaction_metadata_json": redaction_document(
+            list(result.info.details.get("header_names") or [])
+        ),
+    }
+    ids = BundleIds.new(f"turnscope-{outdir.name}")
+    metadata = {
+        "provider": "turnscope",
+        "model": result.settings.asr.model,
+        "input_language": result.settings.asr.language,
+        "output_language": result.settings.asr.language,
+        "transport": result.info.transport,
+        "streaming_mode": producer["streaming_mode"],
+    }
+    return write_bundle(outdir, documents, ids=ids, metadata=metadata)

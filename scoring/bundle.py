@@ -1,0 +1,148 @@
+"""Voice artifact bundles: every run's output folder, described by voice_artifact_manifest.json.
+
+The manifest follows the AgentClash voice artifact contract (schema_version 2026-05-13): run and
+agent UUIDs, a session id, and one entry per artifact with a relative path, content type, size
+and SHA-256 computed from the bytes on disk. The five required kinds are always present (a call
+that never connected still leaves empty channel files and says why).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+SCHEMA_VERSION = "2026-05-13"
+MANIFEST = "voice_artifact_manifest.json"
+
+# kind -> (file name, artifact key, content type)
+FILES: dict[str, tuple[str, str, str]] = {
+    "caller_audio": ("caller.wav", "caller-audio", "audio/wav"),
+    "agent_audio": ("agent.wav", "agent-audio", "audio/wav"),
+    "mixed_audio": ("mixed.wav", "mixed-audio", "audio/wav"),
+    "transcript_json": ("transcript.json", "transcript", "application/json"),
+    "waveform_timeline_json": ("waveform_timeline.json", "timeline", "application/json"),
+    "structured_output_json": ("structured_output.json", "structured-output", "application/json"),
+    "live_continuity_report_json": (
+        "live_continuity_report.json",
+        "live-continuity",
+        "application/json",
+    ),
+    "raw_provider_trace_json": ("raw_provider_trace.json", "raw-trace", "application/json"),
+    "redaction_metadata_json": ("redaction_metadata.json", "redaction", "application/json"),
+}
+REQUIRED_KINDS = (
+    "caller_audio",
+    "agent_audio",
+    "transcript_json",
+    "waveform_timeline_json",
+    "structured_output_json",
+)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def empty_wav(path: Path, rate: int = 16000) -> None:
+    """A valid, empty mono wav (a channel nothing was captured on)."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+
+
+def mix_channels(caller: Path, agent: Path, out: Path) -> None:
+    """What a listener on the line heard: both channels summed (clipped), streamed in blocks."""
+    with sf.SoundFile(caller) as c, sf.SoundFile(agent) as a:
+        rate = c.samplerate
+        with sf.SoundFile(out, "w", rate, 1, subtype="PCM_16", format="WAV") as m:
+            while True:
+                x = c.read(rate * 10, dtype="float32")
+                y = a.read(rate * 10, dtype="float32")
+                n = max(len(x), len(y))
+                if n == 0:
+                    break
+                block = np.zeros(n, dtype=np.float32)
+                block[: len(x)] += x
+                block[: len(y)] += y
+                m.write(np.clip(block, -1.0, 1.0))
+
+
+@dataclass(frozen=True)
+class BundleIds:
+    run_id: str
+    run_agent_id: str
+    voice_session_id: str
+
+    @classmethod
+    def new(cls, session: str) -> BundleIds:
+        return cls(str(uuid.uuid4()), str(uuid.uuid4()), session)
+
+
+def write_bundle(
+    outdir: Path,
+    documents: dict[str, Any],
+    *,
+    ids: BundleIds,
+    metadata: dict[str, Any],
+) -> Path:
+    """Write the JSON documents (by kind), the mixed audio, and the manifest over everything.
+
+    ``documents`` maps JSON artifact kinds to their content; the channel wavs must already be in
+    ``outdir`` (they are written while the audio arrives).
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    for kind in ("caller_audio", "agent_audio"):
+        path = outdir / FILES[kind][0]
+        if not path.exists():
+            empty_wav(path)
+    mix_channels(
+        outdir / FILES["caller_audio"][0],
+        outdir / FILES["agent_audio"][0],
+        outdir / FILES["mixed_audio"][0],
+    )
+    for kind, doc in documents.items():
+        _write_json(outdir / FILES[kind][0], doc)
+    artifacts = []
+    for kind, (name, key, content_type) in FILES.items():
+        path = outdir / name
+        if not path.exists():
+            continue
+        artifacts.append(
+            {
+                "key": key,
+                "kind": kind,
+                "location": "local_path",
+                "path": name,
+                "content_type": content_type,
+                "size_bytes": path.stat().st_size,
+                "checksum_sha256": sha256_file(path),
+            }
+        )
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": ids.run_id,
+        "run_agent_id": ids.run_agent_id,
+        "voice_session_id": ids.voice_session_id,
+        "artifacts": artifacts,
+        "metadata": metadata,
+    }
+    path = outdir / MANIFEST
+    _write_json(path, manifest)
+    return path
