@@ -222,6 +222,11 @@ def test_refused_call_leaves_a_result_and_exits_4(tmp_path, cli):
     assert code == 4 and "cannot reach the agent" in err and len(err.strip().splitlines()) == 1
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["verdict"] == "error" and result["degraded"]
+    from turnscope.scoring.validate import validate_bundle
+
+    assert validate_bundle(tmp_path) == []  # a valid, partial bundle marked degraded
+    report = json.loads((tmp_path / "live_continuity_report.json").read_text())
+    assert report["status"] == "degraded" and "cannot reach" in report["caveats"][0]
 
 
 def test_invalid_scenario_is_bad_input(tmp_path, cli):

@@ -16,7 +16,10 @@ from turnscope.capture.scenario import Scenario, suite_file, task_contract
 from turnscope.capture.scripted_caller import ScriptedCaller
 from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
 from turnscope.jsonio import write_json
+from turnscope.records import redaction_document
 from turnscope.runner import RunOutput, run_and_record
+from turnscope.scoring.bundle import BundleIds, write_bundle
+from turnscope.scoring.continuity import continuity_report
 from turnscope.scoring.contract import Contract, Reference, contract_from_suite
 
 LIVE_EVIDENCE = "live_lane"
@@ -47,24 +50,59 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
 
 
 def write_setup_failure(outdir: Path, options: CallOptions, error: str) -> Path:
-    """A call that never started still leaves a readable result that says so."""
-    return write_json(
-        outdir / "result.json",
-        {
-            "schema": "turnscope.result.v1",
-            "verdict": "error",
-            "error": error,
-            "degraded": [error],
-            "evidence_class": LIVE_EVIDENCE,
-            "source": {
-                "transport": "webrtc",
-                "details": {
-                    "url": options.url,
-                    "signaling": options.signaling,
-                    "header_names": sorted(options.headers),
-                },
-            },
+    """A call that never started still leaves a readable, valid bundle that says why."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    details = {
+        "url": options.url,
+        "signaling": options.signaling,
+        "header_names": sorted(options.headers),
+    }
+    result = {
+        "schema": "turnscope.result.v1",
+        "verdict": "error",
+        "error": error,
+        "degraded": [error],
+        "evidence_class": LIVE_EVIDENCE,
+        "source": {"transport": "webrtc", "details": details},
+    }
+    write_json(outdir / "result.json", result)
+    continuity = continuity_report([], [], [], degraded_reasons=[error]).to_dict()
+    channels = [
+        {"channel": ch, "artifact_key": f"{ch}-audio", "duration_ms": 0}
+        for ch in ("caller", "agent")
+    ]
+    documents = {
+        "transcript_json": {
+            "schema": "turnscope.transcript.v1",
+            "turns": [],
+            "backchannels": [],
+            "utterances": [],
+            "events": [],
         },
+        "waveform_timeline_json": {
+            "schema": "turnscope.waveform_timeline.v1",
+            "channels": channels,
+            "markers": [],
+            "turns": [],
+        },
+        "structured_output_json": {
+            "schema_ref": "turnscope.structured_output.v1",
+            "output": {"verdict": "error", "error": error},
+        },
+        "live_continuity_report_json": continuity,
+        "raw_provider_trace_json": {
+            "schema": "turnscope.raw_trace.v1",
+            "transport": "webrtc",
+            "error": error,
+            "details": details,
+        },
+        "redaction_metadata_json": redaction_document(sorted(options.headers)),
+    }
+    return write_bundle(
+        outdir,
+        documents,
+        ids=BundleIds.new(f"turnscope-{outdir.name}"),
+        metadata={"provider": "turnscope", "transport": "webrtc"},
     )
 
 
