@@ -1,0 +1,503 @@
+"""The timeline picture as drawing primitives, laid out once and rendered twice (inline SVG for
+report.html, Pillow for timeline.png) so both show exactly the same thing.
+
+Layout: one row per stretch of call (a short call fills one row, long calls wrap a minute per
+row); in each row the caller lane sits above the agent lane, each with its turn bars, waveform
+envelope and VAD voiced spans, and latency gaps are annotated in the band between them.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from turnscope.scoring.report_model import Envelope, ReportModel, seconds_per_row
+
+LEFT, PLOT, RIGHT = 70, 1200, 20
+WIDTH = LEFT + PLOT + RIGHT
+ROW_H = 202
+DASH = "\u2013"  # en dash between two times
+CHAR_W = 0.6  # estimated glyph width per font px, for truncating SVG text to a bar
+
+# Row geometry (y offsets inside a row); the two lanes mirror around the latency band.
+AXIS_Y = 18
+BAR_H = 18
+LANE = {
+    "caller": {"bar": 22, "env": 62, "vad": 83, "top": 22, "bottom": 87},
+    "agent": {"bar": 162, "env": 141, "vad": 117, "top": 115, "bottom": 180},
+}
+ENV_HALF = 18
+LAT_Y, LAT_LABEL_Y = 108, 103
+NOTE_Y = 196  # barge-in / talk-over labels under the agent lane
+
+COLOUR = {
+    "caller": "#2563eb",
+    "caller_env": "#93c5fd",
+    "caller_bg": "#f1f6ff",
+    "agent": "#7c3aed",
+    "agent_env": "#c4b5fd",
+    "agent_bg": "#f7f3ff",
+    "ok": "#15803d",
+    "bad": "#dc2626",
+    "muted": "#6b7280",
+    "grid": "#e5e7eb",
+    "axis": "#9ca3af",
+    "text": "#111827",
+    "barge": "#f59e0b",
+    "talk_over": "#ef4444",
+    "backchannel": "#d97706",
+    "gap": "#6b7280",
+}
+
+
+@dataclass(frozen=True)
+class Rect:
+    x: float
+    y: float
+    w: float
+    h: float
+    fill: str
+    opacity: float = 1.0
+    stroke: str | None = None
+    title: str | None = None
+    mark: str | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    color: str
+    width: float = 1.0
+    dash: bool = False
+    mark: str | None = None
+
+
+@dataclass(frozen=True)
+class Poly:
+    points: tuple[tuple[float, float], ...]
+    fill: str
+    opacity: float = 1.0
+
+
+@dataclass(frozen=True)
+class Label:
+    x: float
+    y: float  # baseline
+    text: str
+    color: str = COLOUR["text"]
+    size: int = 11
+    anchor: str = "start"  # start | middle | end
+    bold: bool = False
+    max_w: float | None = None
+    mark: str | None = None
+
+
+Shape = Rect | Line | Poly | Label
+
+
+@dataclass
+class Figure:
+    width: int
+    height: int
+    shapes: list[Shape] = field(default_factory=list)
+    id: str | None = None
+    title: str = ""
+
+
+def clock(ms: float, *, tenths: bool = True) -> str:
+    """Call-clock time as m:ss.s (h:mm:ss.s past an hour)."""
+    tenth = round(max(0.0, ms) / 100.0) if tenths else int(max(0.0, ms) // 1000) * 10
+    h, rem = divmod(tenth, 36000)  # whole tenths first, so 59.96 s never prints as 0:60.0
+    m, t = divmod(rem, 600)
+    secs = f"{t // 10:02d}.{t % 10}" if tenths else f"{t // 10:02d}"
+    return f"{h}:{m:02d}:{secs}" if h else f"{m}:{secs}"
+
+
+def fit(text: str, max_w: float | None, size: int) -> str:
+    """Text cut (with an ellipsis) to an estimated width; empty when not even a glyph fits."""
+    if max_w is None or len(text) * size * CHAR_W <= max_w:
+        return text
+    n = int(max_w / (size * CHAR_W)) - 1
+    return text[:n].rstrip() + "…" if n >= 2 else ""
+
+
+# --- layout ------------------------------------------------------------------------------------
+
+
+def _tick_step(row_ms: float) -> float:
+    px_per_s = PLOT / (row_ms / 1000.0)
+    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800):
+        if step * px_per_s >= 70:
+            return step * 1000.0
+    return 3600_000.0
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One row's time window and its time -> x mapping."""
+
+    r0: float
+    r1: float
+    row_ms: float
+
+    def x(self, t: float) -> float:
+        return round(LEFT + (t - self.r0) * PLOT / self.row_ms, 1)
+
+    def has(self, t: float) -> bool:
+        return self.r0 <= t <= self.r1
+
+    def span(self, a: float, b: float) -> tuple[float, float] | None:
+        """x0 and width (at least 1 px) of [a, b] clipped to the row; None when outside."""
+        lo, hi = max(a, self.r0), min(b, self.r1)
+        if hi < lo or (hi == lo and not self.has(a)):
+            return None
+        return self.x(lo), max(1.0, self.x(hi) - self.x(lo))
+
+
+def _frame(row: _Row, step: float) -> list[Shape]:
+    """Lane backgrounds and names, the time axis and its grid."""
+    s: list[Shape] = []
+    end_x = row.x(row.r1)
+    for ch, lane in LANE.items():
+        h = lane["bottom"] - lane["top"]
+        s.append(Rect(LEFT, lane["top"], end_x - LEFT, h, COLOUR[f"{ch}_bg"]))
+        s.append(Label(LEFT - 8, lane["env"] + 4, ch, COLOUR[ch], 12, "end", bold=True))
+    s.append(Line(LEFT, AXIS_Y, end_x, AXIS_Y, COLOUR["axis"]))
+    t = float(np.ceil(row.r0 / step) * step)
+    while t <= row.r1 + 1e-6:
+        xt = row.x(t)
+        s.append(Line(xt, AXIS_Y, xt, LANE["agent"]["bottom"], COLOUR["grid"]))
+        s.append(Line(xt, AXIS_Y - 4, xt, AXIS_Y, COLOUR["axis"]))
+        s.append(Label(xt, AXIS_Y - 6, clock(t, tenths=False), COLOUR["muted"], 10, "middle"))
+        t += step
+    return s
+
+
+def _shading(m: ReportModel, row: _Row) -> list[Shape]:
+    """Overlaps across both lanes, and audio gaps over the channel that lost audio."""
+    s: list[Shape] = []
+    top, bottom = LANE["caller"]["top"], LANE["agent"]["bottom"]
+    for o in m.overlaps:
+        sp = row.span(o.start_ms, o.end_ms)
+        if sp:
+            barge = o.kind == "barge_in"
+            what = "barge-in overlap" if barge else "agent talked over the caller"
+            s.append(
+                Rect(
+                    sp[0],
+                    top,
+                    sp[1],
+                    bottom - top,
+                    COLOUR["barge" if barge else "talk_over"],
+                    0.22,
+                    title=f"{what}: {clock(o.start_ms)}{DASH}{clock(o.end_ms)}",
+                    mark=f"overlap-{o.kind}",
+                )
+            )
+    for g in m.audio_gaps:
+        lane = LANE.get(g.channel)
+        sp = row.span(g.start_ms, g.start_ms + g.duration_ms)
+        if lane and sp:
+            s.append(
+                Rect(
+                    sp[0],
+                    lane["top"],
+                    sp[1],
+                    lane["bottom"] - lane["top"],
+                    COLOUR["gap"],
+                    0.35,
+                    title=f"audio gap: {g.duration_ms:.0f} ms with no audio",
+                    mark="audio-gap",
+                )
+            )
+    return s
+
+
+def _envelope(env: Envelope | None, row: _Row, ch: str) -> list[Shape]:
+    """The channel's envelope in the row as filled polygons, skipping silence (smaller file)."""
+    if env is None or not len(env.peaks):
+        return []
+    i0, i1 = int(row.r0 // env.bin_ms), int(np.ceil(row.r1 / env.bin_ms))
+    peaks = env.peaks[i0:i1]
+    loud = np.concatenate([[False], peaks >= 0.01, [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(loud))
+    c = LANE[ch]["env"]
+    out: list[Shape] = []
+    for a, b in zip(edges[::2], edges[1::2], strict=True):
+        xs = [row.x((i0 + i + 0.5) * env.bin_ms) for i in range(a, b)]
+        hs = [max(0.5, float(p) * ENV_HALF) for p in peaks[a:b]]
+        if len(xs) == 1:  # a lone bin still gets a pixel of width
+            xs, hs = [xs[0], xs[0] + 1], hs * 2
+        top = [(xi, c - h) for xi, h in zip(xs, hs, strict=True)]
+        bottom = [(xi, c + h) for xi, h in zip(reversed(xs), reversed(hs), strict=True)]
+        out.append(Poly((*top, *bottom), COLOUR[f"{ch}_env"]))
+    return out
+
+
+def _speech(m: ReportModel, row: _Row) -> list[Shape]:
+    """Envelopes, VAD voiced spans, turn bars with their text, backchannels."""
+    s: list[Shape] = []
+    for ch, lane in LANE.items():
+        s.extend(_envelope(m.envelopes.get(ch), row, ch))
+        for a, b in m.voiced.get(ch, []):
+            sp = row.span(a, b)
+            if sp:
+                s.append(Rect(sp[0], lane["vad"], sp[1], 4, COLOUR[ch], 0.85))
+    for t in m.turns:
+        lane = LANE.get(t.speaker)
+        sp = row.span(t.start_ms, t.end_ms) if lane else None
+        if not lane or not sp:
+            continue
+        tip = f"#{t.index} {t.speaker} {clock(t.start_ms)}{DASH}{clock(t.end_ms)}: {t.text}"
+        stroke = COLOUR["barge"] if t.interrupt else None
+        s.append(
+            Rect(
+                sp[0],
+                lane["bar"],
+                sp[1],
+                BAR_H,
+                COLOUR[t.speaker],
+                stroke=stroke,
+                title=tip,
+                mark="turn",
+            )
+        )
+        s.append(
+            Label(
+                sp[0] + 4, lane["bar"] + 13, f"#{t.index} {t.text}", "#ffffff", 11, max_w=sp[1] - 6
+            )
+        )
+    for b in m.backchannels:
+        lane = LANE.get(b.speaker, LANE["caller"])
+        sp = row.span(b.start_ms, b.end_ms)
+        if sp:
+            w = max(3.0, sp[1])
+            s.append(
+                Rect(
+                    sp[0],
+                    lane["bar"] + 3,
+                    w,
+                    BAR_H - 6,
+                    COLOUR["backchannel"],
+                    title=f"backchannel {clock(b.start_ms)}: {b.text}",
+                    mark="backchannel",
+                )
+            )
+            s.append(
+                Label(
+                    sp[0] + w + 2,
+                    lane["bar"] + 13,
+                    b.text,
+                    COLOUR["backchannel"],
+                    10,
+                    max_w=90,
+                )
+            )
+    return s
+
+
+def _latency(m: ReportModel, row: _Row) -> list[Shape]:
+    """Caller end -> the agent turn the verifier pairs with it, with its ms in budget colour."""
+    s: list[Shape] = []
+    for g in m.gaps:
+        lo, hi = sorted((g.caller_end_ms, g.agent_start_ms))
+        sp = row.span(lo, hi)
+        if not sp:
+            continue
+        colour = COLOUR["ok" if g.ok else "bad"]
+        xa, xb = sp[0], sp[0] + sp[1]
+        s.append(Line(xa, LAT_Y, xb, LAT_Y, colour, 2, dash=g.gap_ms < 0, mark="latency"))
+        for edge, xe in ((lo, xa), (hi, xb)):
+            if row.has(edge):
+                s.append(Line(xe, LAT_Y - 4, xe, LAT_Y + 4, colour, 2))
+        if row.has(g.agent_start_ms):  # labelled once, in the row where the agent starts
+            if g.gap_ms < 0:
+                text = f"{g.gap_ms:.0f} ms early"
+            elif g.ok:
+                text = f"{g.gap_ms:.0f} ms"
+            else:
+                text = f"{g.gap_ms:.0f} ms > {m.max_latency_ms}"
+            s.append(
+                Label(
+                    max(LEFT + 24, (xa + xb) / 2),
+                    LAT_LABEL_Y,
+                    text,
+                    colour,
+                    10,
+                    "middle",
+                    bold=True,
+                    mark="latency-label",
+                )
+            )
+    return s
+
+
+def _barge_ins(m: ReportModel, row: _Row) -> list[Shape]:
+    """Where the caller cut in, how long the agent kept talking, and harmful talk-overs."""
+    s: list[Shape] = []
+    turns = {t.index: t for t in m.turns}
+    top, bottom = LANE["caller"]["top"], LANE["agent"]["bottom"]
+    for b in m.barge_ins:
+        if not row.has(b.at_ms):
+            continue
+        colour = COLOUR["muted"] if b.ok is None else COLOUR["ok" if b.ok else "bad"]
+        xb = row.x(b.at_ms)
+        s.append(Line(xb, top - 2, xb, bottom, colour, 2, mark="barge-in"))
+        s.append(Poly(((xb - 5, top - 7), (xb + 5, top - 7), (xb, top)), colour))
+        if b.agent is not None and b.yield_ms is not None:
+            sp = row.span(b.at_ms, turns[b.agent].end_ms)
+            if sp:
+                s.append(Rect(sp[0], bottom + 1, sp[1], 4, colour))
+            verb = "yielded in" if b.ok else "kept talking"
+            text = f"barge-in #{b.caller}: agent {verb} {b.yield_ms:.0f} ms"
+        else:
+            text = f"barge-in #{b.caller}: agent was not speaking"
+        s.append(Label(xb + 3, NOTE_Y, text, colour, 10, bold=True, mark="barge-in-label"))
+    for o in m.overlaps:
+        if o.kind == "talk_over" and o.agent in m.harmful and row.has(o.start_ms):
+            s.append(
+                Label(
+                    row.x(o.start_ms) + 3,
+                    NOTE_Y,
+                    f"agent #{o.agent} talked over caller #{o.caller}",
+                    COLOUR["bad"],
+                    10,
+                    bold=True,
+                    mark="talk-over-label",
+                )
+            )
+    return s
+
+
+def row_figures(m: ReportModel) -> list[Figure]:
+    """One figure per timeline row, back to front: frame, shading, speech, annotations."""
+    row_ms = seconds_per_row(m.duration_ms)
+    n_rows = max(1, int(np.ceil(m.duration_ms / row_ms)))
+    step = _tick_step(row_ms)
+    figures = []
+    for r in range(n_rows):
+        row = _Row(r * row_ms, min((r + 1) * row_ms, max(m.duration_ms, 1.0)), row_ms)
+        shapes = [
+            *_frame(row, step),
+            *_shading(m, row),
+            *_speech(m, row),
+            *_latency(m, row),
+            *_barge_ins(m, row),
+        ]
+        title = f"{clock(row.r0, tenths=False)}{DASH}{clock(row.r1, tenths=False)}"
+        figures.append(Figure(WIDTH, ROW_H, shapes, id=f"row-{r}", title=title))
+    return figures
+
+
+LEGEND = (
+    ("caller turn", "caller", "bar"),
+    ("agent turn", "agent", "bar"),
+    ("barge-in overlap", "barge", "shade"),
+    ("talk-over", "talk_over", "shade"),
+    ("latency / yield within budget", "ok", "line"),
+    ("over budget", "bad", "line"),
+    ("backchannel", "backchannel", "bar"),
+    ("audio gap", "gap", "shade"),
+)
+
+
+def legend_figure(m: ReportModel) -> Figure:
+    """Swatches explaining the colours, with the budgets the picture is judged against."""
+    s: list[Shape] = []
+    xx = LEFT
+    for text, key, kind in LEGEND:
+        if kind == "line":
+            s.append(Line(xx, 14, xx + 16, 14, COLOUR[key], 3))
+        else:
+            s.append(Rect(xx, 7, 16, 14, COLOUR[key], 0.35 if kind == "shade" else 1.0))
+        s.append(Label(xx + 21, 18, text, COLOUR["text"], 11))
+        xx += 21 + len(text) * 11 * 0.55 + 18
+    s.append(
+        Label(
+            LEFT,
+            38,
+            f"latency budget {m.max_latency_ms} ms (caller end -> agent start, "
+            "as the verifier pairs them); barge-in: the agent must stop within 600 ms; "
+            "thin strips under/over the envelopes are VAD voiced spans",
+            COLOUR["muted"],
+            10,
+        )
+    )
+    return Figure(WIDTH, 46, s, id="legend")
+
+
+# --- SVG ---------------------------------------------------------------------------------------
+
+
+def _n(v: float) -> str:
+    r = round(float(v), 1)
+    return str(int(r)) if r == int(r) else str(r)
+
+
+def _attr(mark: str | None) -> str:
+    return f' data-mark="{mark}"' if mark else ""
+
+
+def to_svg(fig: Figure) -> str:
+    """Inline SVG (no xmlns URL needed inside HTML; nothing external is referenced)."""
+    e = html.escape
+    out = [
+        f'<svg width="{fig.width}" height="{fig.height}" viewBox="0 0 {fig.width} {fig.height}"'
+        f' role="img" aria-label="{e(fig.title or "timeline")}">'
+    ]
+    for sh in fig.shapes:
+        if isinstance(sh, Rect):
+            extra = f' fill-opacity="{sh.opacity}"' if sh.opacity < 1 else ""
+            extra += f' stroke="{sh.stroke}" stroke-width="2"' if sh.stroke else ""
+            body = f"<title>{e(sh.title)}</title></rect>" if sh.title else "</rect>"
+            out.append(
+                f'<rect x="{_n(sh.x)}" y="{_n(sh.y)}" width="{_n(sh.w)}" height="{_n(sh.h)}"'
+                f' fill="{sh.fill}"{extra}{_attr(sh.mark)}>{body}'
+            )
+        elif isinstance(sh, Line):
+            dash = ' stroke-dasharray="4 3"' if sh.dash else ""
+            out.append(
+                f'<line x1="{_n(sh.x1)}" y1="{_n(sh.y1)}" x2="{_n(sh.x2)}" y2="{_n(sh.y2)}"'
+                f' stroke="{sh.color}" stroke-width="{_n(sh.width)}"{dash}{_attr(sh.mark)}/>'
+            )
+        elif isinstance(sh, Poly):
+            pts = " ".join(f"{_n(px)},{_n(py)}" for px, py in sh.points)
+            op = f' fill-opacity="{sh.opacity}"' if sh.opacity < 1 else ""
+            out.append(f'<polygon points="{pts}" fill="{sh.fill}"{op}/>')
+        else:
+            text = fit(sh.text, sh.max_w, sh.size)
+            if not text:
+                continue
+            weight = ' font-weight="bold"' if sh.bold else ""
+            anchor = f' text-anchor="{sh.anchor}"' if sh.anchor != "start" else ""
+            out.append(
+                f'<text x="{_n(sh.x)}" y="{_n(sh.y)}" font-size="{sh.size}" fill="{sh.color}"'
+                f"{anchor}{weight}{_attr(sh.mark)}>{e(text)}</text>"
+            )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def header_figure(m: ReportModel) -> Figure:
+    """The PNG's title line: which bundle, the verdict, the failing floors, degraded evidence."""
+    verdict = (m.verdict or "no verdict").upper()
+    colour = {"PASS": COLOUR["ok"], "FAIL": COLOUR["bad"], "ERROR": COLOUR["bad"]}.get(
+        verdict, COLOUR["muted"]
+    )
+    s: list[Shape] = [
+        Label(LEFT, 24, m.bundle.name, COLOUR["text"], 16, bold=True, max_w=560),
+        Label(LEFT + 580, 24, verdict, colour, 16, bold=True),
+    ]
+    parts = [f"{clock(m.duration_ms)} of call", f"{len(m.turns)} turns"]
+    if m.failed_floors:
+        parts.append("failed floor: " + ", ".join(m.failed_floors))
+    s.append(Label(LEFT + 660, 24, "  ·  ".join(parts), COLOUR["text"], 12, max_w=PLOT - 600))
+    if m.degraded:
+        text = "DEGRADED EVIDENCE: " + "; ".join(m.degraded)
+        s.append(Label(LEFT, 46, text, COLOUR["bad"], 12, bold=True, max_w=PLOT))
+    return Figure(WIDTH, 56 if m.degraded else 34, s, id="header")

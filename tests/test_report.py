@@ -1,0 +1,330 @@
+"""report.html and timeline.png: built from a real replay bundle, self-contained, rendered by
+headless Chromium with the turns, verdict, barge-in and latency marks visible; a degraded bundle
+still renders and says why; a 10-minute call stays small; a non-bundle is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from PIL import Image
+
+from tests.conftest import ROOT, STARTER
+from turnscope.scoring.bundle import BundleIds, empty_wav, write_bundle
+from turnscope.scoring.report_html import build_report
+from turnscope.scoring.verifier import failed_floors, score_voice_episode
+from turnscope.scoring.wer import measure_wer
+
+SAMPLE = ROOT / "recordings" / "refund-call.wav"
+RATE = 16000
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def chromium(tmp: Path, *args: str) -> str:
+    """Run headless Chromium offline; return its stdout. Missing Chromium fails, never skips."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None and Path("/usr/bin/chromium").exists():
+        exe = "/usr/bin/chromium"
+    if exe is None:
+        pytest.fail("chromium is not installed: run ./scripts/setup.sh --dev")
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'chromium-profile'}",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+class _Text(HTMLParser):
+    """Visible text of a DOM dump (no <style>, no tooltip <title>s)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.hidden = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.hidden += tag in ("style", "title", "script")
+
+    def handle_endtag(self, tag):
+        self.hidden -= tag in ("style", "title", "script")
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def visible_text(dom: str) -> str:
+    p = _Text()
+    p.feed(dom)
+    return " ".join(" ".join(p.parts).split())
+
+
+def marks(dom: str, mark: str) -> list[str]:
+    """Texts of the SVG elements carrying data-mark=MARK."""
+    return re.findall(rf'<text[^>]*data-mark="{mark}"[^>]*>([^<]*)</text>', dom)
+
+
+def colours(path: Path) -> int:
+    img = Image.open(path).convert("RGB")
+    return len(img.getcolors(maxcolors=1 << 20) or [])
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """One real replay bundle for the module (the `cli` fixture is per test: capsys)."""
+    from turnscope.cli.main import main
+
+    out = tmp_path_factory.mktemp("report") / "refund"
+    code = main(
+        [
+            "replay",
+            str(SAMPLE),
+            "--reference",
+            str(ROOT / "recordings" / "refund-call.reference.json"),
+            "--suite",
+            str(STARTER),
+            "--task",
+            "refund-call",
+            "-q",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(bundle: Path) -> tuple[Path, Path]:
+    html_path, png_path = build_report(bundle)
+    return html_path, png_path
+
+
+def fake_bundle(
+    out: Path,
+    *,
+    turns: list[dict],
+    seconds: float,
+    degraded: list[str] = (),
+    wer: dict | None = None,
+    backchannels: list[dict] = (),
+) -> Path:
+    """A bundle written by hand: channel wavs with noise where each speaker talks, documents in
+    the shapes turnscope writes, and the manifest from the real bundle writer."""
+    out.mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    for ch in ("caller", "agent"):
+        if seconds <= 0:
+            empty_wav(out / f"{ch}.wav")
+            continue
+        audio = (rng.standard_normal(int(seconds * RATE)) * 0.002).astype(np.float32)
+        for t in turns:
+            if t["speaker"] == ch:
+                a, b = int(t["start_ms"] * 16), int(t["end_ms"] * 16)
+                audio[a:b] += rng.standard_normal(b - a).astype(np.float32) * 0.2
+        sf.write(out / f"{ch}.wav", np.clip(audio, -1, 1), RATE, subtype="PCM_16")
+    dialogue = [
+        {k: t[k] for k in ("speaker", "start_ms", "end_ms", "text", "interrupt")} for t in turns
+    ]
+    scored = score_voice_episode(dialogue) if turns else score_voice_episode([])
+    verdict = "pass" if scored["result"]["pass_fail"].get("voice") else "fail"
+    status = "degraded" if degraded else "passed"
+    continuity = {
+        "status": status,
+        "metrics": {"evidence_status": status},
+        "caveats": list(degraded),
+    }
+    transcript = {
+        "schema": "turnscope.transcript.v1",
+        "duration_ms": seconds * 1000,
+        "turns": [
+            {**t, "turn_index": i, "spans": [[t["start_ms"], t["end_ms"]]]}
+            for i, t in enumerate(turns)
+        ],
+        "backchannels": list(backchannels),
+        "utterances": [],
+        "events": [],
+    }
+    documents = {
+        "transcript_json": transcript,
+        "waveform_timeline_json": {
+            "channels": [
+                {"channel": c, "duration_ms": seconds * 1000} for c in ("caller", "agent")
+            ],
+            "markers": [],
+            "turns": [],
+        },
+        "structured_output_json": {
+            "output": {
+                "verdict": verdict,
+                "failed_floors": failed_floors(scored["result"]),
+                "verifier": scored,
+                "wer": wer,
+                "task": {"budgets": {"max_latency_ms": 1200}, "required_content": []},
+                "continuity": continuity,
+                "run": {"degraded": list(degraded), "warnings": []},
+            }
+        },
+        "live_continuity_report_json": continuity,
+    }
+    write_bundle(out, documents, ids=BundleIds.new("fake"), metadata={})
+    return out
+
+
+# --- the real bundle ---------------------------------------------------------------------------
+
+
+def test_report_command_builds_both_files(bundle: Path, built, cli):
+    code, out, err = cli("report", str(bundle))
+    assert code == 0, err
+    assert out.split() == [str(bundle / "report.html"), str(bundle / "timeline.png")]
+    code, out, _ = cli("open", str(bundle))
+    assert code == 0 and out.strip() == str((bundle / "report.html").resolve())
+
+
+def test_report_is_one_self_contained_file(built):
+    page = built[0].read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+    assert not re.search(r"<link\b[^>]*\bhref\s*=", page, re.I)
+    assert not re.search(r"\bsrc\s*=|url\(|@import", page, re.I)
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+
+
+def test_chromium_renders_turns_verdict_barge_in_and_latency(bundle: Path, built, tmp_path):
+    dom = chromium(tmp_path, "--dump-dom", built[0].as_uri())
+    text = visible_text(dom)
+    turns = json.loads((bundle / "transcript.json").read_text())["turns"]
+    assert turns, "the replay found no turns"
+    for t in turns:
+        assert " ".join(t["text"].split()) in text, t["text"]
+    assert "PASS" in text
+    # barge-in: one mark per interrupt, labelled with how fast the agent yielded
+    interrupts = [t for t in turns if t["interrupt"]]
+    assert interrupts and dom.count('data-mark="barge-in"') == len(interrupts)
+    labels = marks(dom, "barge-in-label")
+    for c in interrupts:
+        agent = next(
+            a
+            for a in turns
+            if a["speaker"] == "agent" and a["start_ms"] < c["start_ms"] < a["end_ms"]
+        )
+        assert (
+            f"barge-in #{c['turn_index']}: agent yielded in {agent['end_ms'] - c['start_ms']} ms"
+            in labels
+        )
+    # latency: every agent turn after a caller turn is annotated with the ms the verifier scores
+    expected, last = [], None
+    for t in turns:
+        if t["speaker"] == "caller":
+            last = t
+        elif last is not None:
+            expected.append(f"{t['start_ms'] - last['end_ms']} ms")
+    assert sorted(marks(dom, "latency-label")) == sorted(expected)
+    assert "reply latency" in text
+
+
+def test_chromium_screenshot_is_not_blank(built, tmp_path):
+    shot = tmp_path / "shot.png"
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", built[0].as_uri())
+    assert Image.open(shot).size == (1400, 1000)
+    assert colours(shot) > 16
+
+
+def test_timeline_png_is_a_sensible_picture(built):
+    img = Image.open(built[1])
+    assert img.format == "PNG"
+    assert 1000 <= img.width <= 2000 and 200 <= img.height <= 600
+    assert colours(built[1]) > 16
+
+
+# --- other bundles -----------------------------------------------------------------------------
+
+
+def test_report_on_a_folder_that_is_not_a_bundle_is_one_line(cli, tmp_path):
+    (tmp_path / "transcript.json").write_text("{}")
+    code, out, err = cli("report", str(tmp_path))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "not a voice artifact bundle" in err
+    assert "voice_artifact_manifest.json" in err and "waveform_timeline.json" in err
+    code, _, err = cli("open", str(tmp_path / "nope"))
+    assert code == 2 and "no such bundle folder" in err
+
+
+def test_degraded_bundle_renders_and_says_why(cli, tmp_path):
+    reason = "agent audio: 31% of frames lost <in transit>"
+    fake = fake_bundle(tmp_path / "degraded", turns=[], seconds=0, degraded=[reason])
+    code, out, err = cli("open", str(fake))
+    assert code == 0, err
+    page = Path(out.strip())
+    assert page.is_file() and (fake / "timeline.png").is_file()
+    text = visible_text(chromium(tmp_path, "--dump-dom", page.as_uri()))
+    assert "DEGRADED EVIDENCE" in text and reason in text
+    assert "No turns" in text and "WER not measured" in text
+
+
+def test_ten_minute_call_stays_small_and_wraps_a_minute_per_row(tmp_path):
+    turns, t, i = [], 500.0, 0
+    words = ["please", "check", "my", "order", "and", "the", "refund", "status", "now"]
+    while t < 595_000:
+        caller_end = t + 3000
+        turns.append(
+            {
+                "speaker": "caller",
+                "start_ms": int(t),
+                "end_ms": int(caller_end),
+                "text": " ".join(words[i % 5 :]),
+                "interrupt": False,
+            }
+        )
+        start = caller_end + (400 if i % 7 else 1500)  # every 7th reply is too slow
+        turns.append(
+            {
+                "speaker": "agent",
+                "start_ms": int(start),
+                "end_ms": int(start + 4000),
+                "text": " ".join(words * 2),
+                "interrupt": False,
+            }
+        )
+        t, i = start + 4600, i + 1
+    turns[6]["interrupt"], turns[6]["start_ms"] = True, turns[5]["end_ms"] - 300  # a barge-in
+    turns[3]["text"] = '<script>alert("x")</script> & more'  # text is data, never markup
+    ref = {
+        ch: " ".join(x["text"] for x in turns if x["speaker"] == ch) for ch in ("caller", "agent")
+    }
+    hyp = {ch: text.replace("refund", "re fund") for ch, text in ref.items()}
+    wer = measure_wer(ref, hyp).to_dict(with_alignment=True)
+    bc = [{"speaker": "caller", "start_ms": 12_000, "end_ms": 12_300, "text": "mm-hmm"}]
+    fake = fake_bundle(tmp_path / "long", turns=turns, seconds=600, wer=wer, backchannels=bc)
+    html_path, png_path = build_report(fake)
+    page = html_path.read_text(encoding="utf-8")
+    assert html_path.stat().st_size < 3_000_000
+    assert page.count('<div id="row-') == 10
+    assert page.count('data-mark="latency-label"') == len(turns) // 2
+    assert 'class="tag bad">reply latency 1500 ms' in page
+    assert "<script" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
+    img = Image.open(png_path)
+    assert img.width < 2000 and img.height < 3000

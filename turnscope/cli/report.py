@@ -1,0 +1,35 @@
+"""`turnscope report` and `turnscope open`: the readable report of a run bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from turnscope.cli.console import out
+from turnscope.scoring.report_html import REPORT, build_report
+
+
+def report(
+    bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
+) -> int:
+    """(Re)build report.html and timeline.png in BUNDLE and print their paths."""
+    for path in build_report(bundle):
+        out.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def open_report(
+    bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
+) -> int:
+    """Print the absolute path of BUNDLE/report.html, building it first if it is missing."""
+    path = bundle / REPORT
+    if not path.is_file():
+        build_report(bundle)
+    out.print(str(path.resolve()), markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("open")(open_report)
