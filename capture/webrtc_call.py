@@ -92,10 +92,10 @@ class WebRTCCall:
         async def on_state() -> None:
             state = self.pc.connectionState if self.pc else "closed"
             if state == "connected" and not connected.done():
-                connected.set_result(True)
+                connected.set_result(state)
             elif state in ("failed", "closed"):
                 if not connected.done():
-                    connected.set_exception(CallSetupError(f"ICE/DTLS connection {state}"))
+                    connected.set_result(state)  # a result, not an exception: set-up may be over
                 elif not self._closed:
                     self._finish(f"the connection {state} before the caller hung up", degraded=True)
 
@@ -108,7 +108,9 @@ class WebRTCCall:
                 headers=self.options.headers,
                 timeout=self.options.connect_timeout_s,
             )
-            await asyncio.wait_for(connected, self.options.connect_timeout_s)
+            state = await asyncio.wait_for(connected, self.options.connect_timeout_s)
+            if state != "connected":
+                raise CallSetupError(f"the ICE/DTLS connection to {self.options.url} {state}")
         except (asyncio.TimeoutError, TimeoutError):
             await self._close_pc()
             raise CallSetupError(

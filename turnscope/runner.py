@@ -147,4 +147,11 @@ def write_run_bundle(
         "transport": result.info.transport,
         "streaming_mode": producer["streaming_mode"],
     }
-    return write_bundle(outdir, documents, ids=ids, metadata=metadata)
+    manifest = write_bundle(outdir, documents, ids=ids, metadata=metadata)
+    try:
+        from turnscope.scoring.report_html import build_report
+
+        build_report(outdir)
+    except Exception as exc:  # the report is a view of the evidence: never fail the run for it
+        (outdir / "report-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+    return manifest

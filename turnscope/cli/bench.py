@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from turnscope.cli.console import out
-from turnscope.cli.render import bench_table
+from turnscope.cli.console import out, warn_line
+from turnscope.cli.options import PipelineOptions
+from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
 from turnscope.errors import InputError
+from turnscope.fixture_runner import run_suite_fixtures
 from turnscope.jsonio import write_json
-from turnscope.scoring.bench import BenchError, check_evidence_class, run_bench
+from turnscope.scoring.bench import BenchError, bench_result, check_evidence_class, run_bench
+from turnscope.scoring.fixtures import parse_fixture
+from turnscope.scoring.scorecard import scorecard
 from turnscope.scoring.suite import load_suite
 from turnscope.scoring.transcript import load_dialogue
 
@@ -43,11 +50,30 @@ def bench(
         help="Evidence class of the rows (default: captured_fixture).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of a table."),
+    agent: str | None = typer.Option(
+        None, "--agent", help="Offer URL of the agent, for fixtures that are live-call scenarios."
+    ),
+    loopback_only: bool = typer.Option(False, "--loopback-only", help="ICE on 127.0.0.1 only."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Fixtures run at the same time."),
+    runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
+    scorecard_path: Path | None = typer.Option(
+        None, "--scorecard", help="Scorecard JSON (default: next to -o, .scorecard.json)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> int:
-    """Score every task of SUITE; exit 0 when all scored tasks pass, 1 when one fails."""
+    """Score every task of SUITE; exit 0 when all scored tasks pass, 1 when one fails.
+
+    Without --use-reference or --transcripts, every task's fixture runs through the real
+    pipeline (a recording is replayed, a scenario is called live against --agent, a transcript
+    is scored), and a per-tag scorecard is written beside the result.
+    """
     data = load_suite(suite)
-    if use_reference == (transcripts is not None):
-        raise InputError("give exactly one of --use-reference or --transcripts DIR")
+    if use_reference and transcripts is not None:
+        raise InputError("give at most one of --use-reference or --transcripts DIR")
+    if not use_reference and transcripts is None:
+        return run_fixtures(
+            data, suite, output, scorecard_path, runs, agent, loopback_only, jobs, quiet
+        )
     evidence = evidence_class or "captured_fixture"
     try:
         check_evidence_class(evidence)
@@ -74,6 +100,73 @@ def bench(
         out.print(bench_table(result))
         if output is not None:
             out.print(f"wrote {output}")
+    agg = result["aggregate"]
+    if agg["scored"] == 0:
+        out.print("every task is void: nothing was scored, so nothing passed")
+        return 1
+    return 0 if agg["passed"] == agg["scored"] else 1
+
+
+def run_fixtures(
+    data: dict[str, Any],
+    suite: Path,
+    output: Path | None,
+    scorecard_path: Path | None,
+    runs: Path | None,
+    agent: str | None,
+    loopback_only: bool,
+    jobs: int,
+    quiet: bool,
+) -> int:
+    """The fixture mode of `bench`: run, score, write the result and the scorecard."""
+    if not any(t.get("fixture") for t in data["tasks"]):
+        raise InputError(
+            "no task has a fixture to run",
+            path=suite,
+            fix="use --use-reference or --transcripts DIR, or add fixtures to the tasks",
+        )
+    for task in data["tasks"]:
+        parse_fixture(task, suite)  # every fixture checked before anything runs
+    runs_dir = runs or Path("runs") / f"bench-{data.get('name')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    settings = PipelineOptions().settings()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
+        disable=quiet,
+        transient=True,
+    ) as bar:
+        job = bar.add_task(f"bench {data.get('name')}", total=len(data["tasks"]))
+        results = asyncio.run(
+            run_suite_fixtures(
+                data,
+                suite,
+                settings,
+                runs_dir,
+                jobs=jobs,
+                agent_url=agent,
+                loopback_only=loopback_only,
+                progress=lambda _tid: bar.advance(job),
+            )
+        )
+    result = bench_result(data, [r.row for r in results])
+    card = scorecard([r.scores for r in results])
+    card["suite"] = {"name": data.get("name"), "version": data.get("version")}
+    if output is not None:
+        write_json(output, result)
+    card_path = scorecard_path or (
+        output.with_suffix(".scorecard.json") if output else runs_dir / "scorecard.json"
+    )
+    write_json(card_path, card)
+    card_path.with_suffix(".html").write_text(scorecard_html(card), encoding="utf-8")
+    out.print(bench_table(result))
+    out.print(scorecard_table(card))
+    for r in results:
+        if r.scores.verdict == "void":
+            warn_line(f"task {r.scores.task_id} is void: {r.scores.note}")
+    out.print(f"scorecard: {card_path} (and .html); per-task bundles in {runs_dir}")
     agg = result["aggregate"]
     if agg["scored"] == 0:
         out.print("every task is void: nothing was scored, so nothing passed")

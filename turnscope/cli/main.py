@@ -8,7 +8,20 @@ import sys
 import click
 import typer
 
-from turnscope.cli import agent, bench, call, demo, doctor, replay, report, score, synth, validate
+from turnscope.cli import (
+    agent,
+    bench,
+    call,
+    demo,
+    doctor,
+    fixture,
+    gate,
+    replay,
+    report,
+    score,
+    synth,
+    validate,
+)
 from turnscope.cli.console import fail_line
 from turnscope.errors import TurnscopeError
 
@@ -20,7 +33,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (demo, call, agent, replay, bench, score, synth, validate, doctor, report):
+for module in (
+    demo,
+    call,
+    agent,
+    replay,
+    bench,
+    score,
+    synth,
+    validate,
+    gate,
+    fixture,
+    doctor,
+    report,
+):
     module.register(app)
 
 

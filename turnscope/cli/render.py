@@ -63,3 +63,58 @@ def bench_table(result: Mapping[str, Any]) -> Group:
         f"pass_rate {agg['pass_rate']:.3f}, mean_score {agg['mean_score']:.3f}"
     )
     return Group(table, line)
+
+
+def scorecard_table(card: Mapping[str, Any]) -> Table:
+    """Tags as rows, dimensions as columns (WER: lower is better)."""
+    dims = card["dimensions"]
+    table = Table(title="scorecard (per tag)", title_justify="left")
+    table.add_column("tag")
+    table.add_column("scored/void", justify="right")
+    for d in dims:
+        table.add_column(
+            d + (" (lower=better)" if d in card.get("lower_is_better", []) else ""), justify="right"
+        )
+    for tag, row in card["tags"].items():
+        c = card["counts"][tag]
+        cells = [f"{row[d]:.3f}" if d in row else "-" for d in dims]
+        table.add_row(tag, f"{c['scored']}/{c['void']}", *cells)
+    return table
+
+
+def scorecard_html(card: Mapping[str, Any]) -> str:
+    """A small self-contained HTML page of the scorecard."""
+    from html import escape
+
+    dims = card["dimensions"]
+    head = "".join(f"<th>{escape(d)}</th>" for d in dims)
+    rows = []
+    for tag, row in card["tags"].items():
+        c = card["counts"][tag]
+        cells = []
+        for d in dims:
+            v = row.get(d)
+            bad = v is not None and (
+                (d in card.get("lower_is_better", []) and v > 0.5)
+                or (d not in card.get("lower_is_better", []) and v < 0.75)
+            )
+            cells.append(
+                f"<td class='{'bad' if bad else 'ok'}'>"
+                + ("-" if v is None else f"{v:.3f}")
+                + "</td>"
+            )
+        rows.append(
+            f"<tr><th>{escape(tag)}</th><td>{c['scored']}/{c['void']}</td>"
+            + "".join(cells)
+            + "</tr>"
+        )
+    name = escape(str((card.get("suite") or {}).get("name") or "suite"))
+    return (
+        "<!doctype html><meta charset='utf-8'><title>turnscope scorecard</title>"
+        "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
+        ".bad{background:#fdd}.ok{background:#efe}</style>"
+        f"<h1>Scorecard: {name}</h1><table><tr><th>tag</th><th>scored/void</th>{head}</tr>"
+        + "".join(rows)
+        + "</table><p>WER: lower is better. Floors: 0.75 (WER ceiling 0.5).</p>"
+    )

@@ -1,0 +1,114 @@
+"""Build the shipped example suites from the shipped scenarios (run from the repo root).
+
+    .venv/bin/python scripts/build_example_suite.py
+
+Writes configs/suites/voice_regression.json (synthetic fixtures as `turnscope synth` recipes,
+replayed through the real pipeline) and configs/suites/voice_regression_transcripts.json (the
+same calls as transcript-only fixtures: their exact ground-truth turns, fast enough for every
+test run), with transcripts in configs/suites/transcripts/. Baselines are pinned separately with
+`turnscope bench ... && turnscope gate ... --update-baseline` (see README).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from turnscope.capture.scenario import load_scenario, task_contract
+from turnscope.capture.synth import render
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "configs" / "suites"
+
+# id, scenario, synth settings, tags
+FIXTURES = [
+    ("refund-clean", "refund-call", {}, ["conversational"]),
+    ("refund-noisy", "refund-call", {"snr_db": 10.0, "seed": 1}, ["acoustic", "conversational"]),
+    ("order-phone", "quick-exchange", {"telephone": True}, ["acoustic", "complexity"]),
+    (
+        "backchannel-voices",
+        "backchannel",
+        {"caller_voice": "en-us+f3", "agent_voice": "en-gb-scotland"},
+        ["speaker", "conversational"],
+    ),
+    ("correction", "correction", {}, ["complexity", "conversational"]),
+    ("correction-phone", "correction", {"telephone": True, "seed": 2}, ["acoustic", "complexity"]),
+    ("out-of-scope", "out-of-scope", {}, ["adversarial"]),
+    ("non-native", "non-native", {}, ["language", "speaker"]),
+]
+
+
+def suite(name: str, description: str, tasks: list[dict]) -> dict:
+    return {
+        "kind": "agent-learning.bench-suite.v1",
+        "control": "voice",
+        "modality": "voice",
+        "name": name,
+        "version": "1",
+        "description": description,
+        "tasks": tasks,
+    }
+
+
+def main() -> None:
+    audio_tasks, transcript_tasks = [], []
+    (SUITES / "transcripts").mkdir(exist_ok=True)
+    for fid, scen, settings, tags in FIXTURES:
+        path = ROOT / "configs" / "scenarios" / f"{scen}.yaml"
+        sc = load_scenario(path)
+        contract = task_contract(sc) or {}
+        call = render(sc, **settings)
+        truth = call.truth()
+        base = {
+            "id": fid,
+            "instruction": sc.description.strip() or sc.name,
+            "budgets": contract.get("budgets") or {"max_latency_ms": 1200},
+            "required_content": contract.get("required_content") or [],
+            "reference_dialogue": truth["turns"],
+        }
+        recipe = {"scenario": f"../scenarios/{scen}.yaml", **settings}
+        audio_tasks.append(
+            {**base, "fixture": {"source": "synthetic", "synth": recipe, "tags": tags}}
+        )
+        transcript = SUITES / "transcripts" / f"{fid}.json"
+        transcript.write_text(json.dumps({"turns": truth["turns"]}, indent=1) + "\n")
+        transcript_tasks.append(
+            {
+                **base,
+                "fixture": {
+                    "source": "synthetic",
+                    "transcript": f"transcripts/{fid}.json",
+                    "tags": tags,
+                },
+            }
+        )
+    (SUITES / "voice_regression.json").write_text(
+        json.dumps(
+            suite(
+                "voice_regression",
+                "Synthetic calls across every tag (noise, phone band, voices, "
+                "corrections, backchannels, barge-ins, an out-of-scope ask), replayed through the "
+                "real pipeline.",
+                audio_tasks,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
+    (SUITES / "voice_regression_transcripts.json").write_text(
+        json.dumps(
+            suite(
+                "voice_regression_transcripts",
+                "The same calls as transcript-only fixtures: the fast "
+                "suite every test run gates on.",
+                transcript_tasks,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
+    print(f"wrote {len(audio_tasks)} fixtures to both suites in {SUITES}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""`turnscope fixture add`: turn a captured call into a recorded fixture, so a miss found once
+can never silently return."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import typer
+
+from turnscope.cli.console import out
+from turnscope.errors import InputError
+from turnscope.jsonio import read_json, write_json
+from turnscope.scoring.fixtures import TAGS
+from turnscope.scoring.suite import load_suite
+
+app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
+
+
+@app.command("add")
+def add(
+    bundle: Path = typer.Argument(..., help="A run folder (bundle) from call, replay or demo."),
+    suite: Path = typer.Option(..., "--suite", help="The suite JSON to add the fixture to."),
+    tags: str = typer.Option(..., "--tags", help=f"Comma-separated, from: {', '.join(TAGS)}."),
+    task_id: str | None = typer.Option(None, "--id", help="Task id (default: the bundle name)."),
+) -> int:
+    """Copy the call's audio next to the suite, with its references and contract, as a task."""
+    tag_list = [t.strip() for t in tags.split(",") if t.strip()]
+    unknown = [t for t in tag_list if t not in TAGS]
+    if not tag_list or unknown:
+        raise InputError(f"--tags: unknown tag(s) {unknown or tag_list}; use {', '.join(TAGS)}")
+    for name in ("caller.wav", "agent.wav", "transcript.json", "result.json"):
+        if not (bundle / name).exists():
+            raise InputError(f"not a turnscope run folder: {name} is missing", path=bundle)
+    data = load_suite(suite)
+    tid = task_id or re.sub(r"[^A-Za-z0-9_-]+", "-", bundle.resolve().name).strip("-")
+    if any(str(t.get("id")) == tid for t in data["tasks"]):
+        raise InputError(f"task id {tid!r} is already in the suite", path=suite, fix="pass --id")
+    folder = suite.parent / "fixtures"
+    folder.mkdir(parents=True, exist_ok=True)
+    caller, rate = sf.read(bundle / "caller.wav", dtype="float32")
+    agent, _ = sf.read(bundle / "agent.wav", dtype="float32")
+    n = max(len(caller), len(agent))
+    stereo = np.zeros((n, 2), dtype=np.float32)
+    stereo[: len(caller), 0], stereo[: len(agent), 1] = caller, agent
+    audio = folder / f"{tid}.flac"
+    sf.write(audio, stereo, rate)
+    transcript = read_json(bundle / "transcript.json", what="transcript")
+    turns = [
+        {k: t[k] for k in ("speaker", "start_ms", "end_ms", "text", "interrupt")}
+        for t in transcript.get("turns", [])
+    ]
+    references = folder / f"{tid}.reference.json"
+    write_json(
+        references,
+        {
+            "note": "from the call's own transcript: verify the texts by listening before relying "
+            "on WER",
+            "turns": turns,
+        },
+    )
+    result = read_json(bundle / "result.json", what="result")
+    task_info = result.get("task") or {}
+    task = {
+        "id": tid,
+        "instruction": f"Captured call {bundle.name}: must keep passing.",
+        "budgets": task_info.get("budgets") or {"max_latency_ms": 1200},
+        "required_content": task_info.get("required_content") or [],
+        "reference_dialogue": turns,
+        "fixture": {
+            "source": "recorded",
+            "audio": f"fixtures/{audio.name}",
+            "references": f"fixtures/{references.name}",
+            "tags": tag_list,
+        },
+    }
+    raw = json.loads(suite.read_text(encoding="utf-8"))
+    raw["tasks"].append(task)
+    write_json(suite, raw)
+    out.print(f"added task {tid!r} to {suite} ({audio}, tags {', '.join(tag_list)})")
+    return 0
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="fixture")

@@ -1,0 +1,96 @@
+"""`turnscope gate`: fail CI when a dimension drops on any tag; pin baselines on purpose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.text import Text
+
+from turnscope.cli.console import out
+from turnscope.errors import InputError
+from turnscope.jsonio import read_json, write_json
+from turnscope.scoring.gate import DEFAULT_TOLERANCE, gate, junit_xml
+
+
+def load_scorecard(path: Path) -> dict[str, Any]:
+    """A scorecard JSON, or the bench result it was written beside."""
+    data = read_json(path, what="scorecard file")
+    if isinstance(data, dict) and data.get("kind") == "turnscope.scorecard.v1":
+        return data
+    sibling = path.with_suffix(".scorecard.json")
+    if sibling.exists():
+        return load_scorecard(sibling)
+    raise InputError(
+        "not a turnscope scorecard (kind turnscope.scorecard.v1)",
+        path=path,
+        fix="pass the .scorecard.json that `turnscope bench` wrote",
+    )
+
+
+def parse_floors(pairs: list[str]) -> dict[str, float]:
+    floors = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            floors[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"--floor {pair!r}: expected DIMENSION=NUMBER") from None
+        if not sep:
+            raise InputError(f"--floor {pair!r}: expected DIMENSION=NUMBER")
+    return floors
+
+
+def gate_cmd(
+    result: Path = typer.Argument(..., help="The run's scorecard (or its bench result JSON)."),
+    baseline: Path = typer.Option(..., "--baseline", help="Pinned baseline scorecard."),
+    tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop."),
+    floor: list[str] = typer.Option([], "--floor", help="Override a floor: DIMENSION=NUMBER."),
+    junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML here."),
+    update_baseline: bool = typer.Option(
+        False, "--update-baseline", help="Pin this run as the new baseline (on purpose)."
+    ),
+) -> int:
+    """Exit 1 when any dimension on any tag is below its floor or worse than the baseline."""
+    card = load_scorecard(result)
+    if update_baseline:
+        previous = load_scorecard(baseline) if baseline.exists() else None
+        verdict = gate(card, previous, tolerance=tolerance, floors=parse_floors(floor))
+        for c in verdict.moved():
+            out.print(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
+        pinned = {k: v for k, v in card.items() if k != "tasks"}
+        write_json(baseline, pinned)
+        out.print(f"pinned {baseline} as the new baseline")
+        return 0
+    verdict = gate(card, load_scorecard(baseline), tolerance=tolerance, floors=parse_floors(floor))
+    moved = verdict.moved()
+    for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
+        style = "green" if c.passed else "bold red"
+        out.print(
+            Text(
+                f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})",
+                style=style,
+            )
+        )
+    failed = [c for c in verdict.cells if not c.passed]
+    for c in failed:
+        out.print(
+            Text(f"FAIL {c.dim} on {c.tag}: " + "; ".join(c.failures), style="bold red"),
+            soft_wrap=True,
+        )
+    for problem in verdict.problems:
+        out.print(Text(f"FAIL {problem}", style="bold red"), soft_wrap=True)
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(junit_xml(verdict), encoding="utf-8")
+    cells = len(verdict.cells)
+    if verdict.passed:
+        out.print(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")
+        return 0
+    out.print(f"gate FAILED: {len(failed) + len(verdict.problems)} of {cells} checks")
+    return 1
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gate")(gate_cmd)

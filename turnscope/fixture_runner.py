@@ -1,0 +1,210 @@
+"""Running a suite's fixtures through the real pipeline: replays, live calls, transcripts.
+
+Each task with a fixture becomes one bench row (honest evidence class per row) and one set of
+scorecard dimensions. A recording is replayed (captured_fixture), a scenario is called live
+against the agent (live_lane), a transcript is scored directly (local_gate). A task whose
+fixture cannot run (a scenario but no agent, a failed call) is void and says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from turnscope.asr.settings import Settings
+from turnscope.capture.file_source import FileSource
+from turnscope.errors import TurnscopeError
+from turnscope.scoring.bench import scored_row, void_row
+from turnscope.scoring.contract import Contract, Reference, load_reference
+from turnscope.scoring.fixtures import Fixture, parse_fixture, resolve
+from turnscope.scoring.scorecard import TaskScores, outcome_dimensions
+from turnscope.scoring.transcript import load_dialogue
+from turnscope.scoring.wer import channel_texts, measure_wer
+
+EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
+
+
+@dataclass
+class FixtureRun:
+    row: dict[str, Any]
+    scores: TaskScores
+
+
+def _reference(
+    task: dict[str, Any], fx: Fixture, suite_path: Path | None, audio: Path | None = None
+) -> Reference | None:
+    if fx.references:
+        return load_reference(resolve(suite_path, fx.references))
+    if fx.synth is not None and audio is not None:
+        return load_reference(audio.with_name("reference.json"))  # exact: what was synthesized
+    if task.get("reference_dialogue"):
+        turns = list(task["reference_dialogue"])
+        return Reference(channel_texts(turns), turns, f"task {task['id']}")
+    return None
+
+
+def _outcome(path: Path | None) -> dict[str, Any] | None:
+    """The outcome the agent reported for a recording: ``<audio>.outcome.json`` if present."""
+    if path is None:
+        return None
+    candidate = path.with_name(path.stem + ".outcome.json")
+    return json.loads(candidate.read_text()) if candidate.exists() else None
+
+
+def _scores(
+    task: dict[str, Any],
+    fx: Fixture,
+    row: dict[str, Any],
+    wer: float | None,
+    outcome: dict[str, Any] | None,
+    note: str = "",
+) -> TaskScores:
+    dims = dict(row["result"].get("components") or {})
+    if wer is not None:
+        dims["wer"] = round(wer, 4)
+    if fx.expect is not None and outcome is not None:
+        dims.update(outcome_dimensions(fx.expect.model_dump(), outcome))
+    return TaskScores(
+        str(task["id"]), list(fx.tags), row["verdict"], dims, row["evidence_class"], note
+    )
+
+
+CACHE = Path(".turnscope") / "fixture-cache"
+
+
+def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
+    """Render a synthetic fixture's recipe once into the cache (keyed by recipe and scenario)."""
+    import hashlib
+
+    from turnscope.capture.scenario import load_scenario
+    from turnscope.capture.synth import render, write_call
+
+    assert fx.synth is not None
+    scenario_path = resolve(suite_path, fx.synth.scenario)
+    key = hashlib.sha256(
+        (fx.synth.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode()
+    ).hexdigest()[:16]
+    folder = CACHE / f"{scenario_path.stem}-{key}"
+    if not (folder / "call.wav").exists():
+        r = fx.synth
+        call = render(
+            load_scenario(scenario_path),
+            caller_voice=r.caller_voice,
+            agent_voice=r.agent_voice,
+            snr_db=r.snr_db,
+            telephone=r.telephone,
+            seed=r.seed,
+        )
+        write_call(call, folder)
+    return folder / "call.wav"
+
+
+def _void(task: dict[str, Any], fx: Fixture | None, kind: str, why: str) -> FixtureRun:
+    row = void_row(task, EVIDENCE.get(kind, "captured_fixture"))
+    row["result"]["explanation"] = row["error"] = why
+    tags = list(fx.tags) if fx else []
+    return FixtureRun(
+        row, TaskScores(str(task["id"]), tags, "void", {}, row["evidence_class"], why)
+    )
+
+
+async def run_fixture(
+    task: dict[str, Any],
+    suite_path: Path | None,
+    settings: Settings,
+    outdir: Path,
+    *,
+    agent_url: str | None = None,
+    loopback_only: bool = False,
+) -> FixtureRun:
+    """Run one task's fixture and score it against the task's own contract."""
+    from turnscope.runner import run_and_record
+
+    fx = parse_fixture(task, suite_path)
+    if fx is None:
+        return _void(task, None, "replay", "the task has no fixture")
+    kind = fx.kind()
+    audio: Path | None = None
+    if fx.synth is not None:
+        try:
+            audio = synthesized(fx, suite_path)
+        except TurnscopeError as exc:
+            return _void(task, fx, kind, str(exc))
+    contract = Contract(
+        budgets=task.get("budgets"),
+        required_content=task.get("required_content"),
+        task_id=str(task["id"]),
+        reference=_reference(task, fx, suite_path, audio),
+    )
+    evidence = EVIDENCE[kind]
+    if kind == "transcript":
+        dialogue = load_dialogue(resolve(suite_path, fx.transcript or ""))
+        row = scored_row(task, dialogue, evidence)
+        wer = None
+        if contract.reference is not None:
+            wer = measure_wer(contract.reference.texts, channel_texts(dialogue)).overall.wer
+        return FixtureRun(row, _scores(task, fx, row, wer, None))
+    try:
+        audio = audio or resolve(suite_path, fx.audio or "")
+        if kind == "replay":
+            source = FileSource.stereo(audio, chunk_ms=max(settings.audio.chunk_ms, 200))
+            run = await run_and_record(
+                source, settings, contract, outdir, evidence_class=evidence, console=None
+            )
+            outcome = _outcome(audio)
+        else:
+            if agent_url is None:
+                return _void(task, fx, kind, "a live-call fixture needs --agent URL")
+            from turnscope.capture.scenario import load_scenario
+            from turnscope.capture.webrtc_call import CallOptions
+            from turnscope.live_call import place_call
+
+            options = CallOptions(agent_url, loopback_only=loopback_only)
+            run, call, _ = await place_call(
+                options, load_scenario(audio), settings, contract, outdir, console=None
+            )
+            outcome = call.info.details.get("reported_outcome")
+            if call.info.degraded:
+                return _void(task, fx, kind, "degraded call: " + "; ".join(call.info.degraded))
+    except TurnscopeError as exc:
+        return _void(task, fx, kind, str(exc))
+    except Exception as exc:  # a call that could not be set up, and the like: void, not a crash
+        return _void(task, fx, kind, f"{type(exc).__name__}: {exc}")
+    row = scored_row(task, run.result.assembly.dialogue(), evidence)
+    wer = run.outcome.wer.overall.wer if run.outcome.wer else None
+    return FixtureRun(row, _scores(task, fx, row, wer, outcome))
+
+
+async def run_suite_fixtures(
+    suite: dict[str, Any],
+    suite_path: Path | None,
+    settings: Settings,
+    runs_dir: Path,
+    *,
+    jobs: int = 1,
+    agent_url: str | None = None,
+    loopback_only: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[FixtureRun]:
+    """Every task, at most ``jobs`` at a time, results in suite order."""
+    sem = asyncio.Semaphore(max(1, jobs))
+
+    async def one(task: dict[str, Any]) -> FixtureRun:
+        async with sem:
+            result = await run_fixture(
+                task,
+                suite_path,
+                settings,
+                runs_dir / str(task["id"]),
+                agent_url=agent_url,
+                loopback_only=loopback_only,
+            )
+        if progress is not None:
+            progress(str(task["id"]))
+        return result
+
+    return list(await asyncio.gather(*(one(t) for t in suite.get("tasks") or [])))
