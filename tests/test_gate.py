@@ -1,0 +1,286 @@
+"""Fixture suites, per-tag scorecards and the CI gate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from turnscope.scoring.gate import gate, junit_xml
+from turnscope.scoring.scorecard import TaskScores, outcome_dimensions, scorecard
+
+TRANSCRIPT_SUITE = ROOT / "configs" / "suites" / "voice_regression_transcripts.json"
+TRANSCRIPT_BASELINE = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
+
+
+def card(rows):
+    return scorecard([TaskScores(tid, tags, verdict, dims) for tid, tags, verdict, dims in rows])
+
+
+GOOD = {"latency": 1.0, "turn_taking": 1.0, "barge_in": 1.0, "content": 1.0, "wer": 0.2}
+
+
+def test_scorecard_slices_per_tag_and_keeps_voids_apart():
+    c = card(
+        [
+            ("a", ["acoustic"], "pass", GOOD),
+            ("b", ["acoustic", "speaker"], "fail", {**GOOD, "latency": 0.5}),
+            ("c", ["speaker"], "void", {}),
+        ]
+    )
+    assert c["tags"]["acoustic"]["latency"] == 0.75
+    assert c["tags"]["speaker"]["latency"] == 0.5  # the void task pulls nothing down
+    assert c["counts"]["speaker"] == {"tasks": 2, "scored": 1, "void": 1, "passed": 0}
+    assert c["counts"]["all"]["scored"] == 2
+
+
+def test_gate_names_the_dimension_and_tag_that_moved_both_ways():
+    base = card(
+        [("a", ["acoustic"], "pass", GOOD), ("b", ["speaker"], "pass", {**GOOD, "content": 0.8})]
+    )
+    cand = card(
+        [
+            ("a", ["acoustic"], "pass", {**GOOD, "content": 0.6}),
+            ("b", ["speaker"], "pass", {**GOOD, "content": 1.0}),
+        ]
+    )
+    result = gate(cand, base, tolerance=0.05)
+    moved = {(c.tag, c.dim): round(c.delta, 3) for c in result.moved()}
+    assert moved[("acoustic", "content")] == -0.4 and moved[("speaker", "content")] == 0.2
+    failed = {(c.tag, c.dim) for c in result.cells if not c.passed}
+    assert ("acoustic", "content") in failed and ("speaker", "content") not in failed
+    assert not result.passed
+
+
+def test_tolerance_floor_and_wer_direction():
+    base = card([("a", ["acoustic"], "pass", GOOD)])
+    slightly = card([("a", ["acoustic"], "pass", {**GOOD, "latency": 0.97, "wer": 0.23})])
+    assert gate(slightly, base, tolerance=0.05).passed
+    worse_wer = card([("a", ["acoustic"], "pass", {**GOOD, "wer": 0.4})])
+    r = gate(worse_wer, base, tolerance=0.05)
+    assert {(c.tag, c.dim) for c in r.cells if not c.passed} == {
+        ("acoustic", "wer"),
+        ("all", "wer"),
+    }
+    below_floor = card([("a", ["acoustic"], "fail", {**GOOD, "barge_in": 0.5})])
+    r = gate(below_floor, None)
+    assert any("below its floor 0.750" in f for c in r.cells for f in c.failures)
+
+
+def test_all_void_says_so_instead_of_passing():
+    r = gate(card([("a", ["acoustic"], "void", {}), ("b", ["speaker"], "void", {})]), None)
+    assert not r.passed and "every task is void" in r.problems[0]
+
+
+def test_junit_has_a_case_per_dimension_and_tag():
+    base = card([("a", ["acoustic"], "pass", GOOD)])
+    cand = card([("a", ["acoustic"], "fail", {**GOOD, "latency": 0.0})])
+    xml = ET.fromstring(junit_xml(gate(cand, base)))
+    cases = {(c.get("classname"), c.get("name")): c for c in xml.iter("testcase")}
+    assert ("turnscope.acoustic", "latency") in cases and ("turnscope.all", "wer") in cases
+    assert cases[("turnscope.acoustic", "latency")].find("failure") is not None
+    assert cases[("turnscope.acoustic", "content")].find("failure") is None
+
+
+def test_outcome_dimensions_follow_seed_002():
+    expect = {
+        "intent": "order",
+        "fields": {"size": "large", "qty": 2},
+        "missing": ["address"],
+        "clarify_expected": True,
+    }
+    right = {
+        "intent": "order",
+        "fields": {"size": "large", "qty": 2},
+        "missing": ["address"],
+        "did_clarify": True,
+        "handed_off": False,
+    }
+    assert outcome_dimensions(expect, right) == {
+        "accuracy": 1.0,
+        "clarification": 1.0,
+        "containment": 1.0,
+        "graceful_failure": 1.0,
+    }
+    wrong = {
+        "intent": "refund",
+        "fields": {},
+        "missing": [],
+        "did_clarify": False,
+        "handed_off": True,
+        "failed_safely": True,
+    }
+    assert outcome_dimensions(expect, wrong) == {
+        "accuracy": 0.0,
+        "clarification": 0.0,
+        "containment": 0.0,
+        "graceful_failure": 1.0,
+    }
+
+
+def test_shipped_transcript_suite_passes_its_gate(tmp_path, cli):
+    """What CI runs on every change: the fast suite against its pinned baseline."""
+    code, out, _ = cli(
+        "bench",
+        str(TRANSCRIPT_SUITE),
+        "-o",
+        str(tmp_path / "r.json"),
+        "--runs",
+        str(tmp_path / "runs"),
+        "-q",
+    )
+    assert code == 0, out
+    card_ = json.loads((tmp_path / "r.scorecard.json").read_text())
+    tags = set(card_["tags"]) - {"all"}
+    assert tags == {
+        "acoustic",
+        "speaker",
+        "language",
+        "complexity",
+        "conversational",
+        "adversarial",
+    }
+    code, out, _ = cli(
+        "gate",
+        str(tmp_path / "r.scorecard.json"),
+        "--baseline",
+        str(TRANSCRIPT_BASELINE),
+        "--junit",
+        str(tmp_path / "j.xml"),
+    )
+    assert code == 0 and "gate passed" in out
+    assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "0"
+    assert (tmp_path / "r.scorecard.html").read_text().count("<tr>") == len(card_["tags"]) + 1
+
+
+SCENARIO = """
+name: {name}
+task: {{budgets: {{max_latency_ms: 1200}}, required_content: [refund]}}
+caller: {{voice: en-us}}
+agent: {{voice: en-gb, latency_ms: {latency}}}
+script:
+  - caller: Hello, I would like a refund please.
+    at_ms: 300
+  - agent: Sure, your refund is on its way today.
+  - caller: Thank you very much.
+  - agent: You are welcome, goodbye.
+"""
+
+
+def _suite(folder, latencies):
+    tasks = []
+    for tag, latency in latencies.items():
+        (folder / f"{tag}.yaml").write_text(SCENARIO.format(name=tag, latency=latency))
+        tasks.append(
+            {
+                "id": f"call-{tag}",
+                "budgets": {"max_latency_ms": 1200},
+                "required_content": ["refund"],
+                "fixture": {
+                    "source": "synthetic",
+                    "tags": [tag],
+                    "synth": {"scenario": f"{tag}.yaml"},
+                },
+            }
+        )
+    suite = {
+        "kind": "agent-learning.bench-suite.v1",
+        "control": "voice",
+        "modality": "voice",
+        "name": "mini",
+        "version": "1",
+        "tasks": tasks,
+    }
+    (folder / "suite.json").write_text(json.dumps(suite))
+    return folder / "suite.json"
+
+
+def test_agent_800ms_slower_on_one_tag_fails_the_gate_for_that_tag_alone(tmp_path, cli):
+    base_dir, cand_dir = tmp_path / "base", tmp_path / "cand"
+    base_dir.mkdir()
+    cand_dir.mkdir()
+    base_suite = _suite(base_dir, {"acoustic": 500, "speaker": 500})
+    cand_suite = _suite(cand_dir, {"acoustic": 500 + 800, "speaker": 500})
+    for suite, out in ((base_suite, "b"), (cand_suite, "c")):
+        _, _, err = cli(
+            "bench",
+            str(suite),
+            "-o",
+            str(tmp_path / f"{out}.json"),
+            "--runs",
+            str(tmp_path / f"runs-{out}"),
+            "-q",
+        )
+        assert "void" not in err, err
+    code, _, _ = cli(
+        "gate",
+        str(tmp_path / "b.scorecard.json"),
+        "--baseline",
+        str(tmp_path / "baseline.json"),
+        "--update-baseline",
+    )
+    assert code == 0
+    code, out, _ = cli(
+        "gate", str(tmp_path / "c.scorecard.json"), "--baseline", str(tmp_path / "baseline.json")
+    )
+    assert code == 1
+    failing = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert any(line.startswith("FAIL latency on acoustic") for line in failing), out
+    assert not any("on speaker" in line for line in failing), out
+    assert "latency on acoustic: 1.000 -> 0.000" in out
+
+
+def test_fixture_add_turns_a_captured_call_into_a_fixture(tmp_path, cli):
+    run = tmp_path / "run"
+    code, _, _ = cli("replay", str(ROOT / "recordings" / "refund-call.wav"), "-q", "-o", str(run))
+    suite = tmp_path / "suite.json"
+    shutil.copy(ROOT / "configs" / "suites" / "voice_starter.json", suite)
+    code, out, _ = cli(
+        "fixture",
+        "add",
+        str(run),
+        "--suite",
+        str(suite),
+        "--tags",
+        "acoustic,conversational",
+        "--id",
+        "missed-call",
+    )
+    assert code == 0, out
+    task = json.loads(suite.read_text())["tasks"][-1]
+    assert task["id"] == "missed-call" and task["fixture"]["tags"] == ["acoustic", "conversational"]
+    assert (tmp_path / "fixtures" / "missed-call.flac").exists()
+    code, out, _ = cli(
+        "bench", str(suite), "-o", str(tmp_path / "r.json"), "--runs", str(tmp_path / "runs"), "-q"
+    )
+    rows = json.loads((tmp_path / "r.json").read_text())["per_task"]
+    assert [r["verdict"] for r in rows] == ["void", "pass"]  # the starter task has no fixture
+    code, _, err = cli("fixture", "add", str(run), "--suite", str(suite), "--tags", "loud")
+    assert code == 2 and "unknown tag" in err
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"source": "recorded", "tags": ["acoustic"]},
+        {"source": "recorded", "audio": "x.wav", "tags": []},
+        {"source": "recorded", "audio": "nope.wav", "tags": ["acoustic"]},
+        {"source": "live", "audio": "x.wav", "tags": ["acoustic"]},
+    ],
+)
+def test_bad_fixtures_are_bad_input(tmp_path, cli, bad):
+    (tmp_path / "x.wav").write_bytes(b"")
+    suite = {
+        "kind": "agent-learning.bench-suite.v1",
+        "control": "voice",
+        "name": "s",
+        "tasks": [{"id": "t", "fixture": bad}],
+    }
+    (tmp_path / "s.json").write_text(json.dumps(suite))
+    code, _, err = cli("bench", str(tmp_path / "s.json"), "-q")
+    assert code == 2 and "fixture" in err and len(err.strip().splitlines()) == 1
+    assert yaml  # (yaml is used by the scenario files the suites reference)
