@@ -266,23 +266,26 @@ def _check_strings(doc: Mapping[str, Any], field: str, p: _Problems) -> None:
         p.add(field, "must be a list of strings")
 
 
-def check_continuity(doc: Any, p: _Problems) -> None:
-    """agentclash.voice.live_continuity_eval.v1 (and its legacy alias)."""
-    if not isinstance(doc, Mapping):
-        p.add("", "the report must be a JSON object")
-        return
+def _check_status_report(
+    doc: Mapping[str, Any],
+    p: _Problems,
+    type_re: re.Pattern,
+    type_name: str,
+    statuses: tuple[str, ...],
+) -> str | None:
+    """The header every status report shares: required fields, type, status and the passed
+    coupling. Returns the status."""
     for field in ("schema_version", "type", "status", "passed", "metrics"):
         if field not in doc:
             p.add("", f"missing required field {field!r}")
     if "schema_version" in doc and not _nonblank(doc["schema_version"]):
         p.add("schema_version", "must be a non-blank string")
-    if "type" in doc and (
-        not isinstance(doc["type"], str) or not CONTINUITY_TYPE.match(doc["type"])
-    ):
-        p.add("type", f"must be agentclash.voice.live_continuity_eval.v1, got {doc['type']!r}")
+    if "type" in doc and (not isinstance(doc["type"], str) or not type_re.match(doc["type"])):
+        p.add("type", f"must be {type_name}, got {doc['type']!r}")
     status = doc.get("status")
-    if "status" in doc and status not in ("passed", "warn", "failed", "degraded"):
-        p.add("status", f"must be passed, warn, failed or degraded, not {status!r}")
+    if "status" in doc and status not in statuses:
+        allowed = ", ".join(statuses) + ("" if "warn" in statuses else " (no warn)")
+        p.add("status", f"must be one of {allowed}, not {status!r}")
     if "passed" in doc and not isinstance(doc["passed"], bool):
         p.add("passed", "must be a boolean")
     elif "passed" in doc and doc["passed"] != (status == "passed"):
@@ -290,6 +293,21 @@ def check_continuity(doc: Any, p: _Problems) -> None:
             "passed",
             f"is {doc['passed']} but status is {status!r} (passed must equal status == 'passed')",
         )
+    return status if isinstance(status, str) else None
+
+
+def check_continuity(doc: Any, p: _Problems) -> None:
+    """agentclash.voice.live_continuity_eval.v1 (and its legacy alias)."""
+    if not isinstance(doc, Mapping):
+        p.add("", "the report must be a JSON object")
+        return
+    status = _check_status_report(
+        doc,
+        p,
+        CONTINUITY_TYPE,
+        "agentclash.voice.live_continuity_eval.v1",
+        ("passed", "warn", "failed", "degraded"),
+    )
     metrics = doc.get("metrics")
     if "metrics" in doc and not isinstance(metrics, Mapping):
         p.add("metrics", "must be an object")
@@ -311,22 +329,13 @@ def check_separation(doc: Any, p: _Problems) -> None:
     if not isinstance(doc, Mapping):
         p.add("", "the report must be a JSON object")
         return
-    for field in ("schema_version", "type", "status", "passed", "metrics"):
-        if field not in doc:
-            p.add("", f"missing required field {field!r}")
-    if "schema_version" in doc and not _nonblank(doc["schema_version"]):
-        p.add("schema_version", "must be a non-blank string")
-    if "type" in doc and (
-        not isinstance(doc["type"], str) or not SEPARATION_TYPE.match(doc["type"])
-    ):
-        p.add("type", f"must be agentclash.voice.source_separation_eval.v1, got {doc['type']!r}")
-    status = doc.get("status")
-    if "status" in doc and status not in ("passed", "failed", "degraded"):
-        p.add("status", f"must be passed, failed or degraded (no warn), not {status!r}")
-    if "passed" in doc and not isinstance(doc["passed"], bool):
-        p.add("passed", "must be a boolean")
-    elif "passed" in doc and doc["passed"] != (status == "passed"):
-        p.add("passed", "must equal status == 'passed'")
+    _check_status_report(
+        doc,
+        p,
+        SEPARATION_TYPE,
+        "agentclash.voice.source_separation_eval.v1",
+        ("passed", "failed", "degraded"),
+    )
     metrics = doc.get("metrics")
     if isinstance(metrics, Mapping):
         for field in (

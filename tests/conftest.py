@@ -51,3 +51,28 @@ def run_exe():
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def sample_bundle(tmp_path_factory) -> Path:
+    """One real replay of the sample call (a bundle), shared by the tests that only read it."""
+    from turnscope.cli.main import main
+
+    out = tmp_path_factory.mktemp("sample") / "refund"
+    code = main(
+        [
+            "replay",
+            str(ROOT / "recordings" / "refund-call.wav"),
+            "--reference",
+            str(ROOT / "recordings" / "refund-call.reference.json"),
+            "--suite",
+            str(STARTER),
+            "--task",
+            "refund-call",
+            "-q",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    return out

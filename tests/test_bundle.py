@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import ROOT, SHARED, STARTER
+from tests.conftest import ROOT, SHARED
 from turnscope.scoring.validate import check_separation, check_video_sync, validate_bundle
 
 SCHEMAS = SHARED / "contracts" / "agentclash-schemas"
@@ -25,27 +25,9 @@ def schema(name: str) -> jsonschema.Validator:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    from turnscope.cli.main import main
-
-    out = tmp_path_factory.mktemp("bundle") / "run"
-    code = main(
-        [
-            "replay",
-            str(SAMPLE),
-            "--reference",
-            str(ROOT / "recordings" / "refund-call.reference.json"),
-            "--suite",
-            str(STARTER),
-            "--task",
-            "refund-call",
-            "-q",
-            "-o",
-            str(out),
-        ]
-    )
-    assert code == 0
-    return out
+def bundle(sample_bundle: Path) -> Path:
+    """The session's sample bundle (one replay for every test module that reads it)."""
+    return sample_bundle
 
 
 def needs_schemas():

@@ -16,7 +16,7 @@ import pytest
 import soundfile as sf
 from PIL import Image
 
-from tests.conftest import ROOT, STARTER
+from tests.conftest import ROOT
 from turnscope.scoring.bundle import BundleIds, empty_wav, write_bundle
 from turnscope.scoring.report_html import build_report
 from turnscope.scoring.verifier import failed_floors, score_voice_episode
@@ -90,28 +90,9 @@ def colours(path: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    """One real replay bundle for the module (the `cli` fixture is per test: capsys)."""
-    from turnscope.cli.main import main
-
-    out = tmp_path_factory.mktemp("report") / "refund"
-    code = main(
-        [
-            "replay",
-            str(SAMPLE),
-            "--reference",
-            str(ROOT / "recordings" / "refund-call.reference.json"),
-            "--suite",
-            str(STARTER),
-            "--task",
-            "refund-call",
-            "-q",
-            "-o",
-            str(out),
-        ]
-    )
-    assert code == 0
-    return out
+def bundle(sample_bundle: Path) -> Path:
+    """The session's sample bundle (one replay for every test module that reads it)."""
+    return sample_bundle
 
 
 @pytest.fixture(scope="module")
