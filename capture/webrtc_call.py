@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from turnscope.capture.signaling import (
     use_loopback_only,
 )
 from turnscope.capture.source import SourceInfo
+
+MAX_LOGGED_MESSAGES = 200
 
 
 @dataclass
@@ -70,6 +73,8 @@ class WebRTCCall:
         self._receiver: asyncio.Task | None = None
         self._timer: asyncio.Task | None = None
         self._closed = False
+        self.messages = 0
+        self.message_log: list[dict[str, Any]] = []
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -81,7 +86,14 @@ class WebRTCCall:
             use_loopback_only()
         self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
         self.pc.addTransceiver(self.caller_track, direction="sendrecv")
+        # A data channel, as pipecat's own client opens one: agents can report their resolved
+        # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
+        self._watch_channel(self.pc.createDataChannel("turnscope"))
         connected = loop.create_future()
+
+        @self.pc.on("datachannel")
+        def on_datachannel(channel) -> None:  # type: ignore[no-untyped-def]
+            self._watch_channel(channel)
 
         @self.pc.on("track")
         def on_track(track: MediaStreamTrack) -> None:
@@ -123,6 +135,29 @@ class WebRTCCall:
         self.connect_ms = (time.monotonic() - t0) * 1000
         self.clock.start()
         self._timer = asyncio.ensure_future(self._max_duration())
+
+    def _watch_channel(self, channel) -> None:  # type: ignore[no-untyped-def]
+        @channel.on("message")
+        def on_message(message: str | bytes) -> None:
+            self.messages += 1
+            text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+            if len(self.message_log) < MAX_LOGGED_MESSAGES:
+                self.message_log.append(
+                    {
+                        "at_ms": round(self.clock.now_ms(), 1)
+                        if self.clock.origin is not None
+                        else None,
+                        "channel": channel.label,
+                        "text": text[:2000],
+                    }
+                )
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return
+            if isinstance(data, dict) and data.get("type") == "outcome":
+                outcome = data.get("outcome", {k: v for k, v in data.items() if k != "type"})
+                self.info.details["reported_outcome"] = outcome
 
     # -- media --------------------------------------------------------------------------------
 
@@ -238,5 +273,7 @@ class WebRTCCall:
                 "delay_reanchors": st.late_reanchors,
                 "end_reason": self.end_reason,
                 "signaling_trace": self.session.trace if self.session else [],
+                "data_channel_messages": self.messages,
+                "data_channel_log": self.message_log,
             }
         )

@@ -293,3 +293,62 @@ def test_demo_runs_with_no_network_at_all(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((tmp_path / "result.json").read_text())["verdict"] == "pass"
     assert sys.executable
+
+
+def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
+    """An agent can report its resolved outcome on the data channel; it lands in the result."""
+    from aiortc import RTCPeerConnection, RTCSessionDescription
+
+    from turnscope.capture.playback import CallClock, PlaybackTrack
+    from turnscope.capture.signaling import rtc_configuration
+
+    outcome = {"intent": "refund", "fields": {"days": 30}, "missing": [], "handed_off": False}
+    peers = []
+
+    async def offer(request):
+        body = await request.json()
+        pc = RTCPeerConnection(rtc_configuration())
+        peers.append(pc)
+        pc.addTrack(PlaybackTrack(CallClock()))
+
+        @pc.on("datachannel")
+        def on_channel(channel):
+            @channel.on("open")
+            def _open():
+                channel.send(json.dumps({"type": "outcome", "outcome": outcome}))
+
+            if channel.readyState == "open":
+                channel.send(json.dumps({"type": "outcome", "outcome": outcome}))
+
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
+        await pc.setLocalDescription(await pc.createAnswer())
+        return web.json_response({"sdp": pc.localDescription.sdp, "type": "answer"})
+
+    scenario_path = tmp_path / "s.yaml"
+    scenario_path.write_text(
+        "name: outcome\ncaller: {timeout_s: 10, hangup_after_ms: 1500}\n"
+        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n"
+    )
+
+    async def go():
+        runner, url = await _serve(offer)
+        try:
+            sc = load_scenario(scenario_path)
+            _, call, _ = await place_call(
+                CallOptions(url, loopback_only=True),
+                sc,
+                load_settings(),
+                scenario_contract(sc),
+                tmp_path / "out",
+                console=None,
+            )
+        finally:
+            for pc in peers:
+                await pc.close()
+            await runner.cleanup()
+        return call
+
+    call = asyncio.run(go())
+    assert call.info.details["reported_outcome"] == outcome
+    trace = json.loads((tmp_path / "out" / "raw_provider_trace.json").read_text())
+    assert trace["details"]["data_channel_messages"] >= 1
