@@ -2,7 +2,8 @@
 
 Used by the scripted caller and by the reference agent. It paces itself by the call clock (20 ms
 frames at 16 kHz), so the time a sample is sent is known exactly; every clip's true send start
-and stop are logged (the ground truth a test compares measurements against).
+and stop are logged (the ground truth a test compares measurements against). ``Player`` is what
+the caller and the agent need from it; a sound device's output (device_playback.py) is another.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import fractions
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
@@ -78,10 +80,28 @@ class Playback:
         self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
 
 
+class Player(Protocol):
+    """Plays clips into a call and logs when each really went out."""
+
+    log: list[SendRecord]
+    max_lag_ms: float
+    lead_ms: float  # a clip handed over now starts this much later (fixed, so it can be planned)
+
+    @property
+    def current(self) -> Playback | None: ...
+
+    def play(self, audio: np.ndarray, label: str) -> Playback: ...
+
+    def silence(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class PlaybackTrack(MediaStreamTrack):
     """A continuous 16 kHz mono track playing queued clips on the call clock."""
 
     kind = "audio"
+    lead_ms = 0.0  # a clip goes out with the next 20 ms frame
 
     def __init__(
         self,

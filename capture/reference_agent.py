@@ -1,10 +1,11 @@
-"""The reference agent: a real WebRTC peer that answers each caller turn with its next prompt.
+"""The reference agent: answers each caller turn with its next prompt.
 
 It listens with the same endpointer the harness uses, speaks espeak-ng prompts (or recordings)
-through a PlaybackTrack, and logs the true times it started and stopped sending each prompt.
+through a player, and logs the true times it started and stopped sending each prompt.
 Behaviour knobs make it well-behaved or deliberately bad, to test the harness: response
 latency, talking over the caller, yielding to barge-ins (or not), never answering, hanging up
-mid-call, dropping outgoing audio frames.
+mid-call, dropping outgoing audio frames. ``AgentCore`` is the behaviour, whatever carries the
+audio; ``AgentSession`` is a WebRTC peer around it, capture/device_agent.py the sound-device one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.frames import CALLER, PcmFrame
-from turnscope.capture.playback import CallClock, Playback, PlaybackTrack
+from turnscope.capture.playback import CallClock, Playback, PlaybackTrack, Player
 from turnscope.capture.receiver import ReceiveStats, receive_track
 from turnscope.capture.scenario import Scenario
 from turnscope.capture.signaling import rtc_configuration
@@ -91,28 +92,32 @@ class AgentBehaviour(BaseModel):
         return cls.model_validate(data)
 
 
-class AgentSession:
-    """One call with the reference agent: listens, decides, speaks, logs the truth."""
+class AgentCore:
+    """The agent's ears and decisions: caller frames in (``hear``), prompts out via ``player``.
+
+    Replies are handed to the player ``player.lead_ms`` early, so they start on time on a player
+    that needs a lead (a sound device); a WebRTC track needs none.
+    """
 
     def __init__(
         self,
         behaviour: AgentBehaviour,
-        settings: Settings | None = None,
-        on_end: Callable[[AgentSession], None] | None = None,
+        settings: Settings,
+        clock: CallClock,
+        player: Player,
+        hangup: Callable[[], Any],
     ) -> None:
         self.behaviour = behaviour
-        base = settings or load_settings()
-        self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
-        self.clock = CallClock()
-        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
-        self.track = PlaybackTrack(self.clock, drop=drop)
+        self.settings = settings
+        self.clock = clock
+        self.player = player
+        self.hangup = hangup  # ends the call (may return an awaitable)
         self.endpointer = Endpointer(
             CALLER, self.settings.vad, self.settings.refine, pad_ms=self.settings.asr.pad_ms
         )
-        self.pc = RTCPeerConnection(rtc_configuration())
-        self.stats = ReceiveStats()
-        self.on_end = on_end
         self.events: list[dict[str, Any]] = []
+        self.clips: list[np.ndarray] = []
+        self.closed = False
         self._next_line = 0
         self._barged: set[int] = set()  # caller utterance indices the agent yielded to
         self._ignored: set[int] = set()  # caller utterances spoken over the agent, not answered
@@ -120,46 +125,29 @@ class AgentSession:
         self._reply: asyncio.Task | None = None
         self._tasks: list[asyncio.Task] = []
         self._utt_index = 0
-        self._clips: list[np.ndarray] = []
-        self.closed = False
 
-    # -- set-up --------------------------------------------------------------------------------
-
-    async def answer(self, offer_sdp: str) -> str:
-        """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
-        # Synthesis runs espeak-ng: do it now, in a thread, never on the loop during the call
-        # (a blocked loop makes the outgoing track late).
+    async def prepare(self) -> None:
+        """Synthesise every prompt now, in a thread, never on the loop during the call (a
+        blocked loop makes the outgoing audio late)."""
         loop = asyncio.get_running_loop()
-        self._clips = await loop.run_in_executor(
+        self.clips = await loop.run_in_executor(
             None, lambda: [self._audio(line) for line in self.behaviour.lines]
         )
-        self.pc.addTrack(self.track)
 
-        @self.pc.on("track")
-        def on_track(track: MediaStreamTrack) -> None:
-            if track.kind == "audio":
-                self._tasks.append(asyncio.ensure_future(self._listen(track)))
-
-        @self.pc.on("connectionstatechange")
-        async def on_state() -> None:
-            if self.pc.connectionState == "connected":
-                self._started()
-            elif self.pc.connectionState in ("failed", "closed"):
-                await self.close()
-
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
-        await self.pc.setLocalDescription(await self.pc.createAnswer())
-        return self.pc.localDescription.sdp
-
-    def _started(self) -> None:
+    def start(self) -> None:
+        """The call is up: start the clock and the timed behaviours."""
         self.clock.start()
         b = self.behaviour
         if b.greet:
-            self._schedule(b.greet_delay_ms / 1000, self._speak_next)
+            self._schedule(b.greet_delay_ms / 1000 - self._lead_s, self._speak_next)
         if b.hangup_after_s is not None:
-            self._schedule(b.hangup_after_s, self.close)
+            self._schedule(b.hangup_after_s, self.hangup)
         if b.silent_after_s is not None:
-            self._schedule(b.silent_after_s, self.track.stop)
+            self._schedule(b.silent_after_s, self.player.stop)
+
+    @property
+    def _lead_s(self) -> float:
+        return self.player.lead_ms / 1000
 
     def _schedule(self, delay_s: float, fn: Callable[[], Any]) -> asyncio.Task:
         async def later() -> None:
@@ -174,13 +162,7 @@ class AgentSession:
 
     # -- listening ------------------------------------------------------------------------------
 
-    async def _listen(self, track: MediaStreamTrack) -> None:
-        await receive_track(
-            track, self.clock, CALLER, self._heard, self.stats, media_timeout_s=30.0
-        )
-        await self.close()
-
-    def _heard(self, frame: PcmFrame) -> None:
+    def hear(self, frame: PcmFrame) -> None:
         for ev in self.endpointer.push(frame):
             if isinstance(ev, SpeechStart) and ev.first_in_utterance:
                 self._caller_started(ev)
@@ -194,7 +176,7 @@ class AgentSession:
     def _caller_started(self, ev: SpeechStart) -> None:
         b = self.behaviour
         self._log("caller_speech_start", ev.at_ms)
-        current = self.track.current
+        current = self.player.current
         if current is not None:
             line = self._line_of(current)
             yield_ms = (
@@ -213,7 +195,7 @@ class AgentSession:
         line = self._line()
         talk_over = None if line is None else (line.talk_over_ms or b.talk_over_ms)
         if talk_over is not None and not b.never_answer and self._reply is None:
-            delay = (ev.at_ms + talk_over - self.clock.now_ms()) / 1000
+            delay = (ev.at_ms + talk_over - self.clock.now_ms()) / 1000 - self._lead_s
             self._answered_by_talk_over = True
             self._reply = self._schedule(delay, self._speak_next)
 
@@ -231,7 +213,7 @@ class AgentSession:
         if line is None:
             return
         latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
-        delay = (ev.at_ms + latency - self.clock.now_ms()) / 1000
+        delay = (ev.at_ms + latency - self.clock.now_ms()) / 1000 - self._lead_s
         self._reply = self._schedule(delay, self._speak_next)
 
     # -- speaking -------------------------------------------------------------------------------
@@ -252,19 +234,19 @@ class AgentSession:
             return
         k = self._next_line
         self._next_line += 1
-        self.track.play(self._clips[k], f"{k}:{line.text}")
+        self.player.play(self.clips[k], f"{k}:{line.text}")
 
     def _log(self, kind: str, at_ms: float) -> None:
         self.events.append({"event": kind, "at_ms": round(at_ms, 1)})
 
     # -- ground truth and ending ---------------------------------------------------------------
 
-    def truth(self) -> dict[str, Any]:
+    def truth(self, received_frames: int) -> dict[str, Any]:
         """The agent's own log: when each prompt really went out, on its clock and as monotonic
         time (comparable with the caller's clock in the same machine)."""
         origin = self.clock.origin
         utterances = []
-        for rec in self.track.log:
+        for rec in self.player.log:
             d = rec.to_dict()
             d["text"] = rec.label.split(":", 1)[1]
             # Loop time is time.monotonic(): comparable with any process on this machine.
@@ -276,18 +258,90 @@ class AgentSession:
             "utterances": utterances,
             "events": self.events,
             "behaviour": self.behaviour.model_dump(mode="json"),
-            "received_frames": self.stats.frames,
-            "max_send_lag_ms": round(self.track.max_lag_ms, 1),
+            "received_frames": received_frames,
+            "max_send_lag_ms": round(self.player.max_lag_ms, 1),
         }
+
+    def close(self) -> None:
+        """Stop speaking and every timed behaviour (but the one running this, if any)."""
+        self.closed = True
+        self.player.stop()
+        for task in self._tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+
+
+class AgentSession:
+    """One WebRTC call with the reference agent: listens, decides, speaks, logs the truth."""
+
+    def __init__(
+        self,
+        behaviour: AgentBehaviour,
+        settings: Settings | None = None,
+        on_end: Callable[[AgentSession], None] | None = None,
+    ) -> None:
+        self.behaviour = behaviour
+        base = settings or load_settings()
+        self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
+        self.clock = CallClock()
+        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
+        self.track = PlaybackTrack(self.clock, drop=drop)
+        self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
+        self.pc = RTCPeerConnection(rtc_configuration())
+        self.stats = ReceiveStats()
+        self.on_end = on_end
+        self.closed = False
+
+    @property
+    def endpointer(self) -> Endpointer:
+        return self.core.endpointer
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.core.events
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    async def answer(self, offer_sdp: str) -> str:
+        """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
+        await self.core.prepare()
+        self.pc.addTrack(self.track)
+
+        @self.pc.on("track")
+        def on_track(track: MediaStreamTrack) -> None:
+            if track.kind == "audio":
+                self.core._tasks.append(asyncio.ensure_future(self._listen(track)))
+
+        @self.pc.on("connectionstatechange")
+        async def on_state() -> None:
+            if self.pc.connectionState == "connected":
+                self.core.start()
+            elif self.pc.connectionState in ("failed", "closed"):
+                await self.close()
+
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        return self.pc.localDescription.sdp
+
+    # -- listening ------------------------------------------------------------------------------
+
+    async def _listen(self, track: MediaStreamTrack) -> None:
+        await receive_track(
+            track, self.clock, CALLER, self.core.hear, self.stats, media_timeout_s=30.0
+        )
+        await self.close()
+
+    # -- ground truth and ending ---------------------------------------------------------------
+
+    def truth(self) -> dict[str, Any]:
+        """The agent's own log (see AgentCore.truth)."""
+        return self.core.truth(received_frames=self.stats.frames)
 
     async def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        self.track.stop()
-        for task in self._tasks:
-            if task is not asyncio.current_task():
-                task.cancel()
+        self.core.close()
         with contextlib.suppress(Exception):
             await self.pc.close()
         if self.on_end is not None:

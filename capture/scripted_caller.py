@@ -22,7 +22,7 @@ import numpy as np
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT
-from turnscope.capture.playback import CallClock, PlaybackTrack
+from turnscope.capture.playback import CallClock, Player
 from turnscope.capture.scenario import Line, Scenario
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.tts import load_clip, speak
@@ -49,12 +49,13 @@ def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
 
 
 class ScriptedCaller(Sink):
-    """Plays the caller side of ``scenario`` into ``track``; calls ``hangup`` when done."""
+    """Plays the caller side of ``scenario`` into ``track`` (a WebRTC track or a sound device);
+    calls ``hangup`` when done."""
 
     def __init__(
         self,
         scenario: Scenario,
-        track: PlaybackTrack,
+        track: Player,
         clock: CallClock,
         hangup: Callable[[str], Awaitable[None]],
     ) -> None:

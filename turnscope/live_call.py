@@ -12,6 +12,7 @@ from rich.console import Console
 
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
+from turnscope.capture.device_call import DeviceCall, DeviceCallOptions
 from turnscope.capture.scenario import Scenario, suite_file, task_contract
 from turnscope.capture.scripted_caller import ScriptedCaller
 from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
@@ -49,21 +50,34 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
     )
 
 
-def write_setup_failure(outdir: Path, options: CallOptions, error: str) -> Path:
+def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, error: str) -> Path:
     """A call that never started still leaves a readable, valid bundle that says why."""
     outdir.mkdir(parents=True, exist_ok=True)
-    details = {
-        "url": options.url,
-        "signaling": options.signaling,
-        "header_names": sorted(options.headers),
-    }
+    transport = "desktop_audio" if isinstance(options, DeviceCallOptions) else "webrtc"
+    headers: list[str] = []
+    if isinstance(options, DeviceCallOptions):
+        details: dict[str, Any] = {
+            "devices": {
+                k: v
+                for k, v in (
+                    ("caller-out", options.caller_out),
+                    ("agent-in", options.agent_in),
+                    ("stereo-in", options.stereo_in),
+                    ("loopback-in", options.loopback_in),
+                )
+                if v is not None
+            }
+        }
+    else:
+        headers = sorted(options.headers)
+        details = {"url": options.url, "signaling": options.signaling, "header_names": headers}
     result = {
         "schema": "turnscope.result.v1",
         "verdict": "error",
         "error": error,
         "degraded": [error],
         "evidence_class": LIVE_EVIDENCE,
-        "source": {"transport": "webrtc", "details": details},
+        "source": {"transport": transport, "details": details},
     }
     write_json(outdir / "result.json", result)
     continuity = continuity_report([], [], [], degraded_reasons=[error]).to_dict()
@@ -92,31 +106,37 @@ def write_setup_failure(outdir: Path, options: CallOptions, error: str) -> Path:
         "live_continuity_report_json": continuity,
         "raw_provider_trace_json": {
             "schema": "turnscope.raw_trace.v1",
-            "transport": "webrtc",
+            "transport": transport,
             "error": error,
             "details": details,
         },
-        "redaction_metadata_json": redaction_document(sorted(options.headers)),
+        "redaction_metadata_json": redaction_document(headers),
     }
     return write_bundle(
         outdir,
         documents,
         ids=BundleIds.new(f"turnscope-{outdir.name}"),
-        metadata={"provider": "turnscope", "transport": "webrtc"},
+        metadata={"provider": "turnscope", "transport": transport},
     )
 
 
 async def place_call(
-    options: CallOptions,
+    options: CallOptions | DeviceCallOptions,
     scenario: Scenario,
     settings: Settings,
     contract: Contract,
     outdir: Path,
     *,
     console: Console | None,
-) -> tuple[RunOutput, WebRTCCall, ScriptedCaller]:
-    """Connect (CallSetupError if that fails), run the scenario, record and score the call."""
-    call = WebRTCCall(options)
+) -> tuple[RunOutput, Any, ScriptedCaller]:
+    """Connect (CallSetupError if that fails), run the scenario, record and score the call.
+
+    WebRTC (CallOptions) or sound devices (DeviceCallOptions): only the source differs.
+    """
+    # A device that is unknown or unfit is an InputError here, before anything starts.
+    call: WebRTCCall | DeviceCall = (
+        DeviceCall(options) if isinstance(options, DeviceCallOptions) else WebRTCCall(options)
+    )
     caller = ScriptedCaller(scenario, call.caller_track, call.clock, call.hangup)
     # Load the model before the call: importing and loading it mid-call would stall the event
     # loop, and with it the outgoing audio.
@@ -134,11 +154,14 @@ async def place_call(
         )
 
     def extra() -> dict[str, Any]:
-        return {
+        doc = {
             "scenario": scenario.name,
             "caller_truth": caller.truth(),
             "call": {"end_reason": call.end_reason},
         }
+        if isinstance(call, DeviceCall):
+            doc["calibration"] = call.calibration_record()
+        return doc
 
     try:
         run = await run_and_record(

@@ -1,9 +1,12 @@
-"""`turnscope agent`: run the reference voice agent (SmallWebRTC and WHIP on 127.0.0.1)."""
+"""`turnscope agent`: run the reference voice agent (SmallWebRTC and WHIP on 127.0.0.1, or on
+sound devices with --device)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +14,16 @@ import typer
 from pydantic import ValidationError
 
 from turnscope.capture.agent_server import AgentServer
+from turnscope.capture.device_agent import DeviceAgent, DeviceAgentOptions
 from turnscope.capture.reference_agent import AgentBehaviour
 from turnscope.capture.scenario import load_scenario
-from turnscope.cli.console import out
+from turnscope.capture.signaling import CallSetupError
+from turnscope.cli.console import fail_line, out
 from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line
+
+DEVICE_GONE = 4  # a device stopped while serving
 
 
 def behaviour_from_options(
@@ -65,6 +72,20 @@ def agent(
     truth_log: Path | None = typer.Option(
         None, "--truth-log", help="Append each call's ground truth (JSON lines) here."
     ),
+    device: bool = typer.Option(
+        False, "--device", help="Serve on sound devices (--in, --out) instead of WebRTC."
+    ),
+    in_device: str | None = typer.Option(
+        None, "--in", help="Device the agent hears the caller on (name or index)."
+    ),
+    out_device: str | None = typer.Option(None, "--out", help="Device the agent speaks into."),
+    loopback_in: str | None = typer.Option(
+        None,
+        "--loopback-in",
+        help="Device that hears --out, to calibrate (default: NAME_in for NAME_out).",
+    ),
+    no_calibrate: bool = typer.Option(False, "--no-calibrate", help="Skip calibration."),
+    rate: int | None = typer.Option(None, "--rate", help="Device sample rate (default 48000)."),
 ) -> int:
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
     knobs: dict[str, Any] = {
@@ -83,6 +104,19 @@ def agent(
         behaviour = behaviour.model_copy(update={"yield_ms": None})
     elif yield_ms is not None:
         behaviour = behaviour.model_copy(update={"yield_ms": yield_ms})
+    if device:
+        if not in_device or not out_device:
+            raise InputError(
+                "--device needs --in DEV and --out DEV (`turnscope devices` lists them)"
+            )
+        if drop_every is not None:
+            raise InputError("--drop-every drops WebRTC frames; it does not apply to --device")
+        options = DeviceAgentOptions(
+            in_device, out_device, loopback_in=loopback_in, calibrate=not no_calibrate, rate=rate
+        )
+        return serve_devices(behaviour, options, truth_log)
+    if in_device or out_device or loopback_in or no_calibrate or rate is not None:
+        raise InputError("--in, --out, --loopback-in, --no-calibrate and --rate need --device")
 
     async def serve() -> None:
         server = AgentServer(behaviour, port=port, truth_log=truth_log)
@@ -105,6 +139,59 @@ def agent(
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())
+    return 0
+
+
+def append_truth(path: Path | None, truth: dict[str, Any]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(truth) + "\n")
+
+
+def serve_devices(
+    behaviour: AgentBehaviour, options: DeviceAgentOptions, truth_log: Path | None
+) -> int:
+    """Run the device agent until Ctrl-C or SIGTERM; every call's truth goes to the log."""
+
+    def ended(truth: dict[str, Any]) -> None:
+        append_truth(truth_log, truth)
+        out.print(f"call ended ({truth['end_reason']}): {len(truth['utterances'])} prompts")
+
+    async def serve() -> str | None:
+        agent = DeviceAgent(behaviour, options, on_session_end=ended)
+        await agent.start()
+        loop = asyncio.get_running_loop()
+        for sig, why in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, agent.stop, why)
+        cal = agent.calibration
+        timing = (
+            f"calibrated ({cal.correction_ms:+.2f} ms, spread {cal.spread_ms:.2f} ms)"
+            if cal
+            else f"not calibrated ({agent.uncalibrated})"
+        )
+        out.print(
+            f"reference agent on sound devices: hears {agent.capture.name!r}, speaks into "
+            f"{agent.player.name!r}; timing {timing}",
+            soft_wrap=True,
+        )
+        out.print("waiting for a call (a device call opens with its ring)", soft_wrap=True)
+        try:
+            await agent.stopped.wait()
+        finally:
+            agent.close()
+        reason = agent.stop_reason or ""
+        return None if reason in ("interrupted", "terminated") else reason
+
+    try:
+        problem = asyncio.run(serve())
+    except CallSetupError as exc:
+        fail_line(str(exc))
+        return DEVICE_GONE
+    if problem:
+        fail_line(f"{problem}; the device was unplugged or its sound server went away")
+        return DEVICE_GONE
     return 0
 
 

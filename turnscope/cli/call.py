@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from turnscope.capture.device_call import DeviceCallOptions
 from turnscope.capture.scenario import load_scenario
 from turnscope.capture.signaling import CallSetupError
 from turnscope.capture.webrtc_call import CallOptions
@@ -54,8 +55,39 @@ def report(run: RunOutput, degraded: list[str]) -> int:
     return 0 if run.outcome.passed else 1
 
 
+def device_options(
+    caller_out: str | None,
+    agent_in: str | None,
+    stereo_in: str | None,
+    caller_side: str,
+    loopback_in: str | None,
+    no_calibrate: bool,
+    rate: int | None,
+) -> DeviceCallOptions:
+    """The --device options, checked for sense (which devices exist is checked later)."""
+    if not caller_out:
+        raise InputError("--device needs --caller-out DEV (`turnscope devices` lists them)")
+    if (agent_in is None) == (stereo_in is None):
+        raise InputError("--device needs exactly one of --agent-in DEV and --stereo-in DEV")
+    if caller_side not in ("left", "right"):
+        raise InputError(f"--caller-side must be left or right, not {caller_side!r}")
+    if rate is not None and rate <= 0:
+        raise InputError(f"--rate must be a positive sample rate, not {rate}")
+    return DeviceCallOptions(
+        caller_out,
+        agent_in=agent_in,
+        stereo_in=stereo_in,
+        loopback_in=loopback_in,
+        calibrate=not no_calibrate,
+        rate=rate,
+        caller_side=0 if caller_side == "left" else 1,
+    )
+
+
 def call(
-    url: str = typer.Argument(..., help="The agent's offer URL (SmallWebRTC /api/offer, or WHIP)."),
+    url: str | None = typer.Argument(
+        None, help="The agent's offer URL (SmallWebRTC /api/offer, or WHIP); not with --device."
+    ),
     scenario: Path = typer.Option(..., "--scenario", help="Scenario YAML (configs/scenarios)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
@@ -73,30 +105,75 @@ def call(
     media_timeout: float = typer.Option(
         5.0, "--media-timeout", help="End the call when no agent audio arrives this long."
     ),
+    device: bool = typer.Option(
+        False, "--device", help="Call through sound devices instead of WebRTC."
+    ),
+    caller_out: str | None = typer.Option(
+        None, "--caller-out", help="Device the scripted caller plays into (name or index)."
+    ),
+    agent_in: str | None = typer.Option(
+        None, "--agent-in", help="Device the agent is recorded from."
+    ),
+    stereo_in: str | None = typer.Option(
+        None, "--stereo-in", help="One 2-channel device recording both parties."
+    ),
+    caller_side: str = typer.Option(
+        "left", "--caller-side", help="The --stereo-in side carrying the caller: left or right."
+    ),
+    loopback_in: str | None = typer.Option(
+        None,
+        "--loopback-in",
+        help="Device that hears --caller-out, to calibrate (default: NAME_in for NAME_out).",
+    ),
+    no_calibrate: bool = typer.Option(
+        False, "--no-calibrate", help="Skip calibration (the evidence is then degraded)."
+    ),
+    rate: int | None = typer.Option(
+        None, "--rate", help="Device sample rate (default 48000 if the devices take it)."
+    ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
-    """Call a live agent with a scripted caller; score the call while it happens."""
-    if signaling not in ("smallwebrtc", "whip"):
-        raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
+    """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
+    the call while it happens."""
+    options: CallOptions | DeviceCallOptions
+    if device:
+        if url is not None:
+            raise InputError(f"a --device call takes no URL (got {url!r})")
+        if header or bearer_env or ice_server or loopback_only:
+            raise InputError("--header, --bearer-env, --ice-server and --loopback-only are WebRTC")
+        options = device_options(
+            caller_out, agent_in, stereo_in, caller_side, loopback_in, no_calibrate, rate
+        )
+    else:
+        if url is None:
+            raise InputError("give the agent's URL, or --device with --caller-out and --agent-in")
+        given = [caller_out, agent_in, stereo_in, loopback_in, rate]
+        if any(v is not None for v in given) or no_calibrate:
+            raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
+        if signaling not in ("smallwebrtc", "whip"):
+            raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
+        options = CallOptions(
+            url,
+            signaling=signaling,  # type: ignore[arg-type]
+            headers=parse_headers(header, bearer_env),
+            ice_servers=ice_server,
+            loopback_only=loopback_only,
+            connect_timeout_s=connect_timeout,
+            media_timeout_s=media_timeout,
+        )
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
-    options = CallOptions(
-        url,
-        signaling=signaling,
-        headers=parse_headers(header, bearer_env),  # type: ignore[arg-type]
-        ice_servers=ice_server,
-        loopback_only=loopback_only,
-        connect_timeout_s=connect_timeout,
-        media_timeout_s=media_timeout,
-    )
-    outdir = output or Path("runs") / f"call-{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    kind = "device" if device else "call"
+    outdir = output or Path("runs") / f"{kind}-{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     return run_call(options, sc, settings, outdir, quiet=quiet)
 
 
-def run_call(options: CallOptions, sc, settings, outdir: Path, *, quiet: bool) -> int:  # type: ignore[no-untyped-def]
+def run_call(
+    options: CallOptions | DeviceCallOptions, sc, settings, outdir: Path, *, quiet: bool
+) -> int:  # type: ignore[no-untyped-def]
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     contract = scenario_contract(sc)
 

@@ -11,8 +11,10 @@ import typer
 from turnscope.cli import (
     agent,
     bench,
+    calibrate,
     call,
     demo,
+    devices,
     doctor,
     fixture,
     gate,
@@ -46,6 +48,8 @@ for module in (
     fixture,
     doctor,
     report,
+    devices,
+    calibrate,
 ):
     module.register(app)
 

@@ -1,0 +1,150 @@
+"""PortAudio access: loading it, listing sound devices, finding one by name or index, checking
+that it can do what a call needs. Every problem is one line naming the device and the fix.
+
+sounddevice is imported lazily: a machine without libportaudio2 still runs everything else, and
+PortAudio reads the ALSA configuration only when it initialises, so the virtual devices
+(capture/device_pulse.py) must be exposed before that; ``portaudio()`` does both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from dataclasses import asdict, dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+from turnscope.capture import device_pulse
+from turnscope.errors import EnvironmentProblem, InputError
+
+Kind = Literal["input", "output"]
+PREFERRED_RATE = 48000
+LIST_HINT = "`turnscope devices` lists them"
+
+_state: dict[str, Any] = {"alsa_config": None}
+
+
+@dataclass(frozen=True)
+class Device:
+    """One PortAudio device, as `turnscope devices` shows it."""
+
+    index: int
+    name: str
+    hostapi: str
+    max_input_channels: int
+    max_output_channels: int
+    default_rate: float
+
+    def channels(self, kind: Kind) -> int:
+        return self.max_input_channels if kind == "input" else self.max_output_channels
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _expose_virtual_devices() -> None:
+    """Point ALSA at turnscope's virtual devices when they run and nothing else was chosen."""
+    if os.environ.get("ALSA_CONFIG_PATH"):
+        return
+    d = device_pulse.default_dir()
+    if (d / "asoundrc").exists() and device_pulse.answering(d):
+        os.environ["ALSA_CONFIG_PATH"] = device_pulse.environment(d)["ALSA_CONFIG_PATH"]
+
+
+def portaudio() -> ModuleType:
+    """The sounddevice module with PortAudio initialised for the current ALSA configuration."""
+    _expose_virtual_devices()
+    try:
+        sd = importlib.import_module("sounddevice")
+    except (OSError, ImportError) as exc:
+        raise EnvironmentProblem(
+            f"PortAudio is not available ({exc}); sound devices need it: "
+            "apt-get install -y libportaudio2 (or ./scripts/setup.sh), then retry"
+        ) from None
+    config = os.environ.get("ALSA_CONFIG_PATH")
+    if _state["alsa_config"] is None:
+        _state["alsa_config"] = config
+    elif _state["alsa_config"] != config:
+        rescan(sd)
+        _state["alsa_config"] = config
+    return sd
+
+
+def rescan(sd: ModuleType | None = None) -> None:
+    """Re-read the device list (PortAudio only looks at start-up). Stops any open stream."""
+    sd = sd or portaudio()
+    with contextlib.suppress(Exception):
+        sd._terminate()
+    sd._initialize()
+
+
+def list_devices() -> list[Device]:
+    sd = portaudio()
+    apis = [a["name"] for a in sd.query_hostapis()]
+    return [
+        Device(
+            index=i,
+            name=str(d["name"]),
+            hostapi=apis[d["hostapi"]] if d["hostapi"] < len(apis) else str(d["hostapi"]),
+            max_input_channels=int(d["max_input_channels"]),
+            max_output_channels=int(d["max_output_channels"]),
+            default_rate=float(d["default_samplerate"]),
+        )
+        for i, d in enumerate(sd.query_devices())
+    ]
+
+
+def find_device(spec: str | int, kind: Kind, *, channels: int = 1, option: str) -> Device:
+    """The device ``spec`` (an index, an exact name, or a unique part of one) that can
+    ``kind`` with at least ``channels`` channels; InputError naming it and the fix otherwise."""
+    devices = list_devices()
+    text = str(spec).strip()
+    if text.isdigit():
+        index = int(text)
+        if index >= len(devices):
+            raise InputError(
+                f"{option} {text}: there is no sound device with index {text} "
+                f"({len(devices)} devices; {LIST_HINT})"
+            )
+        device = devices[index]
+    else:
+        exact = [d for d in devices if d.name.lower() == text.lower()]
+        partial = [d for d in devices if text.lower() in d.name.lower()]
+        usable = [d for d in (exact or partial) if d.channels(kind) >= 1]
+        candidates = usable or exact or partial
+        if not candidates:
+            raise InputError(f"{option} {text!r}: no sound device has that name ({LIST_HINT})")
+        if len(candidates) > 1:
+            names = ", ".join(f"{d.index}: {d.name}" for d in candidates[:6])
+            raise InputError(
+                f"{option} {text!r} matches several devices ({names}); give the index or the "
+                "full name"
+            )
+        device = candidates[0]
+    have = device.channels(kind)
+    if have < channels:
+        raise InputError(
+            f"{option} {device.name!r} (device {device.index}) has {have} {kind} channel"
+            f"{'' if have == 1 else 's'}, {channels} needed; pick another device ({LIST_HINT})"
+        )
+    return device
+
+
+def choose_rate(device: Device, kind: Kind, channels: int, rate: int | None, option: str) -> int:
+    """The stream rate: the one asked for (checked), else 48 kHz if the device takes it, else its
+    default rate."""
+    sd = portaudio()
+    check = sd.check_input_settings if kind == "input" else sd.check_output_settings
+    candidates = [rate] if rate else [PREFERRED_RATE, round(device.default_rate)]
+    last = ""
+    for r in candidates:
+        try:
+            check(device=device.index, channels=channels, samplerate=r, dtype="float32")
+            return int(r)
+        except Exception as exc:  # sd.PortAudioError or ValueError: both mean "not this rate"
+            last = str(exc)
+    raise InputError(
+        f"{option} {device.name!r}: {candidates[0]} Hz is not supported ({last}); "
+        f"pass --rate with a rate the device supports (its default is {device.default_rate:.0f} Hz)"
+    )

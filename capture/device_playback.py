@@ -1,0 +1,255 @@
+"""Playing clips through a sound device, with the same interface as the WebRTC PlaybackTrack.
+
+A clip handed over at loop time t starts exactly when the DAC plays t + ``lead_ms`` (the block
+and sample are chosen in the callback from the stream clock), so when a line goes out does not
+depend on this run's buffer latency or on where the callback's block boundaries fall; ``stop``
+likewise cuts at the sample the DAC plays at the asked time. The callback only slices prepared
+arrays (clips are resampled to the device rate when queued); start and end times go back to the
+loop, which logs them on the call clock (SendRecord, as the WebRTC track does), and every block
+that was played goes to ``listeners`` (the caller channel of a device call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import soxr
+
+from turnscope.capture.device_input import Block
+from turnscope.capture.device_io import Device
+from turnscope.capture.device_stream import DeviceStream
+from turnscope.capture.frames import SAMPLE_RATE, to_float32, to_int16
+from turnscope.capture.playback import CallClock, Playback, SendRecord
+
+DEFAULT_LEAD_MS = 200.0  # more than the <= 120 ms the callback runs ahead of the DAC, plus a block
+
+
+@dataclass(eq=False)  # compared by identity (the audio arrays make field equality ambiguous)
+class DeviceClip(Playback):
+    """A clip on a device: its samples at the device rate and its planned start (monotonic)."""
+
+    frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), repr=False)
+    start_at: float = 0.0
+    stop_time: float | None = None  # monotonic time the DAC should stop playing it
+    logged: bool = True  # False for calibration markers: not part of the call
+    started_t: float | None = None  # monotonic DAC time of its first sample, once rendered
+    ended_t: float | None = None
+    handed_at: float | None = None  # when the callback that rendered its start ran
+    dpos: int = 0  # device-rate samples rendered so far
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def stop(self, after_ms: float = 0.0) -> None:
+        """Stop playing this clip when the DAC reaches ``after_ms`` from now."""
+        at = time.monotonic() + after_ms / 1000
+        self.stop_time = at if self.stop_time is None else min(self.stop_time, at)
+
+
+class DevicePlayer(DeviceStream):
+    """A mono output stream playing queued clips at planned DAC times (the ``Player`` protocol)."""
+
+    kind = "output"
+
+    def __init__(
+        self,
+        device: Device,
+        rate: int,
+        *,
+        option: str,
+        clock: CallClock,
+        lead_ms: float = DEFAULT_LEAD_MS,
+    ) -> None:
+        super().__init__(device, rate, 1, option=option)
+        self.call_clock = clock
+        self.lead_ms = lead_ms
+        self.log: list[SendRecord] = []
+        self.max_lag_ms = 0.0  # how late a clip started against its planned time, at worst
+        self.late_starts = 0
+        self.ahead_ms = 0.0  # how far ahead of the DAC the callback runs, at most
+        self.listeners: list[Callable[[Block], None]] = []
+        self._queue: deque[DeviceClip] = deque()
+        self._lock = threading.Lock()  # the queue is shared with the audio thread
+        self._muted = False
+
+    # -- the Player interface (event loop) -------------------------------------------------------
+
+    @property
+    def current(self) -> Playback | None:
+        """The clip playing or about to (as the agent sees its own speech)."""
+        with self._lock:
+            return next((c for c in self._queue if c.logged), None)
+
+    @property
+    def speaking(self) -> bool:
+        return self.current is not None
+
+    def play(self, audio: np.ndarray, label: str) -> Playback:
+        """Queue a clip (float or int16, 16 kHz mono) to start ``lead_ms`` from now."""
+        pcm = audio if audio.dtype == np.int16 else to_int16(audio)
+        frames = to_float32(pcm)
+        if self.rate != SAMPLE_RATE:
+            frames = soxr.resample(frames, SAMPLE_RATE, self.rate, quality="HQ")
+        start = time.monotonic() + self.lead_ms / 1000
+        return self._enqueue(DeviceClip(label, pcm, self._future(), frames=frames, start_at=start))
+
+    def play_raw(self, frames: np.ndarray, at: float) -> DeviceClip:
+        """Play device-rate float samples from monotonic time ``at`` (not logged: a marker)."""
+        clip = DeviceClip("", np.zeros(0, np.int16), self._future(), logged=False)
+        clip.frames = frames.astype(np.float32)
+        clip.start_at = at
+        self._enqueue(clip)
+        return clip
+
+    def silence(self) -> None:
+        """Drop whatever is queued and stop the current clip now."""
+        with self._lock:
+            keep = [c for c in self._queue if c.started_t is not None]
+            dropped = [c for c in self._queue if c.started_t is None]
+            self._queue.clear()
+            self._queue.extend(keep)
+        for clip in keep:
+            clip.stop()
+        for clip in dropped:
+            if not clip.done.done():
+                clip.done.set_result(False)
+
+    def stop(self) -> None:
+        """Go silent for good (the stream keeps running, as a muted line would)."""
+        self._muted = True
+        self.silence()
+
+    def resume(self) -> None:
+        """Accept clips again after ``stop`` (a new call on the same device)."""
+        self._muted = False
+
+    def _future(self) -> asyncio.Future:
+        return asyncio.get_running_loop().create_future()
+
+    def _enqueue(self, clip: DeviceClip) -> DeviceClip:
+        if self._muted or self._closing:
+            clip.done.set_result(False)
+            return clip
+        with self._lock:
+            self._queue.append(clip)
+        return clip
+
+    # -- the audio thread ------------------------------------------------------------------------
+
+    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        now = time.monotonic()
+        n = self._n
+        self._n += frames
+        priming = False
+        if status:
+            self._count(status)
+            priming = bool(status.priming_output)
+        t = None
+        if not priming:
+            t = self.clock.observe(n, time_info.outputBufferDacTime, time_info.currentTime, now)
+            self._tick(now)
+        out = outdata[:, 0]
+        out.fill(0.0)
+        events: list[tuple[Any, ...]] = []
+        if t is not None and self._queue:
+            self.ahead_ms = max(self.ahead_ms, (t - now) * 1000)
+            with self._lock:
+                self._render(out, n, t, now, events)
+        self._post(self._delivered, Block(outdata.copy(), n, t, self.clock.run, now), events)
+
+    def _render(
+        self, out: np.ndarray, n: int, t: float, now: float, events: list[tuple[Any, ...]]
+    ) -> None:
+        """Mix queued clips into this block (DAC time ``t`` for sample 0); one clip at a time."""
+        frames = len(out)
+        rate = self.rate
+        filled = 0
+        while self._queue and filled < frames:
+            clip = self._queue[0]
+            if clip.started_t is None:
+                k = math.ceil((clip.start_at - t) * rate - 1e-6)
+                if k >= frames:
+                    break  # starts in a later block
+                k = max(k, filled)
+                clip.started_t = t + k / rate
+                clip.handed_at = now
+                events.append(("start", clip))
+            else:
+                k = filled
+            limit = len(clip.frames)
+            if clip.stop_time is not None:
+                cut = clip.dpos + max(0, math.ceil((clip.stop_time - (t + k / rate)) * rate))
+                limit = min(limit, cut)
+            take = max(0, min(frames - k, limit - clip.dpos))
+            out[k : k + take] = clip.frames[clip.dpos : clip.dpos + take]
+            clip.dpos += take
+            clip.pos = clip.dpos * SAMPLE_RATE // rate
+            if clip.dpos < limit:
+                break  # continues in the next block
+            clip.ended_t = t + (k + take) / rate
+            events.append(("end", clip, limit < len(clip.frames)))
+            self._queue.popleft()
+            filled = k + take
+
+    # -- back on the event loop ------------------------------------------------------------------
+
+    def _delivered(self, block: Block, events: list[tuple[Any, ...]]) -> None:
+        for event in events:
+            if event[0] == "start":
+                self._started(event[1])
+            else:
+                self._ended_clip(event[1], event[2])
+        for listener in self.listeners:
+            listener(block)
+
+    def _to_sample(self, t: float) -> int:
+        return round((t - self.call_clock.start()) * SAMPLE_RATE)
+
+    def _started(self, clip: DeviceClip) -> None:
+        assert clip.started_t is not None
+        lag = (clip.started_t - clip.start_at) * 1000
+        if lag > 1.0:
+            self.late_starts += 1
+        self.max_lag_ms = max(self.max_lag_ms, lag)
+        if clip.logged:
+            rec = SendRecord(clip.label, self._to_sample(clip.started_t))
+            rec.start_sent_at = clip.started_t
+            clip.record = rec
+            self.log.append(rec)
+
+    def _ended_clip(self, clip: DeviceClip, early: bool) -> None:
+        rec = clip.record
+        if rec is not None and clip.ended_t is not None:
+            rec.end = self._to_sample(clip.ended_t)
+            rec.end_sent_at = clip.ended_t
+            rec.stopped_early = early
+        if not clip.done.done():
+            clip.done.set_result(not early)
+
+    def close(self) -> None:
+        super().close()
+        with self._lock:
+            pending = list(self._queue)
+            self._queue.clear()
+        for clip in pending:
+            if not clip.done.done():
+                with contextlib.suppress(RuntimeError):  # its loop may be gone already
+                    clip.done.set_result(False)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "lead_ms": self.lead_ms,
+            "dac_ahead_ms": round(self.ahead_ms, 1),
+            "late_starts": self.late_starts,
+            "max_start_lag_ms": round(self.max_lag_ms, 1),
+        }
