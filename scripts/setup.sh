@@ -45,4 +45,8 @@ if ! .venv/bin/python -m pip install -e "$TARGET" >"$LOG" 2>&1; then
   echo "turnscope setup: pip install failed (full log: $LOG)" >&2
   exit 1
 fi
+if [ "$DEV" = 1 ]; then
+  # The device tests call through virtual sound devices: start them (reused if running).
+  scripts/pulse.sh start || echo "turnscope setup: warning: virtual sound devices did not start" >&2
+fi
 echo "turnscope setup: ready (.venv/bin/turnscope)"
