@@ -165,7 +165,7 @@ class DeviceAgent:
         )
         self.sessions += 1
         for stream in self.streams:
-            stream.clock.max_drift_ms = 0.0  # describe the call, not what came before
+            stream.reset_stats()  # describe the call, not what came before
         self.core.start()
 
     def _hangup(self) -> None:
@@ -182,6 +182,7 @@ class DeviceAgent:
             self.on_session_end(self.truth(core, placer, reason))
 
     def truth(self, core: AgentCore, placer: ChannelPlacer, reason: str) -> dict[str, Any]:
+        self.player.refresh_log()  # re-timed after any underflow the clock learned of later
         doc = core.truth(received_frames=placer.blocks)
         doc.update(
             {

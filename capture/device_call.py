@@ -145,7 +145,7 @@ class DeviceCall:
             self.caller_track.listeners.append(self._played)
         self.capture.listeners.append(self._captured)
         for stream in self.streams:
-            stream.clock.max_drift_ms = 0.0  # describe the call, not the start-up
+            stream.reset_stats()  # describe the call, not the start-up
         self.clock.start()
         self._tasks = [
             asyncio.ensure_future(self._watch()),
@@ -274,6 +274,7 @@ class DeviceCall:
         self._describe()
 
     def _describe(self) -> None:
+        self.caller_track.refresh_log()  # the caller's send log, re-timed after any xrun
         origin = self.clock.origin
         self.info.duration_ms = self.clock.now_ms() if origin is not None else None
         devices: dict[str, Any] = {s.option.lstrip("-"): s.describe() for s in self.streams}

@@ -9,13 +9,15 @@ the monotonic time of the stream's sample 0 (block time minus its sample index o
 
 Single estimates are not trusted. PulseAudio reports input times hundreds of ms off for the first
 second or so of a stream, and PortAudio's priming callbacks carry no real time, so an anchor is
-committed once three paced estimates agree. It is re-anchored only when the estimates have moved
+committed once six paced estimates agree. It is re-anchored only when the estimates have moved
 together and stayed there: within ten callbacks after an over- or underflow (the samples really
 moved), after two seconds otherwise (PulseAudio's reported delays also make excursions of 8-40 ms
 that come back within a second, which must not move placed audio). Between re-anchors, samples
 follow the anchor at the nominal rate, so a block is placed exactly and consecutive blocks are
 contiguous. Each (re)anchor starts a new *run*; consumers place a run's first block by its time
-and the rest by sample count within the run.
+and the rest by sample count within the run. A re-anchor is only known some callbacks after the
+samples moved, so each anchor also records the sample it applies from (``time_of``): logs of
+when things were played are corrected afterwards, audio already placed is not.
 
 Estimates whose reported delay the stream's buffer cannot have are ignored: PulseAudio can report
 an output delay of 0-30 ms (with 80 ms of samples buffered) for a second or two after a stream
@@ -28,11 +30,13 @@ import statistics
 from collections import deque
 from typing import Any
 
-COMMIT_AGREE = 3  # estimates that must agree to commit the first anchor
+COMMIT_AGREE = 6  # paced estimates that must agree to commit the first anchor
 WINDOW = 10  # callbacks a re-anchor after an xrun looks at
 LONG_WINDOW = 100  # callbacks (2 s at 20 ms) an unexplained move must hold for
-TOLERANCE_S = 0.001  # estimates this close agree
-XRUN_STEP_S = 0.003  # after an xrun, a move larger than this is a new anchor
+# Estimates within this band agree. PulseAudio delivers input in 40 ms fragments, two callbacks
+# each, and the second's time is 1-2 ms off the first's: jitter, not movement.
+AGREE_S = 0.003
+XRUN_STEP_S = 0.005  # after an xrun, a larger move is a new anchor (a real one is a block)
 REANCHOR_S = 0.008  # without one, only a move larger than this (PulseAudio's delays have a
 # +-2 ms sawtooth) that also held for LONG_WINDOW within LONG_BAND_S
 LONG_BAND_S = 0.004
@@ -55,7 +59,9 @@ class StreamClock:
         self.ahead_bounds = (-float("inf"), float("inf"))
         self.implausible = 0  # estimates ignored for a delay outside those bounds
         self._offsets: deque[float] = deque(maxlen=50)
+        self.segments: list[tuple[int, float]] = []  # (from sample n, anchor), in order
         self._estimates: deque[float] = deque(maxlen=LONG_WINDOW)
+        self._ns: deque[int] = deque(maxlen=LONG_WINDOW)  # the sample index of each estimate
         self._spans: deque[tuple[float, int]] = deque(maxlen=COMMIT_AGREE)  # (now, n)
         self._xrun = False  # an over/underflow since the last anchor: the samples moved
 
@@ -77,6 +83,7 @@ class StreamClock:
             self.fallback = True
             estimate = now - n / self.rate
         self._estimates.append(estimate)
+        self._ns.append(n)
         self._spans.append((now, n))
         self._update(now)
         return None if self.anchor is None else self.anchor + n / self.rate
@@ -91,40 +98,47 @@ class StreamClock:
             # Callbacks in a burst (buffer priming before the stream really runs) agree with
             # each other but not with real time: the agreeing ones must also be paced.
             paced = t1 - t0 >= 0.5 * (n1 - n0) / self.rate
-            if paced and max(recent) - min(recent) <= TOLERANCE_S:
-                self._commit(statistics.median(recent), now)
+            if paced and max(recent) - min(recent) <= AGREE_S:
+                self._commit(statistics.median(recent), now, 0)
             return
         if len(est) < WINDOW:
             return
         recent = list(est)[-WINDOW:]
         middle = statistics.median(recent)
         step = middle - self.anchor
-        if self._xrun and abs(step) > XRUN_STEP_S and max(recent) - min(recent) <= 2 * TOLERANCE_S:
-            self._reanchor(middle, step, now, "xrun")
+        if self._xrun and abs(step) > XRUN_STEP_S and max(recent) - min(recent) <= AGREE_S:
+            # The estimates were cleared at the xrun: the window starts where the samples moved.
+            self._reanchor(middle, step, now, "xrun", self._ns[0])
             return
-        if self._xrun and max(recent) - min(recent) <= 2 * TOLERANCE_S:
+        if self._xrun and max(recent) - min(recent) <= AGREE_S:
             self._xrun = False  # stable where it was: the xrun did not move the samples
-        if (
-            len(est) == LONG_WINDOW
-            and abs(statistics.median(est) - self.anchor) > REANCHOR_S
-            and max(est) - min(est) <= LONG_BAND_S
-        ):
-            self._reanchor(
-                statistics.median(est), statistics.median(est) - self.anchor, now, "held"
-            )
-            return
+        if len(est) == LONG_WINDOW and max(est) - min(est) <= LONG_BAND_S:
+            held = statistics.median(est)
+            if abs(held - self.anchor) > REANCHOR_S:
+                # It moved where the window starts (or before: the clock cannot tell).
+                self._reanchor(held, held - self.anchor, now, "held", self._ns[0])
+                return
         self.max_drift_ms = max(self.max_drift_ms, abs(step) * 1000)
 
-    def _reanchor(self, anchor: float, step: float, now: float, why: str) -> None:
+    def _reanchor(self, anchor: float, step: float, now: float, why: str, from_n: int) -> None:
         self.reanchors.append({"at": now, "step_ms": round(step * 1000, 2), "after": why})
-        self._commit(anchor, now)
+        self._commit(anchor, now, from_n)
         self._estimates.clear()
+        self._ns.clear()
 
-    def _commit(self, anchor: float, now: float) -> None:
+    def _commit(self, anchor: float, now: float, from_n: int) -> None:
+        self.segments.append((from_n, anchor))
         self.anchor = anchor
         self.run += 1
         self.committed_at = now
         self._xrun = False
+
+    def time_of(self, n: int) -> float | None:
+        """The monotonic time of sample ``n`` by what is known now (later anchors included)."""
+        for from_n, anchor in reversed(self.segments):
+            if n >= from_n:
+                return anchor + n / self.rate
+        return self.segments[0][1] + n / self.rate if self.segments else None
 
     def set_bounds(self, kind: str, block_s: float, latency_s: float) -> None:
         """What delay a stream of ``kind`` with this block and buffer latency can report."""
@@ -146,6 +160,7 @@ class StreamClock:
     def forget(self) -> None:
         """An over- or underflow: samples may have moved; judge on fresh estimates, quickly."""
         self._estimates.clear()
+        self._ns.clear()
         self._spans.clear()
         self._xrun = True
 

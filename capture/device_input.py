@@ -47,6 +47,7 @@ class InputCapture(DeviceStream):
             self._count(status)
         t = self.clock.observe(n, time_info.inputBufferAdcTime, time_info.currentTime, now)
         self._tick(now)
+        self._buffered(t, now)
         self._post(self._deliver, Block(indata.copy(), n, t, self.clock.run, now))
 
     def _deliver(self, block: Block) -> None:

@@ -45,6 +45,8 @@ class DeviceClip(Playback):
     ended_t: float | None = None
     handed_at: float | None = None  # when the callback that rendered its start ran
     dpos: int = 0  # device-rate samples rendered so far
+    first_n: int | None = None  # stream sample index of its first and (once ended) last sample
+    end_n: int | None = None
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -78,6 +80,7 @@ class DevicePlayer(DeviceStream):
         self.ahead_ms = 0.0  # how far ahead of the DAC the callback runs, at most
         self.listeners: list[Callable[[Block], None]] = []
         self._queue: deque[DeviceClip] = deque()
+        self._logged: list[DeviceClip] = []
         self._lock = threading.Lock()  # the queue is shared with the audio thread
         self._muted = False
 
@@ -157,6 +160,7 @@ class DevicePlayer(DeviceStream):
         if not priming:
             t = self.clock.observe(n, time_info.outputBufferDacTime, time_info.currentTime, now)
             self._tick(now)
+            self._buffered(t, now)
         out = outdata[:, 0]
         out.fill(0.0)
         events: list[tuple[Any, ...]] = []
@@ -181,6 +185,7 @@ class DevicePlayer(DeviceStream):
                     break  # starts in a later block
                 k = max(k, filled)
                 clip.started_t = t + k / rate
+                clip.first_n = n + k
                 clip.handed_at = now
                 events.append(("start", clip))
             else:
@@ -196,6 +201,7 @@ class DevicePlayer(DeviceStream):
             if clip.dpos < limit:
                 break  # continues in the next block
             clip.ended_t = t + (k + take) / rate
+            clip.end_n = n + k + take
             events.append(("end", clip, limit < len(clip.frames)))
             self._queue.popleft()
             filled = k + take
@@ -225,6 +231,7 @@ class DevicePlayer(DeviceStream):
             rec.start_sent_at = clip.started_t
             clip.record = rec
             self.log.append(rec)
+            self._logged.append(clip)
 
     def _ended_clip(self, clip: DeviceClip, early: bool) -> None:
         rec = clip.record
@@ -234,6 +241,22 @@ class DevicePlayer(DeviceStream):
             rec.stopped_early = early
         if not clip.done.done():
             clip.done.set_result(not early)
+
+    def refresh_log(self) -> None:
+        """Re-time every logged clip edge by the stream clock as known now: an underflow moves
+        the samples after it, and the clock learns that only some callbacks later."""
+        for clip in self._logged:
+            rec = clip.record
+            if rec is None:
+                continue
+            for which, n in (("start", clip.first_n), ("end", clip.end_n)):
+                t = None if n is None else self.clock.time_of(n)
+                if t is None:
+                    continue
+                if which == "start":
+                    rec.start, rec.start_sent_at = self._to_sample(t), t
+                elif rec.end is not None:
+                    rec.end, rec.end_sent_at = self._to_sample(t), t
 
     def close(self) -> None:
         super().close()

@@ -8,6 +8,9 @@ owner file with the pid). Each sink NAME_sink becomes two ALSA PCMs, NAME_out (p
 NAME_in (its monitor: what was played, bit-exact), written to DIR/asoundrc with the server's
 socket in every PCM, so nothing else on the machine (a desktop PulseAudio, the ``default`` PCM)
 is touched. PortAudio sees them when ALSA_CONFIG_PATH lists that file after alsa.conf.
+
+With ``mixer`` there is also a 2-channel "mixer" for ``--stereo-in``: mix_left_out and
+mix_right_out each play into one side of mix_in (and have their own _in monitors).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from turnscope.errors import EnvironmentProblem
 
 SINKS = ("caller", "agent")
+MIXER_SIDES = {"mix_left": "front-left", "mix_right": "front-right"}
 RATE = 48000
 ALSA_CONF = Path("/usr/share/alsa/alsa.conf")
 SETUP_HINT = "apt-get install -y pulseaudio libasound2-plugins, or ./scripts/setup.sh --dev"
@@ -88,35 +92,57 @@ def _pactl(directory: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def _null_sink_args(name: str) -> str:
-    return f"module-null-sink sink_name={name}_sink rate={RATE} channels=1"
+def _modules(sinks: Sequence[str], mixer: bool) -> dict[str, str]:
+    """sink name -> the module (and arguments) that makes it."""
+    modules = {
+        f"{name}_sink": f"module-null-sink sink_name={name}_sink rate={RATE} channels=1"
+        for name in sinks
+    }
+    if mixer:
+        modules["mix_sink"] = (
+            f"module-null-sink sink_name=mix_sink rate={RATE} channels=2 "
+            "channel_map=front-left,front-right"
+        )
+        for name, side in MIXER_SIDES.items():
+            modules[f"{name}_sink"] = (
+                f"module-remap-sink sink_name={name}_sink master=mix_sink channels=1 "
+                f"master_channel_map={side} channel_map=mono remix=no"
+            )
+    return modules
 
 
-def _write_asoundrc(directory: Path, sinks: Sequence[str]) -> None:
+def _write_asoundrc(directory: Path, sinks: Sequence[str], mixer: bool) -> None:
     server = f"unix:{directory / 'native'}"
     lines = ["# turnscope virtual devices (capture/device_pulse.py); do not edit"]
-    for name in sinks:
+    names = [*sinks, *(MIXER_SIDES if mixer else ())]
+    for name in names:
         lines.append(f'pcm.{name}_out {{ type pulse; server "{server}"; device "{name}_sink" }}')
         lines.append(
             f'pcm.{name}_in {{ type pulse; server "{server}"; device "{name}_sink.monitor" }}'
         )
+    if mixer:
+        lines.append(f'pcm.mix_in {{ type pulse; server "{server}"; device "mix_sink.monitor" }}')
     tmp = directory / "asoundrc.tmp"
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(directory / "asoundrc")
 
 
-def start(directory: Path | None = None, sinks: Sequence[str] = SINKS) -> VirtualDevices:
-    """Start the server with one null sink per name (or reuse the one already running)."""
+def start(
+    directory: Path | None = None, sinks: Sequence[str] = SINKS, *, mixer: bool = True
+) -> VirtualDevices:
+    """Start the server with one null sink per name and the mixer (or reuse the one already
+    running, adding what it lacks)."""
     d = directory or default_dir()
     if not shutil.which("pulseaudio") or not shutil.which("pactl"):
         raise EnvironmentProblem(f"PulseAudio is not installed ({SETUP_HINT})")
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     started = False
+    modules = _modules(sinks, mixer)
     if answering(d):
-        listed = _pactl(d, "list", "short", "sinks").stdout
-        for name in sinks:
-            if f"{name}_sink" not in listed.split():
-                _pactl(d, "load-module", *_null_sink_args(name).split())
+        listed = _pactl(d, "list", "short", "sinks").stdout.split()
+        for sink, module in modules.items():  # in order: the mixer's master comes first
+            if sink not in listed:
+                _pactl(d, "load-module", *module.split())
     else:
         for stale in ("native", "pid"):
             with contextlib.suppress(FileNotFoundError):
@@ -131,7 +157,7 @@ def start(directory: Path | None = None, sinks: Sequence[str] = SINKS) -> Virtua
             "--high-priority=yes",
             f"--log-target=file:{d / 'pulse.log'}",
             f"--load=module-native-protocol-unix socket={d / 'native'} auth-anonymous=1",
-            *(f"--load={_null_sink_args(name)}" for name in sinks),
+            *(f"--load={module}" for module in modules.values()),
         ]
         env = {**os.environ, "PULSE_RUNTIME_PATH": str(d), "PULSE_STATE_PATH": str(d / "state")}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=30)
@@ -146,7 +172,7 @@ def start(directory: Path | None = None, sinks: Sequence[str] = SINKS) -> Virtua
         pid = (d / "pid").read_text().strip() if (d / "pid").exists() else ""
         (d / "owner").write_text(pid + "\n")
         started = True
-    _write_asoundrc(d, sinks)
+    _write_asoundrc(d, sinks, mixer)
     return VirtualDevices(d, tuple(sinks), started)
 
 
@@ -187,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
             devices = start(d)
             state = "started" if devices.started else "already running"
             names = ", ".join(f"{n}_out/{n}_in" for n in devices.sinks)
-            print(f"virtual sound devices {state} in {d}: {names}")
+            print(
+                f"virtual sound devices {state} in {d}: {names}; "
+                "mix_in (2 channels) hears mix_left_out (left) and mix_right_out (right)"
+            )
         elif command == "stop":
             print("stopped" if stop(d) else "nothing to stop (not started by turnscope)")
         elif command == "env":

@@ -44,6 +44,7 @@ class DeviceStream:
         self.callbacks = 0
         self.last_callback: float | None = None
         self.max_gap_s = 0.0  # longest time between two callbacks once running (starvation)
+        self._delay = [0.0, 0]  # sum and count of |block time - callback time| (buffer delay)
         self.opened_at: float | None = None
         self.on_ended: Callable[[DeviceStream], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,6 +124,24 @@ class DeviceStream:
         self.callbacks += 1
         self.last_callback = now
 
+    def _buffered(self, t: float | None, now: float) -> None:
+        """How far the block's converter time is from the callback (audio thread)."""
+        if t is not None:
+            self._delay[0] += abs(t - now)
+            self._delay[1] += 1
+
+    def reset_stats(self) -> None:
+        """Describe the call from here on, not the start-up (event loop)."""
+        self._delay = [0.0, 0]
+        self.clock.max_drift_ms = 0.0
+
+    @property
+    def buffer_delay_ms(self) -> float | None:
+        """Mean time between a block's converter time and its callback: what placing audio by
+        callback arrival (instead of stream times) would get wrong."""
+        total, n = self._delay
+        return round(total / n * 1000, 1) if n else None
+
     def _count(self, status: Any) -> None:
         xrun = False
         for flag in XRUN_FLAGS:
@@ -171,6 +190,7 @@ class DeviceStream:
             "blocksize": self.blocksize,
             "callbacks": self.callbacks,
             "max_callback_gap_ms": round(self.max_gap_s * 1000, 1),
+            "buffer_delay_ms": self.buffer_delay_ms,
             "xruns": dict(self.xruns),
             "latency_s": None if self._stream is None else self._stream.latency,
         }
