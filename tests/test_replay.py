@@ -40,6 +40,7 @@ def replayed(tmp_path_factory):
             "-o",
             str(out),
             "--quiet",
+            "--words",
         ]
     )
     return code, out
