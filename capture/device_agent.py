@@ -31,7 +31,7 @@ from turnscope.capture.device_call import UNCALIBRATED, loopback_for
 from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
 from turnscope.capture.device_io import choose_rate, find_device
 from turnscope.capture.device_playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device_stream import DeviceStream, settle
+from turnscope.capture.device_stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import CALLER
 from turnscope.capture.playback import CallClock
 from turnscope.capture.reference_agent import AgentBehaviour, AgentCore
@@ -102,17 +102,18 @@ class DeviceAgent:
         prep = AgentCore(self.behaviour, self.settings, self.clock, self.player, self._hangup)
         await prep.prepare()
         self._clips = prep.clips
-        for stream in self.streams:
-            stream.on_ended = lambda s: self._gone(s, "its stream stopped")
         try:
             self.player.open()  # output first: see device_call.py
             await settle([self.player])
             self.capture.open()
             await settle([self.capture], hold_s=INPUT_HOLD_S, timeout_s=12.0)
             await self._calibrate()
+            check_alive(self.streams, self.options.media_timeout_s)
         except BaseException:
             self.close()
             raise
+        for stream in self.streams:
+            stream.on_ended = lambda s: self._gone(s, "its stream stopped")
         self.capture.listeners.append(self._heard)
         self._watch = asyncio.ensure_future(self._watchdog())
 

@@ -32,7 +32,7 @@ from turnscope.capture.calibration import (
 from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
 from turnscope.capture.device_io import Device, choose_rate, find_device, list_devices
 from turnscope.capture.device_playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device_stream import DeviceStream, settle
+from turnscope.capture.device_stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.playback import CallClock
 from turnscope.capture.source import SourceInfo
@@ -126,17 +126,18 @@ class DeviceCall:
     async def connect(self) -> None:
         """Start the devices, calibrate, start the call clock; CallSetupError on failure."""
         self.ended = asyncio.get_running_loop().create_future()
-        for stream in self.streams:
-            stream.on_ended = self._stream_ended
         try:
             self.caller_track.open()
             await settle([self.caller_track])
             self.capture.open()
             await settle([self.capture])
             await self._calibrate()
+            check_alive(self.streams, self.options.media_timeout_s)
         except BaseException:
             self._close_streams()
             raise
+        for stream in self.streams:  # from here on a lost device ends the call, audio kept
+            stream.on_ended = self._stream_ended
         correction = self.calibration.correction_ms / 1000 if self.calibration else 0.0
         self._agent.correction_s = correction
         if self.stereo:

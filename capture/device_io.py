@@ -9,8 +9,11 @@ PortAudio reads the ALSA configuration only when it initialises, so the virtual 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import importlib
 import os
+import sys
 from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any, Literal
@@ -22,7 +25,7 @@ Kind = Literal["input", "output"]
 PREFERRED_RATE = 48000
 LIST_HINT = "`turnscope devices` lists them"
 
-_state: dict[str, Any] = {"alsa_config": None}
+_state: dict[str, Any] = {"initialised": False, "alsa_config": None, "alsa_handler": None}
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,27 @@ def _expose_virtual_devices() -> None:
         os.environ["ALSA_CONFIG_PATH"] = device_pulse.environment(d)["ALSA_CONFIG_PATH"]
 
 
+def _quiet_alsa() -> None:
+    """alsa-lib prints its own notes ("underrun occurred") to stderr; the result counts and
+    reports xruns instead, and the CLI promises one clear line, so give it a silent handler."""
+    if _state.get("alsa_handler") is not None or not sys.platform.startswith("linux"):
+        return
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("asound") or "libasound.so.2")
+        handler_type = ctypes.CFUNCTYPE(
+            None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p
+        )
+        handler = handler_type(lambda *_: None)
+        lib.snd_lib_error_set_handler(handler)
+        _state["alsa_handler"] = handler  # keep it alive as long as the library may call it
+    except (OSError, AttributeError):
+        _state["alsa_handler"] = False
+
+
 def portaudio() -> ModuleType:
     """The sounddevice module with PortAudio initialised for the current ALSA configuration."""
     _expose_virtual_devices()
+    imported_elsewhere = "sounddevice" in sys.modules  # initialised with an unknown config
     try:
         sd = importlib.import_module("sounddevice")
     except (OSError, ImportError) as exc:
@@ -62,9 +83,12 @@ def portaudio() -> ModuleType:
             f"PortAudio is not available ({exc}); sound devices need it: "
             "apt-get install -y libportaudio2 (or ./scripts/setup.sh), then retry"
         ) from None
+    _quiet_alsa()
     config = os.environ.get("ALSA_CONFIG_PATH")
-    if _state["alsa_config"] is None:
-        _state["alsa_config"] = config
+    if not _state["initialised"]:
+        if imported_elsewhere:
+            rescan(sd)
+        _state.update(initialised=True, alsa_config=config)
     elif _state["alsa_config"] != config:
         rescan(sd)
         _state["alsa_config"] = config

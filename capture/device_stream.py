@@ -214,10 +214,7 @@ async def settle(
         waiting = [s for s in streams if not s.clock.settled(now, hold_s)]
         if not waiting:
             return
-        for s in streams:
-            problem = s.problem(now, timeout_s=2.0)
-            if problem:
-                raise CallSetupError(f"{s.option} {s.name!r}: {problem} while starting")
+        check_alive(streams)
         if now > deadline:
             s = waiting[0]
             state = (
@@ -230,3 +227,16 @@ async def settle(
                 f"{timeout_s:.0f} s ({state}); is the device working? ({LIST_HINT})"
             )
         await asyncio.sleep(0.05)
+
+
+def check_alive(streams: list[DeviceStream], timeout_s: float = 2.0) -> None:
+    """CallSetupError for a stream lost while starting (a set-up failure, not a bad
+    calibration or a call that ended at 0 s)."""
+    now = asyncio.get_running_loop().time()
+    for stream in streams:
+        problem = stream.problem(now, timeout_s)
+        if problem:
+            raise CallSetupError(
+                f"{stream.option} {stream.name!r}: {problem} while starting "
+                "(unplugged, or its sound server went away?)"
+            )
