@@ -46,6 +46,42 @@ def envelope_db(
     return 10.0 * np.log10(np.maximum(energy, 1e-12))
 
 
+def pcm_envelope_db(
+    pcm: np.ndarray, window_ms: float, lo: int = 0, hi: int | None = None
+) -> np.ndarray:
+    """``envelope_db(to_float32(pcm), window_ms, lo, hi)`` for int16 PCM, bit for bit, cheaper.
+
+    An int16 sample is k / 2**15 in float audio, so every square is k**2 / 2**30 and every
+    running sum of squares an integer over 2**30 below 2**53: envelope_db's float running sums
+    are exact, and so are its window sums. Summing the integers in int64 gives the same window
+    energies; dividing by ``win * 2**30`` rounds once, as envelope_db's ``/ win`` does. A value
+    thus depends only on the audio and its hop's centre, never on ``lo`` or ``hi``.
+    """
+    n = len(pcm)
+    hi = n if hi is None else min(hi, n)
+    lo = max(0, lo)
+    if hi <= lo:
+        return np.zeros(0)
+    win = max(1, int(round(window_ms * SAMPLE_RATE / 1000)))
+    last_hop = HOP * ((hi - lo - 1) // HOP)  # offset of the last centre from the first
+    first = lo - win // 2  # left edge of the first window, may be before the audio
+    a, b = max(0, first), min(n, first + last_hop + win)  # the samples the windows see
+    # run[j] = sum of squares of the audio in [first, first + j), windows clamped to [0, n): zeros
+    # before ``a``, the total after ``b``. Every window's sums are then one strided slice.
+    pre = a - first
+    run = np.empty(last_hop + win + 1, dtype=np.int64)
+    run[: pre + 1] = 0
+    np.add.accumulate(np.square(pcm[a:b], dtype=np.int64), out=run[pre + 1 : pre + 1 + b - a])
+    run[pre + 1 + b - a :] = run[pre + b - a]
+    left = run[: last_hop + 1 : HOP]
+    right = run[win : win + last_hop + 1 : HOP]
+    energy = (right - left) / float(win * 2**30)  # exact divisor: one rounding
+    np.maximum(energy, 1e-12, out=energy)
+    np.log10(energy, out=energy)
+    energy *= 10.0
+    return energy
+
+
 def energy_db(mean_square: float) -> float:
     """Mean square of float audio in [-1, 1] to dBFS."""
     return 10.0 * math.log10(mean_square) if mean_square > 1e-12 else _FLOOR_DB
@@ -78,25 +114,17 @@ def refine_start(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -
         return coarse
     lo = max(0, coarse - p.search_ms)
     hi = min(n - 1, coarse + p.search_ms)
-    above = np.flatnonzero(env[coarse : hi + 1] >= thresh) if coarse < n else np.empty(0)
-    if len(above) == 0:
+    above = _first_above(env[coarse : hi + 1], thresh) if coarse < n else None
+    if above is None:
         # Nothing above the threshold after the VAD onset: maybe the onset was before it.
-        before = np.flatnonzero(env[lo : min(coarse, n)] >= thresh)
-        if len(before) == 0:
+        before = env[lo : min(coarse, n)]
+        back = _first_above(before[::-1], thresh)
+        if back is None:
             return coarse
-        anchor = lo + int(before[-1])
+        anchor = lo + len(before) - 1 - back
     else:
-        anchor = coarse + int(above[0])
-    best = anchor
-    dip = 0
-    for k in range(anchor - 1, lo - 1, -1):
-        if env[k] >= thresh:
-            best, dip = k, 0
-        else:
-            dip += 1
-            if dip > p.max_dip_ms:
-                break
-    return best
+        anchor = coarse + above
+    return anchor - _walk(env[lo:anchor][::-1], thresh, p.max_dip_ms)
 
 
 def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> int:
@@ -106,21 +134,44 @@ def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> 
         return coarse
     lo = max(0, coarse - p.search_ms)
     hi = min(n - 1, coarse + p.search_ms)
-    above = np.flatnonzero(env[lo : min(coarse, n)] >= thresh)
-    if len(above) == 0:
-        after = np.flatnonzero(env[min(coarse, n - 1) : hi + 1] >= thresh)
-        if len(after) == 0:
+    before = env[lo : min(coarse, n)]
+    back = _first_above(before[::-1], thresh)
+    if back is None:
+        after = _first_above(env[min(coarse, n - 1) : hi + 1], thresh)
+        if after is None:
             return coarse
-        anchor = min(coarse, n - 1) + int(after[0])
+        anchor = min(coarse, n - 1) + after
     else:
-        anchor = lo + int(above[-1])
-    best = anchor
+        anchor = lo + len(before) - 1 - back
+    return anchor + _walk(env[anchor + 1 : hi + 1], thresh, p.max_dip_ms) + 1
+
+
+# The scans below usually stop within a few dozen hops of where they start, so they read the
+# envelope as plain floats a short chunk at a time: converting all of it, or testing it element
+# by element as numpy scalars, costs several times more. Comparisons are the same IEEE doubles.
+_CHUNK = 32
+
+
+def _first_above(levels: np.ndarray, thresh: float) -> int | None:
+    """Index of the first level at or above ``thresh``, if any."""
+    for start in range(0, len(levels), _CHUNK):
+        for i, level in enumerate(levels[start : start + _CHUNK].tolist(), start):
+            if level >= thresh:
+                return i
+    return None
+
+
+def _walk(levels: np.ndarray, thresh: float, max_dip: float) -> int:
+    """How many steps away from an anchor above ``thresh`` the speech reaches along ``levels``
+    (the hops after the anchor, in walking order), crossing dips of at most ``max_dip`` hops."""
+    reach = 0
     dip = 0
-    for k in range(anchor + 1, hi + 1):
-        if env[k] >= thresh:
-            best, dip = k, 0
-        else:
-            dip += 1
-            if dip > p.max_dip_ms:
-                break
-    return best + 1
+    for start in range(0, len(levels), _CHUNK):
+        for step, level in enumerate(levels[start : start + _CHUNK].tolist(), start + 1):
+            if level >= thresh:
+                reach, dip = step, 0
+            else:
+                dip += 1
+                if dip > max_dip:
+                    return reach
+    return reach
