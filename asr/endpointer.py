@@ -70,7 +70,10 @@ class Endpointer:
         self._cfg = vad
         self._refine = refine
         self._params = RefineParams(
-            refine.below_peak_db, refine.noise_margin_db, refine.search_ms, refine.max_dip_ms
+            refine.below_peak_db,
+            refine.noise_margin_db,
+            refine.search_ms,
+            refine.max_dip_ms,
         )
         self._vad = webrtcvad.Vad(vad.aggressiveness)
         self._handle = self._vad._vad  # the C handle: per-frame calls skip the Python wrapper
@@ -102,6 +105,14 @@ class Endpointer:
         self._block_min = _INF
         self._block_n = 0
         self._older_min = _INF  # min(self._block_mins), kept as blocks complete
+        # The first block is held back until it is complete and gated against its own quietest
+        # frame: no floor is known before it, and a call that opens mid-speech would otherwise be
+        # gated against that speech, one in noise would take the noise for speech.
+        self._held: list[tuple[np.ndarray, list[float], list[bool]]] | None = (
+            [] if vad.energy_gate_db > 0 else None
+        )
+        self._held_n = 0
+        self._decided_at = 0  # sample index: events of held frames are decided when released
         # float32 like the energies it scales, so every energy is the float32 product.
         self._energy_scale = np.float32(1.0 / (32768.0 * 32768.0 * self._flen))
         self._tail_frames = (refine.search_ms + 2 * int(refine.max_dip_ms)) // vad.frame_ms + 2
@@ -125,8 +136,8 @@ class Endpointer:
 
     @property
     def position_ms(self) -> float:
-        """Stream time up to which audio has been classified."""
-        return samples_to_ms(self._pos)
+        """Stream time up to which audio has been classified (and events decided)."""
+        return samples_to_ms(max(self._pos, self._decided_at))
 
     @property
     def in_speech(self) -> bool:
@@ -159,6 +170,8 @@ class Endpointer:
         """End of stream: classify the partial frame and close any open utterance."""
         events: list[SpeechEvent] = []
         self._settle()
+        if self._held is not None:
+            self._release(events)
         if len(self._pending):
             pad = np.zeros(self._flen - len(self._pending), dtype=np.int16)
             frame = np.concatenate([self._pending, pad])
@@ -190,13 +203,52 @@ class Endpointer:
     def _classify(self, frames: np.ndarray, events: list[SpeechEvent]) -> None:
         """Run whole frames through webrtcvad, the energy gate and the state machine."""
         flags = self._vad_flags(frames)
+        if self._held is not None:
+            self._held.append((frames, self._energies(frames), flags))
+            self._held_n += len(frames)
+            if self._held_n >= self._block_frames:
+                self._release(events)
+            return
         if self._state == _SILENCE and True not in flags:
             self._defer(frames)
             return
         if self._deferred:
             self._settle()
         energies = self._energies(frames)
-        self._run(frames, energies, self._gate(energies, flags), events)
+        voiced = self._gate(energies, flags)
+        if self._state == _SILENCE and True not in voiced:
+            # Noise webrtcvad took for speech and the gate did not (most of a noisy call's
+            # silence): _run's effect on unvoiced frames in silence, in bulk.
+            n = len(frames)
+            self._to_ring(frames)
+            self._ring_energy.extend(energies)
+            self._add_noise(energies)
+            self._recent = (self._recent << n) & self._window_mask
+            self._pos += n * self._flen
+            return
+        self._run(frames, energies, voiced, events)
+
+    def _release(self, events: list[SpeechEvent]) -> None:
+        """Classify the held first block (and what came with its last batch), gating the block
+        against its own quietest frame."""
+        held, self._held = self._held or [], None
+        if not held:
+            return
+        frames = held[0][0] if len(held) == 1 else np.concatenate([h[0] for h in held])
+        energies = [e for h in held for e in h[1]]
+        flags = [f for h in held for f in h[2]]
+        self._decided_at = self._pos + len(frames) * self._flen
+        k = min(len(energies), self._block_frames)
+        floor = min(energies[:k])
+        threshold = floor * self._gate_ratio
+        voiced = [f and e >= threshold for e, f in zip(energies[:k], flags[:k], strict=True)]
+        if k == self._block_frames:
+            self._block_mins.append(floor)
+            self._older_min = floor
+        else:  # a stream shorter than one block
+            self._block_min, self._block_n = floor, k
+        voiced += self._gate(energies[k:], flags[k:])
+        self._run(frames, energies, voiced, events)
 
     def _defer(self, frames: np.ndarray) -> None:
         """Silence that webrtcvad calls silence: its frames only fill the pre-roll, the noise
@@ -249,8 +301,8 @@ class Endpointer:
         """webrtcvad's decisions, minus frames that are not energy_gate_db above the noise floor.
 
         The floor is minimum statistics: the quietest frame of each block of frames (blocks are
-        aligned to the stream, so chunk sizes do not matter), over noise_window_ms. The gate
-        opens once the first block is complete.
+        aligned to the stream, so chunk sizes do not matter), over noise_window_ms. The first
+        block is gated by _release.
         """
         ratio, gated, block_frames = self._gate_ratio, self._gate_db > 0, self._block_frames
         block_min, block_n, older = self._block_min, self._block_n, self._older_min
@@ -258,8 +310,6 @@ class Endpointer:
         for energy, flag in zip(energies, flags, strict=True):
             if energy < block_min:
                 block_min = energy
-            # Until a first block has shown the floor, webrtcvad alone decides: a call that opens
-            # mid-speech would otherwise gate its speech against itself.
             if flag and gated and older < _INF:
                 flag = energy >= (block_min if block_min < older else older) * ratio
             voiced.append(flag)

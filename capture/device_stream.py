@@ -23,8 +23,8 @@ BLOCK_MS = 20
 # Suggested buffer latency. Timing does not depend on it (the stream times include it), but an
 # output callback that waits for the GIL (a transcriber in the same process, a busy 2-core
 # machine) must not run the buffer dry: at PulseAudio's 'high' (40 ms) that happened several
-# times a call; 80 ms never did. Inputs stay at 'high': larger input buffers made PulseAudio's
-# input times wander by tens of ms.
+# times a call; at 80 ms only when the whole machine stalled for a few hundred ms. Inputs stay
+# at 'high': larger input buffers made PulseAudio's input times wander by tens of ms.
 LATENCY = {"output": 0.08, "input": "high"}
 
 
@@ -214,7 +214,8 @@ async def settle(
         waiting = [s for s in streams if not s.clock.settled(now, hold_s)]
         if not waiting:
             return
-        check_alive(streams)
+        # PulseAudio can pause a second or more before a new stream's first real callback.
+        check_alive(streams, timeout_s=timeout_s - 1)
         if now > deadline:
             s = waiting[0]
             state = (

@@ -105,3 +105,25 @@ def test_long_speech_is_split_at_max_utterance():
     assert len(utts) >= 2 and utts[0].forced
     assert all(u.end_ms - u.start_ms <= 2000 + 50 for u in utts)  # refinement may widen a bit
     assert all(isinstance(e, (SpeechStart, SpeechStop, EndOfTurn)) for e in events)
+
+
+def test_stream_start_mid_speech_or_in_noise():
+    """The first 500 ms have no noise floor yet: speech already under way is found at 0, and
+    steady noise before the first words is not taken for speech."""
+    speech = clip("I want a refund please, the parcel never came.")
+    mid = run(speech[ms_samples(300) :].copy())  # the stream opens 300 ms into the words
+    first = next(e.utterance for e in mid if isinstance(e, EndOfTurn))
+    assert first.start_ms <= 20
+    start = next(e for e in mid if isinstance(e, SpeechStart))
+    assert start.decided_ms >= 500  # held until the first block had a floor
+
+    rng = np.random.default_rng(3)
+    signal = place(4000 + ms(speech), (600, speech))
+    noise = rng.normal(0, 1, len(signal)).astype(np.float32)
+    noise *= np.sqrt(np.mean(speech**2) / 10) / np.std(noise)  # 10 dB SNR
+    utts = [e.utterance for e in run(signal + noise) if isinstance(e, EndOfTurn)]
+    assert utts and abs(utts[0].start_ms - 600) <= 60
+
+
+def ms_samples(n_ms: float) -> int:
+    return int(16000 * n_ms / 1000)
