@@ -10,8 +10,9 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
 2. Floor: every other utterance takes the floor.
 3. Turns: a channel's voiced spans, in time order, join one turn until a boundary: the silence
    before the next span is longer than ``merge_gap_ms``; or the floor changed in that silence:
-   the other party began speaking in a silence between two utterances of this speaker, or it
-   began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
+   the other party began speaking in a silence between two utterances of this speaker, or spoke
+   during this turn and finished before this speaker's next utterance, or (inside one utterance)
+   it began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
    only after the other party finished. So an agent that stops for a barge-in and then answers
    gives two agent turns; an agent that talks through "uh-huh", and a caller who pauses for
    breath while the agent talks over them, keep one turn each.
@@ -233,12 +234,13 @@ def _group_turns(
             turn_start = current[0].span.start_ms
             gap_start, gap_end = current[-1].span.end_ms, piece.span.start_ms
             # Between two utterances (a real silence), the other party starting to speak takes
-            # the floor. Inside one utterance (a breath pause), or when it started while this
-            # speaker was still talking, it only does if this speaker waited for it to finish
-            # and had stopped within yield_split_ms of its start.
+            # the floor, and so does anything it said during this turn and finished before this
+            # speaker resumed (an agent that talked through "no, hold on" and then answers it).
+            # Inside one utterance (a breath pause) it only does if this speaker waited for it
+            # to finish and had stopped within yield_split_ms of its start.
             between = piece.heard is not current[-1].heard
             floor_changed = any(
-                (between and o.start_ms >= gap_start)
+                (between and (o.start_ms >= gap_start or o.end_ms <= gap_end))
                 or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
                 for o in other_floor.starting_in(turn_start, gap_end)
             )

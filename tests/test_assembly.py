@@ -218,3 +218,25 @@ def test_wordless_short_sound_during_agent_speech_is_a_backchannel():
     a = assemble(items, CFG)
     assert a.turns[-1].speaker == "agent" and len(a.turns) == 1
     assert [b.text for b in a.backchannels] == [""]
+
+
+def test_agent_answering_a_barge_in_it_talked_through_starts_a_new_turn():
+    # The agent ignores "no, hold on" (no yield), finishes its line, pauses, then answers it.
+    items = [
+        agent([(0, 6000)], "It is a blue office chair, scheduled for delivery on Friday."),
+        caller([(3000, 3700)], "no, hold on"),
+        agent([(6800, 8800)], "Sorry, did you want to add something?"),
+    ]
+    turns = shape(assemble(items, CFG))
+    assert [(s, i) for s, _, _, _, i in turns] == [
+        ("agent", False),
+        ("caller", True),
+        ("agent", False),
+    ]
+    # A backchannel is no floor: the agent's pause after "mm-hmm" stays inside its turn.
+    items = [
+        agent([(0, 6000)], "It is a blue office chair, scheduled for delivery on Friday."),
+        caller([(3000, 3400)], "mm-hmm"),
+        agent([(6800, 8800)], "It will come in the afternoon."),
+    ]
+    assert [t.speaker for t in assemble(items, CFG).turns] == ["agent"]
