@@ -171,6 +171,11 @@ def is_backchannel_text(text: str, cfg: AssemblySettings) -> bool:
     # ASR often repeats a hum ("M. M. M. M."): a repeated token is one acknowledgement.
     tokens = normalise_words(text)
     words = [w for i, w in enumerate(tokens) if i == 0 or w != tokens[i - 1]]
+    # Whisper opens a lone hum with a filler it did not hear ("And mm-hmm."): leading fillers
+    # do not count, as long as something else is left.
+    fillers = {w for entry in cfg.backchannel_fillers for w in normalise_words(entry)}
+    while len(words) > 1 and words[0] in fillers:
+        words = words[1:]
     if not words or len(words) > cfg.backchannel_max_words:
         return False
     phrases = {" ".join(normalise_words(p)) for p in cfg.backchannel_phrases}

@@ -74,6 +74,7 @@ class AssemblySettings(_Strict):
     backchannel_max_words: int = Field(ge=0)
     backchannel_words: tuple[str, ...]
     backchannel_phrases: tuple[str, ...]
+    backchannel_fillers: tuple[str, ...] = ()
 
 
 class Settings(_Strict):

@@ -240,3 +240,11 @@ def test_agent_answering_a_barge_in_it_talked_through_starts_a_new_turn():
         agent([(6800, 8800)], "It will come in the afternoon."),
     ]
     assert [t.speaker for t in assemble(items, CFG).turns] == ["agent"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("And Mm-hmm.", True), ("So yeah.", True), ("And", False), ("And wait.", False)],
+)
+def test_leading_filler_before_a_backchannel(text, expected):
+    assert is_backchannel_text(text, CFG) is expected
