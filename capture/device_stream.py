@@ -197,13 +197,14 @@ class DeviceStream:
 
 
 async def settle(
-    streams: list[DeviceStream], *, hold_s: float = 0.5, timeout_s: float = 6.0
+    streams: list[DeviceStream], *, hold_s: float = 0.5, timeout_s: float = 10.0
 ) -> None:
     """Wait until every stream's clock is anchored and has held still for ``hold_s``.
 
     PulseAudio reports wrong input times for up to ~1.5 s after a stream starts on an idle sink,
     and PortAudio primes output buffers before the stream runs; nothing is played or placed on
-    the call clock before this returns. CallSetupError names a stream that never settles.
+    the call clock before this returns. CallSetupError names a stream that never settles (a
+    loaded 2-core machine once needed more than 6 s for a mixer input, hence 10 s).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -215,7 +216,7 @@ async def settle(
         if not waiting:
             return
         # PulseAudio can pause a second or more before a new stream's first real callback.
-        check_alive(streams, timeout_s=timeout_s - 1)
+        check_alive(streams, timeout_s=5.0)
         if now > deadline:
             s = waiting[0]
             state = (
