@@ -127,3 +127,16 @@ def test_stream_start_mid_speech_or_in_noise():
 
 def ms_samples(n_ms: float) -> int:
     return int(16000 * n_ms / 1000)
+
+
+def test_int16_envelope_is_the_float_envelope_bit_for_bit():
+    """The endpointer's integer envelope (pcm_envelope_db) against the float reference."""
+    from turnscope.asr.refine import envelope_db, pcm_envelope_db
+    from turnscope.capture.frames import to_float32
+
+    rng = np.random.default_rng(7)
+    pcm = (rng.normal(0, 3000, 16000) * np.hanning(16000)).astype(np.int16)
+    for lo, hi in [(0, 16000), (0, 37), (5, 900), (15990, 17000), (-20, 40)]:
+        for window_ms in (1, 5, 20):
+            expected = envelope_db(to_float32(pcm), window_ms, lo, hi)
+            assert np.array_equal(pcm_envelope_db(pcm, window_ms, lo, hi), expected)
