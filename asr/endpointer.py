@@ -49,6 +49,7 @@ _SILENCE, _SPEECH, _PAUSE = 0, 1, 2
 _NOISE_HISTORY_FRAMES = 200
 _NOISE_MIN_FRAMES = 10
 _NOISE_PERCENTILE = 50
+_LONE_SPAN_GAP = SAMPLE_RATE * 400 // 1000  # see _finish
 _DEFER_FRAMES = 50  # silent frames whose energies are computed in one batch
 _INF = float("inf")
 _NO_SAMPLES = np.empty(0, dtype=np.int16)  # shared, never written: the usual empty remainder
@@ -454,13 +455,24 @@ class Endpointer:
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
         spans = self._refined_spans(pcm) if self._refine.enabled else self._spans
         spans = [s for s in spans if s[1] > s[0]]
+        shortest = SAMPLE_RATE * self._cfg.min_utterance_ms // 1000
+        if not forced:
+            # A last span too short to be an utterance of its own, well after the last word, is
+            # a click or a burst of noise (pink noise at 10 dB SNR: 40 ms, 500 ms after it). A
+            # final consonant's release comes much closer to the word it ends.
+            while (
+                len(spans) > 1
+                and spans[-1][1] - spans[-1][0] < shortest
+                and spans[-1][0] - spans[-2][1] >= _LONE_SPAN_GAP
+            ):
+                spans.pop()
         voiced = sum(e - s for s, e in spans)
         decided = self.position_ms
         self._state = _SILENCE
         self._utt_audio = []
         self._utt_energy = []
         self._recent = 0
-        if not spans or voiced < SAMPLE_RATE * self._cfg.min_utterance_ms // 1000:
+        if not spans or voiced < shortest:
             return
         lo = max(self._utt_audio_start, spans[0][0] - self._pad)
         hi = min(self._utt_audio_start + len(pcm), spans[-1][1] + self._pad)

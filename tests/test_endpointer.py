@@ -140,3 +140,15 @@ def test_int16_envelope_is_the_float_envelope_bit_for_bit():
         for window_ms in (1, 5, 20):
             expected = envelope_db(to_float32(pcm), window_ms, lo, hi)
             assert np.array_equal(pcm_envelope_db(pcm, window_ms, lo, hi), expected)
+
+
+def test_a_lone_burst_after_the_last_word_does_not_extend_the_utterance():
+    speech = clip("Okay, it shipped yesterday.")
+    burst = speech[np.argmax(np.abs(speech)) - 480 :][:1040]  # 65 ms from the loudest vowel
+    signal = place(ms(speech) + 3000, (300, speech), (300 + ms(speech) + 480, burst))
+    events = run(signal)
+    # The burst was heard as speech while it happened ...
+    assert any(isinstance(e, SpeechStart) and e.at_ms > 300 + ms(speech) + 300 for e in events)
+    # ... but the utterance ends with the words.
+    (utt,) = [e.utterance for e in events if isinstance(e, EndOfTurn)]
+    assert abs(utt.end_ms - (300 + ms(speech))) <= 15
