@@ -35,6 +35,8 @@ from turnscope.capture.signaling import (
 from turnscope.capture.source import SourceInfo
 
 MAX_LOGGED_MESSAGES = 200
+# Caller frames handed to WebRTC later than this make the call's timing evidence degraded.
+MAX_SEND_LAG_MS = 200.0
 
 
 @dataclass
@@ -254,6 +256,14 @@ class WebRTCCall:
             )
         if st.frames == 0:
             self.info.degraded.append("no audio was received from the agent")
+        lag = self.caller_track.max_lag_ms
+        if lag > MAX_SEND_LAG_MS:
+            # The caller channel records each frame at its planned time; the agent heard it
+            # this much later, so latencies measured from caller turns are off by up to that.
+            self.info.degraded.append(
+                f"the caller's audio went out up to {lag:.0f} ms late (the machine was too busy: "
+                "fewer concurrent calls, or a faster machine)"
+            )
         self.info.details.update(
             {
                 "url": self.options.url,
