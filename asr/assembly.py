@@ -292,9 +292,14 @@ def _turn_text(
     return " ".join(t for t in texts if t).strip(), tuple(words)
 
 
+_SNAP_WORDS = 2
+
+
 def _proportional_words(h: Heard, mine: set[int]) -> list[str]:
     """Without word times, a split utterance's words go to its spans in proportion to their
-    voiced duration (speech rate is roughly even within an utterance)."""
+    voiced duration (speech rate is roughly even within an utterance); a cut that lands within
+    _SNAP_WORDS of a sentence end moves there ("...the money goes | back. Yes, go ahead." ->
+    "...goes back. | Yes, go ahead."), since a floor change usually falls between sentences."""
     tokens = h.text.split()
     durations = [s.end_ms - s.start_ms for s in h.spans]
     total = sum(durations) or 1.0
@@ -302,13 +307,23 @@ def _proportional_words(h: Heard, mine: set[int]) -> list[str]:
     for d in durations:
         acc += d / total
         bounds.append(acc)
-    out = []
-    for i, tok in enumerate(tokens):
-        pos = (i + 0.5) / len(tokens)
-        span = next((k for k, b in enumerate(bounds) if pos <= b), len(bounds) - 1)
-        if span in mine:
-            out.append(tok)
-    return out
+    n = len(tokens)
+    owner = [
+        next((k for k, b in enumerate(bounds) if (i + 0.5) / n <= b), len(bounds) - 1)
+        for i in range(n)
+    ]
+    ends = [j for j in range(1, n) if tokens[j - 1].endswith((".", "?", "!"))]
+    for cut in [i for i in range(1, n) if owner[i] != owner[i - 1]]:
+        near = [j for j in ends if abs(j - cut) <= _SNAP_WORDS and j != cut]
+        if not near or cut in ends:
+            continue
+        j = min(near, key=lambda j: (abs(j - cut), j))
+        lo, hi = sorted((cut, j))
+        fill = owner[cut - 1] if j > cut else owner[cut]
+        # Only between the two sides of this cut: never across another span's words.
+        if all(owner[k] in (owner[cut - 1], owner[cut]) for k in range(lo, hi)):
+            owner[lo:hi] = [fill] * (hi - lo)
+    return [tok for tok, k in zip(tokens, owner, strict=True) if k in mine]
 
 
 def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:

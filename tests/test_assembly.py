@@ -248,3 +248,21 @@ def test_agent_answering_a_barge_in_it_talked_through_starts_a_new_turn():
 )
 def test_leading_filler_before_a_backchannel(text, expected):
     assert is_backchannel_text(text, CFG) is expected
+
+
+def test_split_without_word_times_snaps_to_a_sentence_end():
+    # One agent utterance, cut by a barge-in it yielded to: the proportional share would give
+    # "Yes," to the first turn; the cut moves to the sentence end one word away.
+    items = [
+        agent(
+            [(0, 6000), (6600, 7600)],
+            "Our refund policy gives you thirty days and the money goes back. Yes, go ahead.",
+        ),
+        caller([(5500, 5900)], "Wait."),
+    ]
+    texts = [(t.speaker, t.text) for t in assemble(items, CFG).turns]
+    assert texts == [
+        ("agent", "Our refund policy gives you thirty days and the money goes back."),
+        ("caller", "Wait."),
+        ("agent", "Yes, go ahead."),
+    ]
