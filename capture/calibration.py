@@ -176,6 +176,22 @@ async def measure(
     return result
 
 
+async def measure_via_loopback(
+    player: DevicePlayer, loopback: Device, rate: int, *, repeats: int = REPEATS
+) -> Calibration:
+    """Measure a running, settled ``player`` through a mono input that hears it (opened, settled
+    and closed here): a call's --loopback-in."""
+    capture = InputCapture(loopback, rate, 1, option="--loopback-in")
+    tap = LoopbackTap(rate)
+    capture.listeners.append(tap)
+    try:
+        capture.open()
+        await settle([capture])
+        return await measure(player, tap, loopback.name, repeats=repeats)
+    finally:
+        capture.close()
+
+
 async def calibrate_devices(
     output: Device,
     loopback: Device,

@@ -23,9 +23,8 @@ from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.calibration import (
     Calibration,
     CalibrationError,
-    LoopbackTap,
     RingDetector,
-    measure,
+    measure_via_loopback,
 )
 from turnscope.capture.device_call import UNCALIBRATED, loopback_for
 from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
@@ -125,17 +124,10 @@ class DeviceAgent:
             self.uncalibrated = f"no input hears {self.player.name!r}; give one with --loopback-in"
             return
         rate = choose_rate(self.loopback, "input", 1, self.options.rate, "--loopback-in")
-        loopback = InputCapture(self.loopback, rate, 1, option="--loopback-in")
-        tap = LoopbackTap(rate)
-        loopback.listeners.append(tap)
         try:
-            loopback.open()
-            await settle([loopback])
-            self.calibration = await measure(self.player, tap, loopback.name)
+            self.calibration = await measure_via_loopback(self.player, self.loopback, rate)
         except CalibrationError as exc:
             self.uncalibrated = f"calibration failed: {exc}"
-        finally:
-            loopback.close()
 
     @property
     def correction_s(self) -> float:

@@ -17,7 +17,6 @@ that monitors it is opened, else the input's times are off by hundreds of ms for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +26,15 @@ from turnscope.capture.calibration import (
     CalibrationError,
     LoopbackTap,
     measure,
+    measure_via_loopback,
     ring,
 )
+from turnscope.capture.call_source import CallSource
 from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
 from turnscope.capture.device_io import Device, choose_rate, find_device, list_devices
 from turnscope.capture.device_playback import DEFAULT_LEAD_MS, DevicePlayer
 from turnscope.capture.device_stream import DeviceStream, check_alive, settle
-from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.playback import CallClock
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import InputError
@@ -68,10 +69,11 @@ def loopback_for(output: Device, name: str | None, kind_option: str) -> Device |
     return next((d for d in list_devices() if d.name == wanted and d.max_input_channels >= 1), None)
 
 
-class DeviceCall:
+class DeviceCall(CallSource):
     """Plays the caller into one device, records the agent from another: the ``Source``."""
 
     def __init__(self, options: DeviceCallOptions) -> None:
+        super().__init__()
         self.options = options
         self.clock = CallClock()
         o = options
@@ -107,15 +109,11 @@ class DeviceCall:
         )
         self.calibration: Calibration | None = None
         self.uncalibrated: str | None = None  # why not, when not
-        self.end_reason: str | None = None
-        self.ended: asyncio.Future | None = None
-        self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
         self._agent = ChannelPlacer(AGENT, in_rate, self.clock, self._emit)
         self._caller = ChannelPlacer(
             CALLER, in_rate if self.stereo else out_rate, self.clock, self._emit
         )
         self._tasks: list[asyncio.Task] = []
-        self._closed = False
 
     @property
     def streams(self) -> list[DeviceStream]:
@@ -150,7 +148,7 @@ class DeviceCall:
         self.clock.start()
         self._tasks = [
             asyncio.ensure_future(self._watch()),
-            asyncio.ensure_future(self._max_duration()),
+            asyncio.ensure_future(self._max_duration(self.options.max_duration_s)),
         ]
 
     async def _calibrate(self) -> None:
@@ -182,15 +180,7 @@ class DeviceCall:
                 self.capture.listeners.remove(tap)
         assert self.loopback is not None
         rate = choose_rate(self.loopback, "input", 1, o.rate, "--loopback-in")
-        loopback = InputCapture(self.loopback, rate, 1, option="--loopback-in")
-        tap = LoopbackTap(rate)
-        loopback.listeners.append(tap)
-        try:
-            loopback.open()
-            await settle([loopback])
-            return await measure(self.caller_track, tap, loopback.name, repeats=o.repeats)
-        finally:
-            loopback.close()
+        return await measure_via_loopback(self.caller_track, self.loopback, rate, repeats=o.repeats)
 
     # -- media --------------------------------------------------------------------------------
 
@@ -204,10 +194,6 @@ class DeviceCall:
             self._agent.push(block.pcm[:, 1 - side], block.t, block.run, block.arrived)
         else:
             self._agent.push(block.pcm[:, 0], block.t, block.run, block.arrived)
-
-    def _emit(self, frame: PcmFrame) -> None:
-        if not self._closed:
-            self._queue.put_nowait(frame)
 
     def _gone(self, stream: DeviceStream, problem: str) -> None:
         at = self.clock.now_ms() / 1000 if self.clock.origin is not None else 0.0
@@ -232,31 +218,18 @@ class DeviceCall:
                     self._gone(stream, problem)
                     return
 
-    async def _max_duration(self) -> None:
-        await asyncio.sleep(self.options.max_duration_s)
-        self._finish(
-            f"the call reached its {self.options.max_duration_s:.0f} s limit", degraded=False
-        )
-
     # -- ending --------------------------------------------------------------------------------
 
-    def _finish(self, reason: str, *, degraded: bool) -> None:
-        if self._closed:
-            return
+    def _flush(self) -> None:
         for placer in (self._caller, self._agent):
             placer.flush()
-        self._closed = True
-        self.end_reason = reason
-        if degraded:
-            self.info.degraded.append(reason)
-        self._queue.put_nowait(None)
+
+    def _release(self) -> None:
         current = asyncio.current_task()
         for task in self._tasks:
             if task is not current:
                 task.cancel()
         self._close_streams()
-        if self.ended is not None and not self.ended.done():
-            self.ended.set_result(reason)
 
     def _close_streams(self) -> None:
         for stream in self.streams:
@@ -265,14 +238,6 @@ class DeviceCall:
     async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
         """End the call from our side (idempotent); the devices are released."""
         self._finish(reason, degraded=degraded)
-
-    async def frames(self) -> AsyncIterator[PcmFrame]:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                break
-            yield item
-        self._describe()
 
     def _describe(self) -> None:
         self.caller_track.refresh_log()  # the caller's send log, re-timed after any xrun

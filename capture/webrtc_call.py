@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ import numpy as np
 from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from turnscope.capture.call_source import CallSource
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.playback import CallClock, PlaybackTrack
 from turnscope.capture.receiver import ReceiveStats, receive_track
@@ -53,10 +53,11 @@ class CallOptions:
     max_duration_s: float = 300.0
 
 
-class WebRTCCall:
+class WebRTCCall(CallSource):
     """Places the call and yields both channels as PcmFrames (the ``Source`` protocol)."""
 
     def __init__(self, options: CallOptions) -> None:
+        super().__init__()
         self.options = options
         self.clock = CallClock()
         self.info = SourceInfo(
@@ -68,13 +69,9 @@ class WebRTCCall:
         self.stats = ReceiveStats()
         self.session: SignalingSession | None = None
         self.pc: RTCPeerConnection | None = None
-        self.ended: asyncio.Future | None = None
-        self.end_reason: str | None = None
         self.connect_ms: float | None = None
-        self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
         self._receiver: asyncio.Task | None = None
         self._timer: asyncio.Task | None = None
-        self._closed = False
         self.messages = 0
         self.message_log: list[dict[str, Any]] = []
 
@@ -136,7 +133,7 @@ class WebRTCCall:
             raise
         self.connect_ms = (time.monotonic() - t0) * 1000
         self.clock.start()
-        self._timer = asyncio.ensure_future(self._max_duration())
+        self._timer = asyncio.ensure_future(self._max_duration(self.options.max_duration_s))
 
     def _watch_channel(self, channel) -> None:  # type: ignore[no-untyped-def]
         @channel.on("message")
@@ -165,14 +162,14 @@ class WebRTCCall:
 
     def _caller_sent(self, pts: int, pcm: np.ndarray, at: float) -> None:
         if not self._closed:
-            self._queue.put_nowait(PcmFrame(CALLER, pts, pcm.copy(), received_at=at))
+            self._emit(PcmFrame(CALLER, pts, pcm.copy(), received_at=at))
 
     async def _receive(self, track: MediaStreamTrack) -> None:
         end = await receive_track(
             track,
             self.clock,
             AGENT,
-            self._emit_frame,
+            self._emit,
             self.stats,
             media_timeout_s=self.options.media_timeout_s,
         )
@@ -182,29 +179,6 @@ class WebRTCCall:
             )
         elif not self._closed:
             self._finish("the agent hung up before the caller did", degraded=True)
-
-    def _emit_frame(self, frame: PcmFrame) -> None:
-        if not self._closed:
-            self._queue.put_nowait(frame)
-
-    async def _max_duration(self) -> None:
-        await asyncio.sleep(self.options.max_duration_s)
-        self._finish(
-            f"the call reached its {self.options.max_duration_s:.0f} s limit", degraded=False
-        )
-
-    # -- ending --------------------------------------------------------------------------------
-
-    def _finish(self, reason: str, *, degraded: bool) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.end_reason = reason
-        if degraded:
-            self.info.degraded.append(reason)
-        self._queue.put_nowait(None)
-        if self.ended is not None and not self.ended.done():
-            self.ended.set_result(reason)
 
     async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
         """End the call from our side (idempotent): WHIP DELETE, close the peer connection."""
@@ -232,14 +206,6 @@ class WebRTCCall:
             d = {k: v for k, v in vars(s).items() if isinstance(v, (int, float, str))}
             out.append(d)
         return out
-
-    async def frames(self) -> AsyncIterator[PcmFrame]:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                break
-            yield item
-        self._describe()
 
     def _describe(self) -> None:
         st = self.stats

@@ -1,0 +1,67 @@
+"""What every live call source shares: the frame queue the pipeline reads, and one ending.
+
+A WebRTC call and a sound-device call differ in how audio reaches the call clock, not in how a
+call ends: frames are queued as they are placed, until the call ends once, for one reason
+(degraded or not); the queue then closes and ``ended`` resolves with that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from turnscope.capture.frames import PcmFrame
+from turnscope.capture.source import SourceInfo
+
+
+class CallSource:
+    """Base of the live call sources; ``frames`` is the ``Source`` protocol's stream."""
+
+    info: SourceInfo
+
+    def __init__(self) -> None:
+        self.ended: asyncio.Future | None = None  # created by connect(), on the running loop
+        self.end_reason: str | None = None
+        self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
+        self._closed = False
+
+    async def frames(self) -> AsyncIterator[PcmFrame]:
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                break
+            yield item
+        self._describe()
+
+    def _emit(self, frame: PcmFrame) -> None:
+        if not self._closed:
+            self._queue.put_nowait(frame)
+
+    async def _max_duration(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        self._finish(f"the call reached its {seconds:.0f} s limit", degraded=False)
+
+    def _finish(self, reason: str, *, degraded: bool) -> None:
+        """End the call (the first reason wins): close the frame queue, resolve ``ended``."""
+        if self._closed:
+            return
+        self._flush()
+        self._closed = True
+        self.end_reason = reason
+        if degraded:
+            self.info.degraded.append(reason)
+        self._queue.put_nowait(None)
+        self._release()
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(reason)
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        """Emit audio still held back, while the queue is open."""
+
+    def _release(self) -> None:
+        """Stop what the call runs, before ``ended`` resolves."""
+
+    def _describe(self) -> None:
+        """Fill ``info`` once the frames have run out."""
