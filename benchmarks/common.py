@@ -96,3 +96,22 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float]:
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     return precision, recall
+
+
+def order_call_scenario(name: str, *, first_at_ms: int, latency_ms: int) -> str:
+    """The repeated-call benchmarks' scenario (YAML): an order-status call, four exchanges."""
+    return f"""
+name: {name}
+caller: {{voice: en-us, timeout_s: 60, hangup_after_ms: 500}}
+agent: {{voice: en-gb, latency_ms: {latency_ms}, yield_ms: 250}}
+script:
+  - caller: Hello, I would like to check the status of my order please.
+    at_ms: {first_at_ms}
+  - agent: Of course. Could you give me your order number?
+  - caller: It is four five two one.
+  - agent: Thank you. Your order left our warehouse yesterday and arrives on Friday.
+  - caller: Great, and can I still change the delivery address?
+  - agent: Yes, you can change it online until the parcel is out for delivery.
+  - caller: Perfect, thank you. Goodbye.
+  - agent: Goodbye, and have a nice day.
+"""

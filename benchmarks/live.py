@@ -28,6 +28,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import order_call_scenario  # noqa: E402
 
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.capture.scenario import load_scenario  # noqa: E402
@@ -35,21 +38,7 @@ from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402
 
 LATENCY_MS = 800
-SCENARIO = """
-name: live-bench
-caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 500}
-agent: {voice: en-gb, latency_ms: LATENCY, yield_ms: 250}
-script:
-  - caller: Hello, I would like to check the status of my order please.
-    at_ms: 500
-  - agent: Of course. Could you give me your order number?
-  - caller: It is four five two one.
-  - agent: Thank you. Your order left our warehouse yesterday and arrives on Friday.
-  - caller: Great, and can I still change the delivery address?
-  - agent: Yes, you can change it online until the parcel is out for delivery.
-  - caller: Perfect, thank you. Goodbye.
-  - agent: Goodbye, and have a nice day.
-""".replace("LATENCY", str(LATENCY_MS))
+SCENARIO = order_call_scenario("live-bench", first_at_ms=500, latency_ms=LATENCY_MS)
 
 
 def start_agent(scenario: Path, truth: Path, port: int) -> subprocess.Popen:
