@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/live.py [--calls 5] [--concurrency 1 4 8]
 
 The reference agent runs in its own process (`turnscope agent`), so the CPU figures are the
-harness's alone; the agent logs when it really sent each prompt (ground truth, monotonic clock,
-shared by both processes). Printed: agent turn start/end error vs that log after removing the
-constant one-way delay (which is reported), measured reply latency vs the configured one after
-removing the constant round trip (reported), set-up time, frame loss, send lag, and harness CPU
-per concurrent call.
+harness's alone (the call process and its ASR worker process); the agent logs when it really
+sent each prompt (ground truth, monotonic clock, shared by both processes). Printed: agent turn
+start/end error vs that log after removing the constant one-way delay (which is reported),
+measured reply latency vs the configured one after removing the constant round trip (reported),
+set-up time, frame loss, caller send lag, and harness CPU per concurrent call.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import order_call_scenario  # noqa: E402
 
 from turnscope.asr.settings import load_settings  # noqa: E402
+from turnscope.asr.transcriber import asr_cpu_seconds  # noqa: E402
 from turnscope.capture.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402
@@ -83,6 +84,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "lost": call.stats.lost_frames,
         "frames": call.stats.frames,
         "caller_lag_ms": call.caller_track.max_lag_ms,
+        "late_frames": call.caller_track.late_frames,
         "duration_s": run.result.audio_ms / 1000,
         "degraded": list(call.info.degraded),
     }
@@ -127,10 +129,14 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
     }
 
 
-async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float]:
+async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float, float]:
+    """n calls at once: results, harness CPU (this process), ASR process CPU, wall (s)."""
+    asr0 = await asyncio.to_thread(asr_cpu_seconds)
     cpu0, t0 = time.process_time(), time.perf_counter()
     results = await asyncio.gather(*[one_call(url, sc, root / f"c{i}") for i in range(n)])
-    return list(results), time.process_time() - cpu0, time.perf_counter() - t0
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    asr = await asyncio.to_thread(asr_cpu_seconds) - asr0  # queued behind the last turns
+    return list(results), cpu, asr, wall
 
 
 def main() -> None:
@@ -154,13 +160,14 @@ def main() -> None:
         time.sleep(1)
         acc = analyse(sequential, read_truth(truth_log))
         for n in args.concurrency:
-            calls, cpu, wall = asyncio.run(run_batch(url, sc, n, work / f"conc{n}"))
-            busy = cpu / wall  # cores the harness used on average
+            calls, cpu, asr, wall = asyncio.run(run_batch(url, sc, n, work / f"conc{n}"))
             rows.append(
                 {
                     "n": n,
-                    "cpu_per_call_pct": 100 * busy / n,
-                    "harness_cores": busy,
+                    "cpu_per_call_pct": 100 * cpu / wall / n,
+                    "asr_per_call_pct": 100 * asr / wall / n,
+                    "harness_cores": (cpu + asr) / wall,
+                    "late": sum(c["late_frames"] for c in calls),
                     "lost": sum(c["lost"] for c in calls),
                     "frames": sum(c["frames"] for c in calls),
                     "lag_max": max(c["caller_lag_ms"] for c in calls),
@@ -191,16 +198,17 @@ def main() -> None:
     )
     print()
     print(
-        "| concurrent calls | harness CPU per call (% of one core) | harness cores used | "
-        "agent frames lost / received | max caller send lag | boundary error med / p95 | "
-        "degraded calls |"
+        "| concurrent calls | harness CPU per call: call process / ASR process (% of one core) "
+        "| harness cores used | agent frames lost / received | caller frames sent > 20 ms late "
+        "| max caller send lag | boundary error med / p95 | degraded calls |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         a = r["analysis"]
         print(
-            f"| {r['n']} | {r['cpu_per_call_pct']:.0f}% | {r['harness_cores']:.2f} | "
-            f"{r['lost']} / {r['frames']} | {r['lag_max']:.0f} ms | "
+            f"| {r['n']} | {r['cpu_per_call_pct']:.0f}% / {r['asr_per_call_pct']:.0f}% | "
+            f"{r['harness_cores']:.2f} | {r['lost']} / {r['frames']} | {r['late']} | "
+            f"{r['lag_max']:.0f} ms | "
             f"{a['err_med']:.1f} / {a['err_p95']:.1f} ms | {r['degraded']} |"
         )
 

@@ -17,11 +17,14 @@ from typing import Protocol
 import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from av import AudioFrame
+from av.packet import Packet
 
 from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms, to_int16
+from turnscope.capture.opus_packets import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
 TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
+LATE_MS = 20.0  # a frame handed to WebRTC this much after its time counts as late
 
 
 class CallClock:
@@ -109,8 +112,13 @@ class PlaybackTrack(MediaStreamTrack):
         *,
         on_sent: Callable[[int, np.ndarray, float], None] | None = None,
         drop: Callable[[int], bool] | None = None,
+        codec: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__()
+        # The negotiated codec, asked when the first frame goes out: with Opus the track hands
+        # aiortc packets it encoded itself (opus_packets.py), otherwise frames.
+        self.codec = codec
+        self._opus: OpusPackets | None = None
         self.clock = clock
         self.on_sent = on_sent  # (start sample, pcm, loop time) for every frame that went out
         self.drop = drop  # frame index -> True to skip sending it (simulated loss)
@@ -120,6 +128,7 @@ class PlaybackTrack(MediaStreamTrack):
         self._frames = 0
         self.current: Playback | None = None
         self.max_lag_ms = 0.0  # how late (vs the call clock) a frame was handed over, at worst
+        self.late_frames = 0  # frames handed over more than LATE_MS late
 
     @property
     def speaking(self) -> bool:
@@ -173,12 +182,14 @@ class PlaybackTrack(MediaStreamTrack):
                 self.current = None
         return out
 
-    async def recv(self) -> AudioFrame:
+    async def recv(self) -> AudioFrame | Packet:
         if self.readyState != "live":
             raise MediaStreamError
         loop = asyncio.get_running_loop()
         origin = self.clock.start()
         if self._pts is None:
+            if self.codec is not None and self.codec() == "audio/opus":
+                self._opus = OpusPackets(SAMPLE_RATE)
             # The first frame is placed on the 20 ms grid of the call clock.
             self._pts = max(0, round((loop.time() - origin) * SAMPLE_RATE / FRAME)) * FRAME
         pts = self._pts
@@ -187,6 +198,8 @@ class PlaybackTrack(MediaStreamTrack):
             await asyncio.sleep(wait)
         now = loop.time()
         self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
+        if -wait * 1000 > LATE_MS:
+            self.late_frames += 1
         log_from = len(self.log)
         open_before = self.current.record if self.current is not None else None
         pcm = self._next_samples(pts)
@@ -196,15 +209,17 @@ class PlaybackTrack(MediaStreamTrack):
         self._frames += 1
         if self.on_sent is not None:
             self.on_sent(pts, pcm, loop.time())
-        if self.drop is not None and self.drop(index):
-            # Simulated loss: this frame is never sent; the next one carries a later pts.
-            return await self.recv()
         frame = AudioFrame(format="s16", layout="mono", samples=FRAME)
         frame.planes[0].update(pcm.tobytes())
         frame.sample_rate = SAMPLE_RATE
         frame.pts = pts
         frame.time_base = TIME_BASE
-        return frame
+        packet = self._opus.encode(frame) if self._opus is not None else None
+        if (self.drop is not None and self.drop(index)) or (self._opus and packet is None):
+            # Simulated loss (the frame is never sent; the next one carries a later pts), or
+            # the encoder is still filling its look-ahead.
+            return await self.recv()
+        return packet if packet is not None else frame
 
     def _stamp(self, open_before: SendRecord | None, log_from: int, pts: int, now: float) -> None:
         """Real send times of clip edges in this frame (its samples leave together, at ``now``,

@@ -25,11 +25,13 @@ from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.frames import CALLER, PcmFrame
+from turnscope.capture.opus_packets import sending_codec
 from turnscope.capture.playback import CallClock, Playback, PlaybackTrack, Player
 from turnscope.capture.receiver import ReceiveStats, receive_track
 from turnscope.capture.scenario import Scenario
 from turnscope.capture.signaling import rtc_configuration
 from turnscope.capture.tts import load_clip, speak
+from turnscope.offload import offload
 
 Ms = Annotated[int, Field(ge=0)]
 
@@ -129,10 +131,7 @@ class AgentCore:
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
         blocked loop makes the outgoing audio late)."""
-        loop = asyncio.get_running_loop()
-        self.clips = await loop.run_in_executor(
-            None, lambda: [self._audio(line) for line in self.behaviour.lines]
-        )
+        self.clips = await offload(lambda: [self._audio(line) for line in self.behaviour.lines])
 
     def start(self) -> None:
         """The call is up: start the clock and the timed behaviours."""
@@ -285,7 +284,7 @@ class AgentSession:
         self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
         self.clock = CallClock()
         drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
-        self.track = PlaybackTrack(self.clock, drop=drop)
+        self.track = PlaybackTrack(self.clock, drop=drop, codec=lambda: sending_codec(self.pc))
         self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
         self.pc = RTCPeerConnection(rtc_configuration())
         self.stats = ReceiveStats()

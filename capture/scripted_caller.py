@@ -36,6 +36,19 @@ class _AgentTurn:
     decided_ms: float | None = None
 
 
+CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
+
+
+def caller_lines(scenario: Scenario) -> list[CallerLine]:
+    """Every caller line of the script with its audio (espeak-ng runs here: call it off the
+    event loop when other calls are live)."""
+    return [
+        (i, line, line_audio(scenario, line))
+        for i, line in enumerate(scenario.script)
+        if line.speaker == "caller"
+    ]
+
+
 def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
     """The audio of a caller line: its recording, or its text spoken with espeak-ng."""
     if line.audio is not None:
@@ -58,17 +71,14 @@ class ScriptedCaller(Sink):
         track: Player,
         clock: CallClock,
         hangup: Callable[[str], Awaitable[None]],
+        lines: list[CallerLine] | None = None,
     ) -> None:
         self.scenario = scenario
         self.track = track
         self.clock = clock
         self.hangup = hangup
-        # Speak everything before the call starts: synthesis must not delay a barge-in.
-        self.lines = [
-            (i, line, line_audio(scenario, line))
-            for i, line in enumerate(scenario.script)
-            if line.speaker == "caller"
-        ]
+        # Everything is spoken before the call starts: synthesis must not delay a barge-in.
+        self.lines = caller_lines(scenario) if lines is None else lines
         self.agent_turns: list[_AgentTurn] = []
         self.trace: list[dict[str, Any]] = []
         self.finished_reason: str | None = None

@@ -22,6 +22,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.opus_packets import sending_codec
 from turnscope.capture.playback import CallClock, PlaybackTrack
 from turnscope.capture.receiver import ReceiveStats, receive_track
 from turnscope.capture.signaling import (
@@ -65,7 +66,9 @@ class WebRTCCall(CallSource):
             description=f"WebRTC call to {options.url} ({options.signaling})",
             realtime=True,
         )
-        self.caller_track = PlaybackTrack(self.clock, on_sent=self._caller_sent)
+        self.caller_track = PlaybackTrack(
+            self.clock, on_sent=self._caller_sent, codec=lambda: sending_codec(self.pc)
+        )
         self.stats = ReceiveStats()
         self.session: SignalingSession | None = None
         self.pc: RTCPeerConnection | None = None
@@ -238,6 +241,8 @@ class WebRTCCall(CallSource):
                 "ice_servers": self.options.ice_servers,
                 "loopback_only": self.options.loopback_only,
                 "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
+                "caller_max_send_lag_ms": round(lag, 1),
+                "caller_late_frames": self.caller_track.late_frames,
                 "first_agent_frame_ms": None
                 if st.first_frame_ms is None
                 else round(st.first_frame_ms, 1),

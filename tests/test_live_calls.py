@@ -357,3 +357,75 @@ def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
     assert call.info.details["reported_outcome"] == outcome
     trace = json.loads((tmp_path / "out" / "raw_provider_trace.json").read_text())
     assert trace["details"]["data_channel_messages"] >= 1
+
+
+@pytest.mark.parametrize("codec", ["audio/PCMU", "audio/opus"])
+def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
+    """The caller hands aiortc Opus packets it encoded itself only when Opus was negotiated; an
+    agent that answers with G.711 gets frames aiortc encodes as PCMU, and hears the caller."""
+    import numpy as np
+    from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+
+    from turnscope.capture.opus_packets import sending_codec
+    from turnscope.capture.playback import CallClock, PlaybackTrack
+    from turnscope.capture.receiver import ReceiveStats, receive_track
+    from turnscope.capture.signaling import rtc_configuration
+
+    peers, heard, tasks = [], [], []
+
+    async def offer(request):
+        body = await request.json()
+        pc = RTCPeerConnection(rtc_configuration())
+        peers.append(pc)
+        clock = CallClock()
+        transceiver = pc.addTransceiver(PlaybackTrack(clock), direction="sendrecv")
+        prefs = RTCRtpSender.getCapabilities("audio").codecs
+        transceiver.setCodecPreferences([c for c in prefs if c.mimeType == codec])
+
+        @pc.on("track")
+        def on_track(track):
+            tasks.append(
+                asyncio.ensure_future(
+                    receive_track(
+                        track, clock, "caller", heard.append, ReceiveStats(), media_timeout_s=10
+                    )
+                )
+            )
+
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
+        await pc.setLocalDescription(await pc.createAnswer())
+        return web.json_response({"sdp": pc.localDescription.sdp, "type": "answer"})
+
+    scenario_path = tmp_path / "s.yaml"
+    scenario_path.write_text(
+        "name: codec\ncaller: {timeout_s: 10, hangup_after_ms: 500}\n"
+        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n"
+    )
+
+    async def go():
+        runner, url = await _serve(offer)
+        try:
+            sc = load_scenario(scenario_path)
+            _, call, _ = await place_call(
+                CallOptions(url, loopback_only=True, media_timeout_s=3),
+                sc,
+                load_settings(),
+                scenario_contract(sc),
+                tmp_path / "out",
+                console=None,
+            )
+            negotiated = sending_codec(call.pc)
+        finally:
+            for pc in peers:
+                await pc.close()
+            for task in tasks:
+                task.cancel()
+            await runner.cleanup()
+        return call, negotiated
+
+    call, negotiated = asyncio.run(go())
+    assert negotiated == codec.lower()
+    assert (call.caller_track._opus is not None) == (codec == "audio/opus")
+    audio = np.concatenate([f.pcm for f in heard]).astype(np.float32) / 32768
+    assert len(audio) > 16000  # the whole call reached the agent
+    assert np.abs(audio).max() > 0.1  # and the caller's speech is in it

@@ -14,9 +14,10 @@ from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device_call import DeviceCall, DeviceCallOptions
 from turnscope.capture.scenario import Scenario, suite_file, task_contract
-from turnscope.capture.scripted_caller import ScriptedCaller
+from turnscope.capture.scripted_caller import ScriptedCaller, caller_lines
 from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
 from turnscope.jsonio import write_json
+from turnscope.offload import offload
 from turnscope.records import redaction_document
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.bundle import BundleIds, write_bundle
@@ -137,11 +138,13 @@ async def place_call(
     call: WebRTCCall | DeviceCall = (
         DeviceCall(options) if isinstance(options, DeviceCallOptions) else WebRTCCall(options)
     )
-    caller = ScriptedCaller(scenario, call.caller_track, call.clock, call.hangup)
+    # espeak-ng off the event loop: other calls of this process may be live.
+    lines = await offload(caller_lines, scenario)
+    caller = ScriptedCaller(scenario, call.caller_track, call.clock, call.hangup, lines)
     # Load the model before the call: importing and loading it mid-call would stall the event
     # loop, and with it the outgoing audio.
     transcriber = Transcriber(settings.asr, settings.confirm)
-    await asyncio.get_running_loop().run_in_executor(None, transcriber.warm_up)
+    await transcriber.ready()
     await call.connect()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

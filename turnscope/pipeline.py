@@ -163,8 +163,7 @@ async def run_pipeline(
     """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
     own = transcriber is None
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
-    loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, transcriber.warm_up)  # no-op when already loaded
+    await transcriber.ready()  # at once when already loaded
     run = _Run(source, settings, sinks, transcriber)
     for s in run.sinks:
         s.on_start(source.info, settings)

@@ -17,6 +17,7 @@ from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.source import Source
 from turnscope.jsonio import write_json
 from turnscope.live_view import LiveView
+from turnscope.offload import offload
 from turnscope.pipeline import PipelineResult, Sink, run_pipeline
 from turnscope.records import (
     producer_metadata,
@@ -68,14 +69,36 @@ async def run_and_record(
         result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
     finally:
         recorder.close()
-    outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
-    transcript_doc = transcript_document(result, events.records)
-    result_doc = result_document(
+    # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
+    # event loop that stalled every other live call of the process (measured: caller audio up
+    # to 1.4 s late when 8 concurrent calls ended together).
+    return await offload(
+        record_run,
         result,
         contract,
-        outcome,
+        outdir,
+        recorder,
+        events.records,
         evidence_class=evidence_class,
         extra=extra_result() if extra_result else None,
+    )
+
+
+def record_run(
+    result: PipelineResult,
+    contract: Contract,
+    outdir: Path,
+    recorder: ChannelRecorder,
+    events: list[dict[str, Any]],
+    *,
+    evidence_class: str,
+    extra: dict[str, Any] | None,
+) -> RunOutput:
+    """Score a finished run and write its documents and bundle (plain code: runs in a thread)."""
+    outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
+    transcript_doc = transcript_document(result, events)
+    result_doc = result_document(
+        result, contract, outcome, evidence_class=evidence_class, extra=extra
     )
     files = {
         "caller_audio": recorder.paths["caller"],
@@ -91,7 +114,7 @@ async def run_and_record(
         contract,
         transcript_doc,
         result_doc,
-        events.records,
+        events,
         {ch: recorder.samples(ch) / 16.0 for ch in ("caller", "agent")},
     )
     return RunOutput(result, outcome, outdir, files)
