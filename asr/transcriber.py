@@ -260,10 +260,16 @@ def _worker_died(pool_error: BrokenProcessPool) -> EnvironmentProblem:
     )
 
 
-def asr_cpu_seconds() -> float:
-    """CPU time the ASR process has used so far, all its threads (for benchmarks)."""
-    _pool, future = _on_worker(time.process_time)
-    return float(future.result())
+def _usage() -> tuple[float, float]:
+    import resource
+
+    return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def asr_process_usage() -> tuple[float, float]:
+    """The ASR process's CPU time so far (s, all its threads) and peak RSS (MB); benchmarks."""
+    _pool, future = _on_worker(_usage)
+    return future.result()
 
 
 @dataclass

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import order_call_scenario  # noqa: E402
 
 from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.asr.transcriber import asr_cpu_seconds  # noqa: E402
+from turnscope.asr.transcriber import asr_process_usage  # noqa: E402
 from turnscope.capture.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402
@@ -131,11 +131,11 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
 
 async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float, float]:
     """n calls at once: results, harness CPU (this process), ASR process CPU, wall (s)."""
-    asr0 = await asyncio.to_thread(asr_cpu_seconds)
+    asr0 = (await asyncio.to_thread(asr_process_usage))[0]
     cpu0, t0 = time.process_time(), time.perf_counter()
     results = await asyncio.gather(*[one_call(url, sc, root / f"c{i}") for i in range(n)])
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
-    asr = await asyncio.to_thread(asr_cpu_seconds) - asr0  # queued behind the last turns
+    asr = (await asyncio.to_thread(asr_process_usage))[0] - asr0  # after the last turns
     return list(results), cpu, asr, wall
 
 
