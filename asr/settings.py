@@ -65,6 +65,7 @@ class AsrSettings(_Strict):
     min_window_s: int = Field(ge=1, le=30)
     window_pad_s: float = Field(ge=0)
     max_pending: int = Field(ge=1)
+    temperature: tuple[float, ...] = Field(default=(0.0,), min_length=1)
 
 
 class AssemblySettings(_Strict):

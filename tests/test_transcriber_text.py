@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnscope.asr.transcriber import collapse_repetition
+from turnscope.asr.transcriber import collapse_repetition, collapse_runs
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,18 @@ from turnscope.asr.transcriber import collapse_repetition
 )
 def test_collapse_repetition(text, expected):
     assert collapse_repetition(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kept"),
+    [
+        ("Yes, no, no, no, no, no, no, no, no, no.", "Yes, no.", [0, 9]),
+        ("thank you thank you thank you thank you thank you bye", "thank you bye", [8, 9, 10]),
+        ("no no no", "no no no", [0, 1, 2]),  # people do say that
+        ("yeah yeah yeah yeah", "yeah yeah yeah yeah", [0, 1, 2, 3]),
+        ("I said go go go go go now", "I said go now", [0, 1, 6, 7]),
+        ("", "", []),
+    ],
+)
+def test_collapse_runs(text, expected, kept):
+    assert collapse_runs(text) == (expected, kept)
