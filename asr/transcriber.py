@@ -16,6 +16,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -280,7 +281,7 @@ def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
 
 def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore[no-untyped-def]
     """Submit to the ASR process; one that died (killed, out of memory) is replaced, and the
-    work it lost is one clear error (``_worker_died``), not a traceback."""
+    work it lost is one clear error (``_worker_errors``), not a traceback."""
     pool = asr_pool()
     try:
         return pool, pool.submit(fn, *args)
@@ -290,11 +291,18 @@ def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore
         return pool, pool.submit(fn, *args)
 
 
-def _worker_died(pool_error: BrokenProcessPool) -> EnvironmentProblem:
-    return EnvironmentProblem(
-        f"the ASR worker process died ({pool_error}); out of memory? "
-        "Fewer concurrent calls or a smaller --threads may help"
-    )
+@contextlib.contextmanager
+def _worker_errors(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """A worker that died under ``pool`` (killed, out of memory): the pool is dropped, so the
+    next submit starts a new one, and the loss is one clear error."""
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        _reset_broken_pool(pool)
+        raise EnvironmentProblem(
+            f"the ASR worker process died ({exc}); out of memory? "
+            "Fewer concurrent calls or a smaller --threads may help"
+        ) from None
 
 
 def _usage() -> tuple[float, float]:
@@ -322,11 +330,8 @@ class Transcriber:
         if spec in _loaded:
             return
         pool, future = _on_worker(_load, spec)
-        try:
+        with _worker_errors(pool):
             future.result()
-        except BrokenProcessPool as exc:
-            _reset_broken_pool(pool)
-            raise _worker_died(exc) from None
         _loaded.add(spec)
 
     async def ready(self) -> None:
@@ -336,20 +341,14 @@ class Transcriber:
         if spec in _loaded:
             return
         pool, future = _on_worker(_load, spec)
-        try:
+        with _worker_errors(pool):
             await asyncio.wrap_future(future)
-        except BrokenProcessPool as exc:
-            _reset_broken_pool(pool)
-            raise _worker_died(exc) from None
         _loaded.add(spec)
 
     async def __call__(self, utt: Utterance) -> Transcription:
         pool, future = _on_worker(transcribe_utterance, utt, self.asr, self.confirm)
-        try:
+        with _worker_errors(pool):
             return await asyncio.wrap_future(future)
-        except BrokenProcessPool as exc:
-            _reset_broken_pool(pool)
-            raise _worker_died(exc) from None
 
     def close(self) -> None:
         """Nothing to release: the worker is shared by every call of the process."""
