@@ -300,20 +300,58 @@ def test_demo_runs_with_no_network_at_all(tmp_path):
     assert sys.executable
 
 
-def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
-    """An agent can report its resolved outcome on the data channel; it lands in the result."""
+def _call_bare_answerer(
+    tmp_path, configure, scenario_text: str, *, media_timeout_s=5.0, inspect=None
+):
+    """Place a scripted call against a bare aiortc answerer that ``configure(pc)`` sets up;
+    returns the call and what ``inspect(call)`` read from it before the peers closed."""
     from aiortc import RTCPeerConnection, RTCSessionDescription
 
-    from turnscope.capture.playback import CallClock, PlaybackTrack
     from turnscope.capture.signaling import rtc_configuration
 
-    outcome = {"intent": "refund", "fields": {"days": 30}, "missing": [], "handed_off": False}
     peers = []
 
     async def offer(request):
         body = await request.json()
         pc = RTCPeerConnection(rtc_configuration())
         peers.append(pc)
+        configure(pc)
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
+        await pc.setLocalDescription(await pc.createAnswer())
+        return web.json_response({"sdp": pc.localDescription.sdp, "type": "answer"})
+
+    scenario_path = tmp_path / "s.yaml"
+    scenario_path.write_text(scenario_text)
+
+    async def go():
+        runner, url = await _serve(offer)
+        try:
+            sc = load_scenario(scenario_path)
+            _, call, _ = await place_call(
+                CallOptions(url, loopback_only=True, media_timeout_s=media_timeout_s),
+                sc,
+                load_settings(),
+                scenario_contract(sc),
+                tmp_path / "out",
+                console=None,
+            )
+            seen = inspect(call) if inspect is not None else None
+        finally:
+            for pc in peers:
+                await pc.close()
+            await runner.cleanup()
+        return call, seen
+
+    return asyncio.run(go())
+
+
+def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
+    """An agent can report its resolved outcome on the data channel; it lands in the result."""
+    from turnscope.capture.playback import CallClock, PlaybackTrack
+
+    outcome = {"intent": "refund", "fields": {"days": 30}, "missing": [], "handed_off": False}
+
+    def configure(pc):
         pc.addTrack(PlaybackTrack(CallClock()))
 
         @pc.on("datachannel")
@@ -325,35 +363,12 @@ def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
             if channel.readyState == "open":
                 channel.send(json.dumps({"type": "outcome", "outcome": outcome}))
 
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
-        await pc.setLocalDescription(await pc.createAnswer())
-        return web.json_response({"sdp": pc.localDescription.sdp, "type": "answer"})
-
-    scenario_path = tmp_path / "s.yaml"
-    scenario_path.write_text(
+    call, _ = _call_bare_answerer(
+        tmp_path,
+        configure,
         "name: outcome\ncaller: {timeout_s: 10, hangup_after_ms: 1500}\n"
-        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n"
+        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n",
     )
-
-    async def go():
-        runner, url = await _serve(offer)
-        try:
-            sc = load_scenario(scenario_path)
-            _, call, _ = await place_call(
-                CallOptions(url, loopback_only=True),
-                sc,
-                load_settings(),
-                scenario_contract(sc),
-                tmp_path / "out",
-                console=None,
-            )
-        finally:
-            for pc in peers:
-                await pc.close()
-            await runner.cleanup()
-        return call
-
-    call = asyncio.run(go())
     assert call.info.details["reported_outcome"] == outcome
     trace = json.loads((tmp_path / "out" / "raw_provider_trace.json").read_text())
     assert trace["details"]["data_channel_messages"] >= 1
@@ -364,19 +379,15 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
     """The caller hands aiortc Opus packets it encoded itself only when Opus was negotiated; an
     agent that answers with G.711 gets frames aiortc encodes as PCMU, and hears the caller."""
     import numpy as np
-    from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+    from aiortc import RTCRtpSender
 
     from turnscope.capture.opus_packets import sending_codec
     from turnscope.capture.playback import CallClock, PlaybackTrack
     from turnscope.capture.receiver import ReceiveStats, receive_track
-    from turnscope.capture.signaling import rtc_configuration
 
-    peers, heard, tasks = [], [], []
+    heard, receivers = [], []
 
-    async def offer(request):
-        body = await request.json()
-        pc = RTCPeerConnection(rtc_configuration())
-        peers.append(pc)
+    def configure(pc):
         clock = CallClock()
         transceiver = pc.addTransceiver(PlaybackTrack(clock), direction="sendrecv")
         prefs = RTCRtpSender.getCapabilities("audio").codecs
@@ -384,7 +395,8 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
 
         @pc.on("track")
         def on_track(track):
-            tasks.append(
+            # Ends with the peer connection; asyncio.run cancels it if it has not.
+            receivers.append(
                 asyncio.ensure_future(
                     receive_track(
                         track, clock, "caller", heard.append, ReceiveStats(), media_timeout_s=10
@@ -392,38 +404,14 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
                 )
             )
 
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
-        await pc.setLocalDescription(await pc.createAnswer())
-        return web.json_response({"sdp": pc.localDescription.sdp, "type": "answer"})
-
-    scenario_path = tmp_path / "s.yaml"
-    scenario_path.write_text(
+    call, negotiated = _call_bare_answerer(
+        tmp_path,
+        configure,
         "name: codec\ncaller: {timeout_s: 10, hangup_after_ms: 500}\n"
-        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n"
+        "script:\n  - caller: I would like a refund please.\n    at_ms: 200\n",
+        media_timeout_s=3,
+        inspect=lambda call: sending_codec(call.pc),
     )
-
-    async def go():
-        runner, url = await _serve(offer)
-        try:
-            sc = load_scenario(scenario_path)
-            _, call, _ = await place_call(
-                CallOptions(url, loopback_only=True, media_timeout_s=3),
-                sc,
-                load_settings(),
-                scenario_contract(sc),
-                tmp_path / "out",
-                console=None,
-            )
-            negotiated = sending_codec(call.pc)
-        finally:
-            for pc in peers:
-                await pc.close()
-            for task in tasks:
-                task.cancel()
-            await runner.cleanup()
-        return call, negotiated
-
-    call, negotiated = asyncio.run(go())
     assert negotiated == codec.lower()
     assert (call.caller_track._opus is not None) == (codec == "audio/opus")
     audio = np.concatenate([f.pcm for f in heard]).astype(np.float32) / 32768
