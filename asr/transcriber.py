@@ -52,6 +52,7 @@ class Transcription:
     rejected: str | None = None  # why the utterance was judged not to be speech, if it was
     speech_ratio: float | None = None  # Silero's share of speech, when the second opinion ran
     dropped_segments: int = 0  # Whisper segments dropped as probably not speech
+    context_ms: float = 0.0  # audio of the speaker's previous utterance decoded in front of it
 
     @property
     def confidence(self) -> float | None:
@@ -59,6 +60,55 @@ class Transcription:
         if not self.words:
             return None
         return float(np.mean([w.probability for w in self.words]))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What Whisper hears just before an utterance: the speaker's previous utterance, its
+    audio (with padding) and the text it was transcribed as."""
+
+    audio: np.ndarray
+    text: str
+
+
+def wants_context(previous: Utterance | None, utt: Utterance, asr: AsrSettings) -> bool:
+    """Whether ``utt`` is decoded after the same speaker's ``previous`` utterance: when both are
+    short (at most ``context_max_ms``) and close (at most ``context_gap_ms`` apart). Times only,
+    so replay and live calls, fast or paced, decode every utterance the same way.
+
+    Long utterances are decoded alone: they carry their own context, and after a forced prefix
+    Whisper tiny sometimes ends a long window early (measured: a 12 s agent turn decoded as its
+    first two words)."""
+    return (
+        previous is not None
+        and asr.context_max_ms > 0
+        and previous.channel == utt.channel
+        and previous.duration_ms <= asr.context_max_ms
+        and utt.duration_ms <= asr.context_max_ms
+        and utt.start_ms - previous.end_ms <= asr.context_gap_ms
+    )
+
+
+def context_for(
+    previous: Utterance | None, heard: Transcription, utt: Utterance, asr: AsrSettings
+) -> Context | None:
+    """The context of ``utt`` (``wants_context``), if ``previous`` was heard as words."""
+    if previous is None or not wants_context(previous, utt, asr):
+        return None
+    if heard.rejected or not heard.text.strip():
+        return None
+    return Context(previous.audio, heard.text.strip())
+
+
+def _after_prefix(text: str, prefix: str) -> str:
+    """Whisper's output for a window decoded after ``prefix`` without the prefix (faster-whisper
+    returns the forced prefix tokens with the new ones)."""
+    text, prefix = text.strip(), prefix.strip()
+    if text.startswith(prefix):
+        rest = text[len(prefix) :]
+    else:  # not expected (the tokenizer round-trips), but never keep the previous turn's words
+        rest = " ".join(text.split()[len(prefix.split()) :])
+    return rest.lstrip(" ,.;:!?-")
 
 
 def model_spec(asr: AsrSettings) -> ModelSpec:
@@ -141,9 +191,16 @@ def silero_speech_ratio(audio: np.ndarray) -> float:
 
 
 def transcribe_utterance(
-    utt: Utterance, asr: AsrSettings, confirm: ConfirmSettings | None = None
+    utt: Utterance,
+    asr: AsrSettings,
+    confirm: ConfirmSettings | None = None,
+    context: Context | None = None,
 ) -> Transcription:
-    """Transcribe one utterance; words carry call-clock times."""
+    """Transcribe one utterance; words carry call-clock times.
+
+    With a ``context`` (``context_for``), Whisper hears the previous utterance's audio in front
+    of this one and is forced to start with its text, so it decodes only the new words, as a
+    continuation of what this speaker said (as when it transcribes a whole recording)."""
     t0 = time.perf_counter()
     ratio = None
     if confirm is not None and confirm.silero:
@@ -156,21 +213,23 @@ def transcribe_utterance(
                 speech_ratio=ratio,
             )
     model = load_model(model_spec(asr))
-    window = window_seconds(len(utt.audio) / SAMPLE_RATE, asr)
+    audio, lead_ms = utt.audio, 0.0
+    if context is not None:
+        audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
+        lead_ms = len(context.audio) * 1000.0 / SAMPLE_RATE
+    window = window_seconds(len(audio) / SAMPLE_RATE, asr)
+    short = utt.duration_ms <= asr.short_max_ms and asr.short_prompt
     with encoder_window(window):
         segments, _info = model.transcribe(
-            utt.audio,
+            audio,
             language=asr.language,
             beam_size=asr.beam_size,
             word_timestamps=asr.word_timestamps,
             condition_on_previous_text=False,
             vad_filter=False,
             without_timestamps=True,
-            initial_prompt=(
-                asr.short_prompt
-                if utt.duration_ms <= asr.short_max_ms and asr.short_prompt
-                else None
-            ),
+            initial_prompt=asr.short_prompt if short and context is None else None,
+            prefix=context.text if context is not None else None,
             # Always explicit: faster-whisper keeps the last chunk_length on the shared model.
             chunk_length=window,
             temperature=list(asr.temperature),
@@ -182,17 +241,24 @@ def transcribe_utterance(
     dropped = len(segments) - len(heard_segments)
     segments, all_segments = heard_segments, segments
     words: list[Word] = []
+    skip = len(context.text.split()) if context is not None else 0  # the prefix's own words
     for seg in segments:
         for w in seg.words or ():
+            if skip:
+                skip -= 1
+                continue
             words.append(
                 Word(
                     text=w.word.strip(),
-                    start_ms=utt.audio_start_ms + w.start * 1000.0,
-                    end_ms=utt.audio_start_ms + w.end * 1000.0,
+                    start_ms=utt.audio_start_ms + w.start * 1000.0 - lead_ms,
+                    end_ms=utt.audio_start_ms + w.end * 1000.0 - lead_ms,
                     probability=float(w.probability),
                 )
             )
-    text, repeats = collapse_repetition(" ".join(seg.text.strip() for seg in segments).strip())
+    joined = " ".join(seg.text.strip() for seg in segments).strip()
+    if context is not None and segments:
+        joined = _after_prefix(joined, context.text)
+    text, repeats = collapse_repetition(joined)
     if repeats > 1 and len(words) % repeats == 0:
         words = words[: len(words) // repeats]
     n_words = len(text.split())
@@ -210,6 +276,7 @@ def transcribe_utterance(
         asr_ms=(time.perf_counter() - t0) * 1000,
         speech_ratio=ratio,
         dropped_segments=dropped,
+        context_ms=lead_ms,
     )
 
 
@@ -345,8 +412,8 @@ class Transcriber:
             await asyncio.wrap_future(future)
         _loaded.add(spec)
 
-    async def __call__(self, utt: Utterance) -> Transcription:
-        pool, future = _on_worker(transcribe_utterance, utt, self.asr, self.confirm)
+    async def __call__(self, utt: Utterance, context: Context | None = None) -> Transcription:
+        pool, future = _on_worker(transcribe_utterance, utt, self.asr, self.confirm, context)
         with _worker_errors(pool):
             return await asyncio.wrap_future(future)
 

@@ -16,7 +16,12 @@ from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
 from turnscope.asr.settings import Settings
-from turnscope.asr.transcriber import Transcriber, Transcription
+from turnscope.asr.transcriber import (
+    Transcriber,
+    Transcription,
+    context_for,
+    wants_context,
+)
 from turnscope.capture.frames import CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
 
@@ -87,6 +92,8 @@ class _Run:
             ch: Endpointer(ch, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
             for ch in CHANNELS
         }
+        # Each channel's last utterance and its transcription: the next one's context.
+        self.last: dict[str, tuple[Utterance, asyncio.Future[Transcription]]] = {}
         self.heard: list[Heard] = []
         self.pending: dict[asyncio.Task, Utterance] = {}
         self.assembly = Assembly()
@@ -102,9 +109,26 @@ class _Run:
             for s in self.sinks:
                 s.on_event(ev)
             if isinstance(ev, EndOfTurn):
-                task = asyncio.ensure_future(self.transcriber(ev.utterance))
-                self.pending[task] = ev.utterance
+                utt = ev.utterance
+                task = asyncio.ensure_future(self.transcribe(utt, self.last.get(utt.channel)))
+                self.last[utt.channel] = (utt, task)
+                self.pending[task] = utt
                 task.add_done_callback(self._transcribed)
+
+    async def transcribe(
+        self, utt: Utterance, previous: tuple[Utterance, asyncio.Future[Transcription]] | None
+    ) -> Transcription:
+        """Transcribe ``utt`` after the channel's previous utterance, with it as context when
+        ``context_for`` says so (waiting for it keeps the context, and so the text, the same
+        however fast the audio arrives)."""
+        context = None
+        if previous is not None:
+            prev_utt, prev_task = previous
+            if wants_context(prev_utt, utt, self.settings.asr):
+                await asyncio.wait([prev_task])
+                if not prev_task.cancelled() and prev_task.exception() is None:
+                    context = context_for(prev_utt, prev_task.result(), utt, self.settings.asr)
+        return await self.transcriber(utt, context)
 
     def _transcribed(self, task: asyncio.Task) -> None:
         utt = self.pending.pop(task)

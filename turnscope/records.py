@@ -45,6 +45,7 @@ def utterance_records(result: PipelineResult) -> list[dict[str, Any]]:
                     "no_speech_prob": _r(tr.no_speech_prob, 4),
                     "confidence": _r(tr.confidence, 4),
                     "silero_speech_ratio": _r(tr.speech_ratio, 3),
+                    "context_ms": _r(tr.context_ms),  # the previous utterance decoded before it
                     "rejected": tr.rejected,
                 },
             }
