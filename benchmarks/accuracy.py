@@ -260,7 +260,8 @@ def print_table(rows: list[dict], settings: Settings) -> None:
         f"settings: vad aggressiveness {settings.vad.aggressiveness}, frame {settings.vad.frame_ms}"
         f" ms, refine {settings.refine.enabled}, silero {settings.confirm.silero}, "
         f"asr {settings.asr.model} {settings.asr.compute_type} beam {settings.asr.beam_size} "
-        f"words {settings.asr.word_timestamps}"
+        f"words {settings.asr.word_timestamps}, context {settings.asr.context_max_ms} ms "
+        f"within {settings.asr.context_gap_ms} ms"
     )
 
 
