@@ -62,6 +62,7 @@ class AsrSettings(_Strict):
     no_speech_max: float = Field(ge=0, le=1)
     short_max_ms: int = Field(ge=0)
     short_prompt: str
+    context_min_ms: int = Field(default=0, ge=0)
     context_max_ms: int = Field(default=0, ge=0)
     context_gap_ms: int = Field(default=0, ge=0)
     min_window_s: int = Field(ge=1, le=30)

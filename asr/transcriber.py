@@ -19,7 +19,8 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from turnscope.asr.model import ModelSpec, encoder_window, load_model
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.capture.frames import SAMPLE_RATE
 from turnscope.errors import EnvironmentProblem
+
+if TYPE_CHECKING:
+    from faster_whisper import WhisperModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +77,13 @@ class Context:
 
 def wants_context(previous: Utterance | None, utt: Utterance, asr: AsrSettings) -> bool:
     """Whether ``utt`` is decoded after the same speaker's ``previous`` utterance: when both are
-    short (at most ``context_max_ms``) and close (at most ``context_gap_ms`` apart). Times only,
-    so replay and live calls, fast or paced, decode every utterance the same way.
+    short (at most ``context_max_ms``), close (at most ``context_gap_ms`` apart) and ``utt`` is at
+    least ``context_min_ms`` long. Times only, so replay and live calls, fast or paced, decode
+    every utterance the same way.
+
+    A blip shorter than that is decoded alone: after a forced prefix Whisper's no-speech check no
+    longer applies (the context is speech), and it heard a 95 ms click at 10 dB SNR as the end
+    of the previous turn again ("Sorry, please go on." ... "Please go on.").
 
     Long utterances are decoded alone: they carry their own context, and after a forced prefix
     Whisper tiny sometimes ends a long window early (measured: a 12 s agent turn decoded as its
@@ -84,7 +93,7 @@ def wants_context(previous: Utterance | None, utt: Utterance, asr: AsrSettings) 
         and asr.context_max_ms > 0
         and previous.channel == utt.channel
         and previous.duration_ms <= asr.context_max_ms
-        and utt.duration_ms <= asr.context_max_ms
+        and asr.context_min_ms <= utt.duration_ms <= asr.context_max_ms
         and utt.start_ms - previous.end_ms <= asr.context_gap_ms
     )
 
@@ -109,6 +118,17 @@ def _after_prefix(text: str, prefix: str) -> str:
     else:  # not expected (the tokenizer round-trips), but never keep the previous turn's words
         rest = " ".join(text.split()[len(prefix.split()) :])
     return rest.lstrip(" ,.;:!?-")
+
+
+def repeats_context(text: str, context: str) -> bool:
+    """Whether ``text`` only says the end of ``context`` again (Whisper, forced to start with the
+    previous turn, repeating its last words instead of hearing new ones)."""
+    new, old = _norm_words(text), _norm_words(context)
+    return bool(new) and len(new) <= len(old) and old[-len(new) :] == new
+
+
+def _norm_words(text: str) -> list[str]:
+    return [w for w in (re.sub(r"[^\w']", "", t.lower()) for t in text.split()) if w]
 
 
 def model_spec(asr: AsrSettings) -> ModelSpec:
@@ -200,7 +220,8 @@ def transcribe_utterance(
 
     With a ``context`` (``context_for``), Whisper hears the previous utterance's audio in front
     of this one and is forced to start with its text, so it decodes only the new words, as a
-    continuation of what this speaker said (as when it transcribes a whole recording)."""
+    continuation of what this speaker said (as when it transcribes a whole recording). When all
+    it says then is the end of the context again, the utterance is decoded alone."""
     t0 = time.perf_counter()
     ratio = None
     if confirm is not None and confirm.silero:
@@ -213,6 +234,15 @@ def transcribe_utterance(
                 speech_ratio=ratio,
             )
     model = load_model(model_spec(asr))
+    out = _decode(model, utt, asr, context)
+    if context is not None and repeats_context(out.text, context.text):
+        out = _decode(model, utt, asr, None)
+    return replace(out, asr_ms=(time.perf_counter() - t0) * 1000, speech_ratio=ratio)
+
+
+def _decode(
+    model: WhisperModel, utt: Utterance, asr: AsrSettings, context: Context | None
+) -> Transcription:
     audio, lead_ms = utt.audio, 0.0
     if context is not None:
         audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
@@ -273,8 +303,6 @@ def transcribe_utterance(
         no_speech_prob=(
             float(max(seg.no_speech_prob for seg in all_segments)) if all_segments else None
         ),
-        asr_ms=(time.perf_counter() - t0) * 1000,
-        speech_ratio=ratio,
         dropped_segments=dropped,
         context_ms=lead_ms,
     )

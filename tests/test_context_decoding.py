@@ -16,6 +16,7 @@ from turnscope.asr.transcriber import (
     Transcription,
     _after_prefix,
     context_for,
+    repeats_context,
     wants_context,
 )
 
@@ -47,6 +48,7 @@ def test_context_only_from_a_short_close_previous_utterance_of_the_same_speaker(
     assert not wants_context(prev, _blank(1, 5100, 1000), asr)  # 3.1 s after it
     assert not wants_context(_blank(0, 0, 9000), _blank(1, 9500, 1000), asr)  # too long
     assert not wants_context(prev, _blank(1, 2500, 9000), asr)  # this one too long
+    assert not wants_context(prev, _blank(1, 2500, 150), asr)  # a blip: no-speech check applies
     assert not wants_context(prev, _blank(0, 2500, 1000, "agent"), asr)  # the other party
     assert not wants_context(None, prev, asr)
     off = load_settings(asr={"context_max_ms": 0}).asr
@@ -72,6 +74,21 @@ def test_context_only_from_a_short_close_previous_utterance_of_the_same_speaker(
 )
 def test_after_prefix(text, prefix, expected):
     assert _after_prefix(text, prefix) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "context", "repeats"),
+    [
+        ("Please go on.", "Sorry, please go on.", True),  # a click heard as the turn's end again
+        ("please, go on", "Sorry, please go on.", True),
+        ("Sorry, please go on.", "Sorry, please go on.", True),
+        ("Go on, please.", "Sorry, please go on.", False),
+        ("Can I track it?", "Hi, where is my order?", False),
+        ("", "Hi, where is my order?", False),
+    ],
+)
+def test_repeats_context(text, context, repeats):
+    assert repeats_context(text, context) is repeats
 
 
 def test_decoding_after_context_returns_only_the_new_words():
