@@ -243,6 +243,7 @@ def transcribe_utterance(
 def _decode(
     model: WhisperModel, utt: Utterance, asr: AsrSettings, context: Context | None
 ) -> Transcription:
+    """One decoding of ``utt``, after ``context`` when given; words on the call clock."""
     audio, lead_ms = utt.audio, 0.0
     if context is not None:
         audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
