@@ -16,12 +16,7 @@ from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
 from turnscope.asr.settings import Settings
-from turnscope.asr.transcriber import (
-    Transcriber,
-    Transcription,
-    context_for,
-    wants_context,
-)
+from turnscope.asr.transcriber import Transcriber, Transcription, context_for, wants_context
 from turnscope.capture.frames import CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
 
