@@ -114,8 +114,8 @@ class _Run:
         self, utt: Utterance, previous: tuple[Utterance, asyncio.Future[Transcription]] | None
     ) -> Transcription:
         """Transcribe ``utt`` after the channel's previous utterance, with it as context when
-        ``context_for`` says so (waiting for it keeps the context, and so the text, the same
-        however fast the audio arrives)."""
+        ``wants_context`` says so and it was heard as words (waiting for it keeps the context,
+        and so the text, the same however fast the audio arrives)."""
         context = None
         if previous is not None:
             prev_utt, prev_task = previous
