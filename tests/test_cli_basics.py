@@ -118,6 +118,20 @@ def test_bench_bad_suite(tmp_path, cli):
     assert code == 2 and "--use-reference or --transcripts" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["nosuch"], "No such command 'nosuch'"),
+        (["call", "--devices"], "No such option: --devices"),
+        (["score"], "Missing argument"),
+    ],
+)
+def test_usage_errors_are_usage_errors(cli, args, needle):
+    code, _out, err = cli(*args)
+    assert code == 2
+    assert needle in err and "internal error" not in err and "Traceback" not in err
+
+
 def test_bad_input_never_traceback_in_subprocess(tmp_path, run_exe):
     proc = run_exe("score", str(tmp_path / "missing.json"))
     assert proc.returncode == 2

@@ -54,6 +54,11 @@ for module in (
     module.register(app)
 
 
+# typer >= 0.22 carries its own copy of click: its usage errors and aborts are not click's.
+_USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
+_ABORTS = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user-facing errors become one line and exit code 2, never a traceback."""
     try:
@@ -61,10 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     except TurnscopeError as exc:
         fail_line(str(exc))
         return exc.exit_code
-    except click.ClickException as exc:  # usage errors: click's own message, exit 2
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
+    except _USAGE_ERRORS as exc:  # usage errors: click's own message (and usage line), exit 2
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            fail_line(str(exc))
+        return int(getattr(exc, "exit_code", 2))
+    except _ABORTS:
         fail_line("aborted")
         return 130
     except KeyboardInterrupt:
