@@ -48,5 +48,7 @@ fi
 if [ "$DEV" = 1 ]; then
   # The device tests call through virtual sound devices: start them (reused if running).
   scripts/pulse.sh start || echo "turnscope setup: warning: virtual sound devices did not start" >&2
+  # The interop tests call a stock pipecat bot, in its own venv (.venv-pipecat).
+  scripts/setup_pipecat.sh
 fi
 echo "turnscope setup: ready (.venv/bin/turnscope)"

@@ -1,0 +1,1 @@
+"""Interop tests' third-party agents (a stock pipecat bot in its own virtual environment)."""

@@ -1,0 +1,190 @@
+"""Start the stock pipecat bot (tests/interop/pipecat_bot.py) for a test, in its own venv.
+
+    with pipecat_bot(tmp_path, greeting=False, reply="short", latency_ms=600) as bot:
+        ...  # call bot.url; bot.truth() is the bot's ground-truth log so far
+
+Knobs are the bot's flags with underscores: ``reply="long"`` is ``--reply long``,
+``ignore_barge_ins=True`` is ``--ignore-barge-ins``, ``greeting=False`` is ``--no-greeting``.
+The bot runs in ``.venv-pipecat`` (``scripts/setup.sh --dev`` builds it); when that is missing
+this raises, so the tests fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+BOT = Path(__file__).with_name("pipecat_bot.py")
+VENV_PYTHON = ROOT / ".venv-pipecat" / "bin" / "python"
+READY_PREFIX = "pipecat bot ready on "
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+# Flags that exist in a --x / --no-x pair (argparse.BooleanOptionalAction in the bot).
+NEGATABLE = {"greeting"}
+
+
+class PipecatBotError(RuntimeError):
+    """The pipecat bot could not be started."""
+
+
+@dataclass
+class PipecatBot:
+    url: str
+    truth_log: Path
+    proc: subprocess.Popen
+    port: int
+    log: Path
+
+    def truth(self) -> list[dict]:
+        """The bot's ground-truth records so far (a line being written is left out)."""
+        if not self.truth_log.exists():
+            return []
+        out = []
+        for line in self.truth_log.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                out.append(json.loads(line))
+        return out
+
+    def replies(self) -> list[dict]:
+        """The replies whose audio was played, in order."""
+        return [r for r in self.truth() if r.get("event") == "reply"]
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def pipecat_python() -> Path:
+    """The interpreter of .venv-pipecat; a clear error when it has not been built."""
+    if not VENV_PYTHON.exists():
+        raise PipecatBotError(
+            f"{VENV_PYTHON} is missing: the pipecat interop tests need pipecat's own virtual "
+            "environment; run scripts/setup.sh --dev (or scripts/setup_pipecat.sh)"
+        )
+    return VENV_PYTHON
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def knob_flags(knobs: dict[str, Any]) -> list[str]:
+    flags: list[str] = []
+    for key, value in knobs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            if value:
+                flags.append(flag)
+            elif key in NEGATABLE:
+                flags.append("--no-" + key.replace("_", "-"))
+            continue
+        flags += [flag, str(value)]
+    return flags
+
+
+def _wait_ready(proc: subprocess.Popen, deadline: float) -> str:
+    """The bot's ready line, or '' if it exited or the deadline passed first."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        while time.monotonic() < deadline:
+            if not sel.select(timeout=max(0.0, min(0.5, deadline - time.monotonic()))):
+                if proc.poll() is not None:
+                    return ""
+                continue
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                return ""
+            buf += chunk
+            for line in buf.decode(errors="replace").splitlines():
+                if line.startswith(READY_PREFIX):
+                    return line
+    return ""
+
+
+def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM the bot by its PID, wait, then SIGKILL; close its pipes."""
+    try:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=timeout)
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+@contextlib.contextmanager
+def pipecat_bot(workdir: Path, **knobs: Any) -> Iterator[PipecatBot]:
+    """Run the pipecat bot on a free 127.0.0.1 port with ``knobs`` until the block ends."""
+    python = pipecat_python()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    truth_log = Path(knobs.pop("truth_log", workdir / f"pipecat-truth-{port}.jsonl"))
+    log = workdir / f"pipecat-bot-{port}.log"
+    cmd = [
+        str(python),
+        str(BOT),
+        "--port",
+        str(port),
+        "--truth-log",
+        str(truth_log),
+        *knob_flags(knobs),
+    ]
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.pop("PYTHONPATH", None)  # nothing of the project's environment leaks into pipecat's
+    with open(log, "wb") as log_file:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log_file,  # a file, not a pipe: pipecat logs a lot and nobody reads it live
+        )
+    try:
+        line = _wait_ready(proc, time.monotonic() + READY_TIMEOUT_S)
+        bot = PipecatBot(
+            url=line[len(READY_PREFIX) :].strip() if line else "",
+            truth_log=truth_log,
+            proc=proc,
+            port=port,
+            log=log,
+        )
+        if not line:
+            state = (
+                f"exited with code {proc.returncode}"
+                if proc.poll() is not None
+                else f"printed no ready line within {READY_TIMEOUT_S:.0f} s"
+            )
+            raise PipecatBotError(
+                f"the pipecat bot {state}: {' '.join(cmd)}\n--- its log ({log}):\n" + bot.log_tail()
+            )
+        yield bot
+    finally:
+        stop(proc)
