@@ -28,15 +28,27 @@ from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line, read_yaml
 
-CALLER_TRIGGERS = ("at_ms", "after_agent_ms", "barge_in_ms", "backchannel_ms")
+CALLER_TRIGGERS = (
+    "at_ms",
+    "after_agent_ms",
+    "barge_in_ms",
+    "barge_in_at",
+    "backchannel_ms",
+    "backchannel_at",
+)
 AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms")
 DEFAULT_THINK_MS = 500
+# ``barge_in_at: early`` (and ``backchannel_at``): this long into the agent's turn. Long enough
+# that the agent is clearly under way (its speech start is decided 50-100 ms after it), short
+# enough that a one-sentence reply (1-3 s from a real agent) is still being spoken.
+EARLY_MS = 600
 
 Ms = Annotated[int, Field(ge=0)]
 Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
 Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
 Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
 Kind = Literal["line", "barge_in", "backchannel"]
+Placement = Literal["early", "mid"]
 
 
 class _Strict(BaseModel):
@@ -79,6 +91,10 @@ class CallerSpec(_Strict):
     - ``pitch``: espeak-ng pitch 0-99 (null = 50).
     - ``timeout_s``: overall call timeout (live calls).
     - ``hangup_after_ms``: hang up this long after the last caller line was answered (live calls).
+    - ``greeting_timeout_ms``: a script that opens with an agent line waits this long (from the
+      start of media) for the agent to greet, then goes on with its first line (live calls).
+    - ``reply_timeout_ms``: a caller line that waits for the agent goes on after this much
+      silence from the agent, with a warning (live calls).
     """
 
     voice: str = "en-us"
@@ -86,6 +102,8 @@ class CallerSpec(_Strict):
     pitch: Pitch | None = None
     timeout_s: Annotated[float, Field(gt=0)] = 60.0
     hangup_after_ms: Ms = 1500
+    greeting_timeout_ms: Annotated[int, Field(gt=0)] = 3000
+    reply_timeout_ms: Annotated[int, Field(gt=0)] = 8000
 
 
 class AgentSpec(_Strict):
@@ -116,7 +134,13 @@ class Line(_Strict):
     - ``after_agent_ms``: start this long after the call goes quiet (the agent's end of turn).
     - ``barge_in_ms``: start this long after the start of the agent's current line (a barge-in,
       ``interrupt: true`` in ground truth); the agent yields after ``yield_ms``.
-    - ``backchannel_ms``: as ``barge_in_ms`` but the agent keeps talking; not a turn.
+    - ``barge_in_at``: ``early`` (EARLY_MS into the agent's line) or ``mid`` (half-way through
+      it; live, where the agent's reply length is unknown, half its typical turn so far in the
+      call): a barge-in placed to fit replies of any length.
+    - ``backchannel_ms`` / ``backchannel_at``: as the barge-in ones, but the agent keeps
+      talking; not a turn.
+    Live, a barge-in or backchannel whose agent turn has ended before its moment is spoken as an
+    ordinary reply (not an interruption) and reported as not exercised.
 
     Agent lines take:
     - ``latency_ms``: start this long after the call goes quiet (overrides ``agent.latency_ms``).
@@ -132,7 +156,9 @@ class Line(_Strict):
     at_ms: Ms | None = None
     after_agent_ms: Ms | None = None
     barge_in_ms: Ms | None = None
+    barge_in_at: Placement | None = None
     backchannel_ms: Ms | None = None
+    backchannel_at: Placement | None = None
     latency_ms: Ms | None = None
     talk_over_ms: Annotated[int, Field(gt=0)] | None = None
     yield_ms: Ms | None = None
@@ -180,7 +206,7 @@ class Line(_Strict):
                 raise PydanticCustomError(
                     "caller_option",
                     "{key} is for agent lines; caller lines take one of at_ms, after_agent_ms, "
-                    "barge_in_ms, backchannel_ms",
+                    "barge_in_ms, barge_in_at, backchannel_ms, backchannel_at",
                     {"key": wrong[0]},
                 )
             if len(given) > 1:
@@ -202,20 +228,43 @@ class Line(_Strict):
     @property
     def kind(self) -> Kind:
         """``barge_in`` or ``backchannel`` for those caller triggers, else ``line``."""
-        if self.barge_in_ms is not None:
+        if self.barge_in_ms is not None or self.barge_in_at is not None:
             return "barge_in"
-        if self.backchannel_ms is not None:
+        if self.backchannel_ms is not None or self.backchannel_at is not None:
             return "backchannel"
         return "line"
 
     @property
     def trigger(self) -> tuple[str, int]:
-        """A caller line's trigger as ``(name, ms)``, the default filled in."""
+        """A caller line's trigger as ``(name, ms)``, the default filled in; a barge-in or
+        backchannel is ``(barge_in_ms | backchannel_ms, its offset)`` with ``early`` resolved
+        and ``mid`` as EARLY_MS (see ``into_agent_ms`` for the placement that knows the turn)."""
+        return self.placed_trigger(None)
+
+    def placed_trigger(self, agent_turn_ms: float | None) -> tuple[str, int]:
+        """The trigger with ``*_at`` resolved against the agent turn's (expected) length."""
         for key in CALLER_TRIGGERS:
             value = getattr(self, key)
-            if value is not None:
-                return key, value
+            if value is None:
+                continue
+            if key.endswith("_at"):
+                return key.replace("_at", "_ms"), into_agent_ms(value, agent_turn_ms)
+            return key, value
         return "after_agent_ms", DEFAULT_THINK_MS
+
+    @property
+    def placement(self) -> str | None:
+        """How a barge-in or backchannel is placed: ``early``, ``mid`` or ``fixed``."""
+        if self.kind == "line":
+            return None
+        return self.barge_in_at or self.backchannel_at or "fixed"
+
+
+def into_agent_ms(placement: Placement, agent_turn_ms: float | None) -> int:
+    """How far into the agent's turn a placed barge-in or backchannel starts."""
+    if placement == "mid" and agent_turn_ms:
+        return max(EARLY_MS, round(agent_turn_ms / 2))
+    return EARLY_MS
 
 
 class Scenario(_Strict):
@@ -258,7 +307,8 @@ def script_problem(script: list[Line]) -> str | None:
             prior = [p for p in script[:i] if p.kind != "backchannel"]
             if not prior or prior[-1].speaker != "agent":
                 what = "a barge-in" if kind == "barge_in" else "a backchannel"
-                return f"script[{i}].{kind}_ms: {what} must follow an agent line"
+                key = next(k for k in CALLER_TRIGGERS if getattr(line, k) is not None)
+                return f"script[{i}].{key}: {what} must follow an agent line"
         if line.talk_over_ms is not None:
             before = script[i - 1] if i else None
             if before is None or before.speaker != "caller" or before.kind == "backchannel":

@@ -10,7 +10,8 @@ Timeline rules (in samples, from the script in order):
 - "The call goes quiet" is the latest end of everything placed so far.
 - Caller lines: ``at_ms`` starts at that call time; ``after_agent_ms`` that long after the call
   goes quiet; ``barge_in_ms`` / ``backchannel_ms`` that long after the start of the agent's
-  current line (the latest agent line), which must still be talking then.
+  current line (the latest agent line), which must still be talking then; ``barge_in_at`` /
+  ``backchannel_at`` ``early`` at EARLY_MS, ``mid`` half-way through that line's voiced extent.
 - A barge-in cuts the agent's current line at barge-in start + ``yield_ms`` (5 ms fade, then
   re-trimmed to the last voiced sample before the cut) unless ``yield_ms`` is null.
   Backchannels never cut; they must start before the agent's line (as finally placed) ends.
@@ -231,12 +232,13 @@ class _Renderer:
             if latency is None:
                 latency = self.scenario.agent.latency_ms
             return self.quiet() + self.ms(latency)
-        key, value = line.trigger
-        if key == "at_ms":
-            return self.ms(value)
-        if key == "after_agent_ms":
+        if line.kind == "line":
+            key, value = line.trigger
+            if key == "at_ms":
+                return self.ms(value)
             return self.quiet() + self.ms(value)
         agent = self.current_agent()
+        key, value = line.placed_trigger(agent.size * 1000 / self.sr)
         start = agent.start + self.ms(value)
         if start >= agent.end:
             raise _fail(

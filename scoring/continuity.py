@@ -117,12 +117,14 @@ def continuity_report(
     output_spans: Sequence[Sequence[tuple[float, float]]],
     *,
     degraded_reasons: Sequence[str] = (),
+    warnings: Sequence[str] = (),
     thresholds: ContinuityThresholds | None = None,
 ) -> ContinuityReport:
-    """The report, its status and why."""
+    """The report, its status and why (the run's warnings, e.g. an agent that did not greet,
+    are caveats beside the degraded reasons)."""
     th = thresholds or ContinuityThresholds()
     m = continuity_metrics(turns, backchannels, output_spans)
-    caveats = list(degraded_reasons)
+    caveats = list(dict.fromkeys([*degraded_reasons, *warnings]))
     if not any(t["speaker"] == "agent" for t in turns):
         caveats.append("no agent speech was detected in the agent channel")
     m["evidence_status"] = "degraded" if degraded_reasons else "available"

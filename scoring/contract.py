@@ -10,6 +10,7 @@ from typing import Any
 from turnscope.capture.frames import CHANNELS
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
+from turnscope.scoring.exercise import Plan
 from turnscope.scoring.suite import find_task, load_suite
 from turnscope.scoring.transcript import validate_dialogue
 from turnscope.scoring.wer import channel_texts
@@ -34,6 +35,16 @@ class Contract:
     suite: dict[str, Any] | None = field(default=None, repr=False)
     suite_path: str | None = None
     reference: Reference | None = None
+    plan: Plan | None = None  # what the task meant to exercise (a scenario's barge-ins ...)
+
+    @property
+    def planned(self) -> Plan | None:
+        """The explicit plan, else the barge-ins of the reference turns (when they are known)."""
+        if self.plan is not None:
+            return self.plan
+        if self.reference is not None and self.reference.turns:
+            return Plan.from_turns(self.reference.turns, source=self.reference.source)
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,4 +130,5 @@ def resolve_contract(
         suite=contract.suite,
         suite_path=contract.suite_path,
         reference=load_reference(reference) if reference is not None else contract.reference,
+        plan=contract.plan,
     )

@@ -96,6 +96,13 @@ def gate(
                     f"{base:.3f} -> {value:.3f} ({value - base:+.3f}), worse than the baseline "
                     f"by more than the tolerance {tolerance:.3f}"
                 )
+            ex = (card.get("exercise") or {}).get(tag, {}).get(dim) or {}
+            if ex.get("missed"):
+                failures.append(
+                    f"not exercised: {', '.join(ex['missed'])} planned {dim.replace('_', '-')}s "
+                    "that never happened (the agent's turn ended before the caller's planned "
+                    "moment), so its score is no evidence"
+                )
             result.cells.append(Cell(tag, dim, value, base, floor, tuple(failures)))
     for tag, dims in base_tags.items():
         for dim in dims:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from turnscope.scoring.bench import bench_result, scored_row, void_row
 from turnscope.scoring.contract import Contract
-from turnscope.scoring.verifier import failed_floors, score_voice_episode
+from turnscope.scoring.exercise import Exercise, exercise
+from turnscope.scoring.verifier import failed_floors, score_voice_episode, verifier_facts
 from turnscope.scoring.wer import WerReport, channel_texts, measure_wer
 
 
@@ -19,10 +20,19 @@ class Outcome:
     verifier: dict[str, Any]
     wer: WerReport | None
     bench: dict[str, Any] | None
+    exercise: dict[str, Exercise] = field(default_factory=dict)
+    # Why the call failed beyond the verifier's floors (an agent that never spoke passes every
+    # floor of a task without required content: the verifier has nothing to hold against it).
+    failures: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return bool(self.verifier["result"]["pass_fail"].get("voice"))
+        return bool(self.verifier["result"]["pass_fail"].get("voice")) and not self.failures
+
+    @property
+    def not_exercised(self) -> list[str]:
+        """Dimensions scored without evidence (their 1.0 is the verifier's vacuous score)."""
+        return [d for d, e in self.exercise.items() if not e.exercised]
 
     @property
     def failed_floors(self) -> list[str]:
@@ -42,6 +52,15 @@ def score_outcome(
     """Verifier, WER against the contract's reference (if any), and a bench result when the
     contract names a suite task."""
     verifier = verify(dialogue, contract)
+    facts = verifier_facts(
+        dialogue, budgets=contract.budgets, required_content=contract.required_content
+    )
+    failures = []
+    callers = sum(1 for t in dialogue if t.get("speaker") == "caller")
+    if callers and not facts.agent_turns:
+        failures.append(
+            f"the agent never spoke: every caller turn went unanswered ({callers} of {callers})"
+        )
     wer = None
     if contract.reference is not None:
         wer = measure_wer(contract.reference.texts, channel_texts(dialogue))
@@ -54,4 +73,4 @@ def score_outcome(
             else:
                 rows.append(void_row(task, evidence_class))
         bench = bench_result(contract.suite, rows)
-    return Outcome(verifier, wer, bench)
+    return Outcome(verifier, wer, bench, exercise(facts, contract.planned), failures)

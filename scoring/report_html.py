@@ -57,6 +57,8 @@ h1{font-size:20px;margin:4px 0}h2{font-size:16px;margin:26px 0 8px}
 .meter{height:6px;background:#e5e7eb;border-radius:3px;position:relative;margin:4px 0}
 .meter i{display:block;height:6px;border-radius:3px;background:#15803d}
 .card.failing .meter i{background:#dc2626}
+.card.unexercised{border:2px dashed #d97706;background:#fffbeb}
+.card.unexercised .floor{color:#b45309}.card.unexercised .meter i{background:#9ca3af}
 .meter b{position:absolute;left:75%;top:-3px;width:2px;height:12px;background:#111827}
 .scroll{overflow-x:auto;background:#fff;border:1px solid #d1d5db;border-radius:8px;padding:6px 0}
 svg{display:block}svg text{font-family:"DejaVu Sans",system-ui,sans-serif}
@@ -190,6 +192,8 @@ def _scores(m: ReportModel) -> str:
         lines.append(f'<div><strong style="color:#dc2626">{e(m.error)}</strong></div>')
     if said:
         lines.append(f"<div>{e(' · '.join(said))}</div>")
+    for failure in m.failures:
+        lines.append(f'<div><strong style="color:#dc2626">{e(failure)}</strong></div>')
     if m.failed_floors:
         failed = ", ".join(m.failed_floors)
         lines.append(f'<div><strong style="color:#dc2626">failed floor: {e(failed)}</strong></div>')
@@ -208,12 +212,20 @@ def _scores(m: ReportModel) -> str:
         met = (result.get("pass_fail") or {}).get(f"{name}_floor", value >= PASS_FLOOR)
         cls = "card" if met else "card failing"
         floor = f"floor {PASS_FLOOR}: met" if met else f"FAILING FLOOR (below {PASS_FLOOR})"
+        why = _why(m, name)
+        evidence = m.exercise.get(name)
+        if evidence is not None and not evidence.exercised:
+            # The verifier's vacuous score: shown, but never as a tested pass.
+            cls, floor = "card unexercised", "NOT EXERCISED"
+            why = evidence.note()
+        elif evidence is not None and evidence.note():
+            why = f"{why}; {evidence.note()}"
         lines.append(
             f'<div class="{cls}" data-component="{name}"><div>{e(name)}</div>'
             f'<div class="score">{value:.3f}</div>'
             f'<div class="meter"><i style="width:{max(0.0, min(1.0, value)) * 100:.0f}%"></i>'
             f'<b></b></div><div class="floor">{floor}</div>'
-            f'<div class="why">{e(_why(m, name))}</div></div>'
+            f'<div class="why">{e(why)}</div></div>'
         )
     return "".join([*lines, "</div></section>"])
 

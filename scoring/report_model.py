@@ -19,6 +19,7 @@ import soundfile as sf
 
 from turnscope.errors import InputError
 from turnscope.scoring.bundle import FILES, MANIFEST
+from turnscope.scoring.exercise import Exercise, exercise_from_dict
 from turnscope.scoring.verifier import BARGE_IN_YIELD_MS, DEFAULT_MAX_LATENCY_MS
 from turnscope.scoring.verifier import failed_floors as verifier_failed_floors
 
@@ -118,6 +119,8 @@ class ReportModel:
     warnings: list[str]
     run: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    exercise: dict[str, Exercise] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -367,7 +370,7 @@ def load_model(bundle: Path, plot_px: int) -> ReportModel:
         },
     }
     degraded = _dedupe([*(run.get("degraded") or []), *(result.get("degraded") or [])])
-    if continuity.get("status") == "degraded":
+    if continuity.get("status") == "degraded" and not degraded:  # another producer's bundle
         degraded = _dedupe([*degraded, *(continuity.get("caveats") or [])])
     markers = [m for m in timeline.get("markers") or [] if isinstance(m, Mapping)]
     return ReportModel(
@@ -419,4 +422,6 @@ def load_model(bundle: Path, plot_px: int) -> ReportModel:
             "counts": run.get("counts") or result.get("counts") or {},
         },
         notes=notes,
+        exercise=exercise_from_dict(structured.get("exercise") or result.get("exercise")),
+        failures=_dedupe(structured.get("failures") or result.get("failures") or []),
     )

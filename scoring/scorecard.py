@@ -50,6 +50,9 @@ class TaskScores:
     dims: dict[str, float] = field(default_factory=dict)
     evidence_class: str = ""
     note: str = ""
+    # Per verifier dimension, how often the task exercised it (Exercise.to_dict()): a 1.0 from
+    # a task that exercised nothing is the verifier's vacuous score, not evidence.
+    exercise: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
@@ -57,6 +60,7 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
     tags = [*sorted({t for task in tasks for t in task.tags}), ALL]
     table: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
+    exercised: dict[str, dict[str, dict[str, Any]]] = {}
     for tag in tags:
         members = [t for t in tasks if tag == ALL or tag in t.tags]
         scored = [t for t in members if t.verdict != "void"]
@@ -68,12 +72,15 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
         }
         dims = sorted({d for t in scored for d in t.dims}, key=_dim_order)
         table[tag] = {d: round(_mean(t.dims[d] for t in scored if d in t.dims), 4) for d in dims}
+        exercised[tag] = tag_exercise(scored)
     return {
         "kind": "turnscope.scorecard.v1",
-        "dimensions": sorted({d for row in table.values() for d in row}, key=_dim_order),
+        # WER is always a column: where no task measured it (transcripts) it reads "not measured".
+        "dimensions": sorted({"wer", *(d for row in table.values() for d in row)}, key=_dim_order),
         "lower_is_better": sorted(LOWER_IS_BETTER),
         "tags": table,
         "counts": counts,
+        "exercise": exercised,
         "tasks": [
             {
                 "task_id": t.task_id,
@@ -82,10 +89,30 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
                 "dims": t.dims,
                 "evidence_class": t.evidence_class,
                 "note": t.note,
+                "exercise": t.exercise,
             }
             for t in tasks
         ],
     }
+
+
+def tag_exercise(scored: Sequence[TaskScores]) -> dict[str, dict[str, Any]]:
+    """Per dimension over a tag's scored tasks that report their exercise: how many tasks
+    exercised it, the total count and plan, and the tasks that planned some and exercised none."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in scored:
+        for dim, ex in t.exercise.items():
+            cell = out.setdefault(
+                dim, {"tasks": 0, "exercised": 0, "count": 0, "planned": 0, "missed": []}
+            )
+            cell["tasks"] += 1
+            cell["exercised"] += bool(ex.get("exercised"))
+            cell["count"] += int(ex.get("count") or 0)
+            planned = int(ex.get("planned") or 0)
+            cell["planned"] += planned
+            if planned and not ex.get("count"):
+                cell["missed"].append(t.task_id)
+    return out
 
 
 def _mean(values: Iterable[float]) -> float:

@@ -37,47 +37,122 @@ def _normalise(turn: Mapping[str, Any]) -> _Turn:
     )
 
 
-def _latency(turns: Sequence[_Turn], max_latency: int) -> float:
-    inside = counted = 0
-    last_caller: _Turn | None = None
+@dataclass(frozen=True)
+class Gap:
+    """An agent turn and the nearest caller turn before it in list order: the latency pairing."""
+
+    caller: int  # list index
+    agent: int
+    gap_ms: int
+    ok: bool  # 0 <= gap <= the latency budget
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """A caller turn overlapping an agent turn (strictly): a barge-in when the caller turn is an
+    interrupt (``yield_ms``: how long the agent went on after it started), else talking over."""
+
+    caller: int
+    agent: int
+    interrupt: bool
+    yield_ms: int | None
+    handled: bool | None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the verifier pairs and counts, from which its scores follow."""
+
+    turns: int
+    agent_turns: int
+    max_latency_ms: int
+    gaps: tuple[Gap, ...]
+    overlaps: tuple[Overlap, ...]
+    harmful: tuple[int, ...]  # agent turns overlapped by the caller with no interrupt among them
+    keywords_found: tuple[str, ...]
+    keywords_missing: tuple[str, ...]
+
+    @property
+    def barge_ins(self) -> tuple[Overlap, ...]:
+        return tuple(o for o in self.overlaps if o.interrupt)
+
+    def components(self) -> dict[str, float]:
+        """The four sub-scores (rounded as the contract rounds them)."""
+        inside = sum(1 for g in self.gaps if g.ok)
+        barges = self.barge_ins
+        handled = sum(1 for b in barges if b.handled)
+        keywords = len(self.keywords_found) + len(self.keywords_missing)
+        return {
+            "latency": round(inside / len(self.gaps) if self.gaps else 1.0, 6),
+            "turn_taking": round(
+                1 - len(self.harmful) / self.agent_turns if self.agent_turns else 1.0, 6
+            ),
+            "barge_in": round(handled / len(barges) if barges else 1.0, 6),
+            "content": round(len(self.keywords_found) / keywords if keywords else 1.0, 6),
+        }
+
+
+def _gaps(turns: Sequence[_Turn], max_latency: int) -> list[Gap]:
+    out = []
+    last: int | None = None
     # "Nearest caller turn at a smaller list index" is the last caller seen while walking the list.
-    for turn in turns:
+    for i, turn in enumerate(turns):
         if turn.speaker == "caller":
-            last_caller = turn
-        elif turn.speaker == "agent" and last_caller is not None:
-            counted += 1
-            gap = turn.start_ms - last_caller.end_ms
-            if 0 <= gap <= max_latency:
-                inside += 1
-    return inside / counted if counted else 1.0
+            last = i
+        elif turn.speaker == "agent" and last is not None:
+            gap = turn.start_ms - turns[last].end_ms
+            out.append(Gap(last, i, gap, 0 <= gap <= max_latency))
+    return out
 
 
-def _overlaps(turns: Sequence[_Turn]) -> tuple[float, float]:
-    agents = [t for t in turns if t.speaker == "agent"]
-    callers = [t for t in turns if t.speaker == "caller"]
-    harmful = barge_ins = handled = 0
-    for a in agents:
-        overlapping = [c for c in callers if c.start_ms < a.end_ms and c.end_ms > a.start_ms]
-        excused = False
-        for c in overlapping:
+def _overlaps(turns: Sequence[_Turn]) -> tuple[list[Overlap], list[int]]:
+    agents = [i for i, t in enumerate(turns) if t.speaker == "agent"]
+    callers = [i for i, t in enumerate(turns) if t.speaker == "caller"]
+    found: list[Overlap] = []
+    harmful: list[int] = []
+    for ai in agents:
+        a = turns[ai]
+        overlapping = [
+            ci for ci in callers if turns[ci].start_ms < a.end_ms and turns[ci].end_ms > a.start_ms
+        ]
+        for ci in overlapping:
+            c = turns[ci]
             if c.interrupt:
-                excused = True
-                barge_ins += 1
-                if a.end_ms - c.start_ms <= BARGE_IN_YIELD_MS:
-                    handled += 1
-        if overlapping and not excused:
-            harmful += 1
-    turn_taking = 1 - harmful / len(agents) if agents else 1.0
-    barge_in = handled / barge_ins if barge_ins else 1.0
-    return turn_taking, barge_in
+                held = a.end_ms - c.start_ms
+                found.append(Overlap(ci, ai, True, held, held <= BARGE_IN_YIELD_MS))
+            else:
+                found.append(Overlap(ci, ai, False, None, None))
+        if overlapping and not any(turns[ci].interrupt for ci in overlapping):
+            harmful.append(ai)
+    return found, harmful
 
 
-def _content(turns: Sequence[_Turn], required: Sequence[Any] | None) -> float:
-    if not required:
-        return 1.0
+def verifier_facts(
+    dialogue: Sequence[Mapping[str, Any]],
+    *,
+    budgets: Mapping[str, Any] | None = None,
+    required_content: Sequence[Any] | None = None,
+) -> Facts:
+    """The pairs and counts ``score_voice_episode`` scores, for views that explain the score.
+
+    Same normalisation and the same errors as the verifier (a turn whose times are not numbers
+    raises ValueError/TypeError).
+    """
+    turns = [_normalise(t) for t in dialogue]
+    max_latency = int((budgets or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS))
+    overlaps, harmful = _overlaps(turns)
     spoken = " ".join(t.text for t in turns if t.speaker == "agent").lower()
-    hits = sum(1 for kw in required if str(kw).lower() in spoken)
-    return hits / len(required)
+    required = [str(kw) for kw in required_content or []]
+    return Facts(
+        turns=len(turns),
+        agent_turns=sum(1 for t in turns if t.speaker == "agent"),
+        max_latency_ms=max_latency,
+        gaps=tuple(_gaps(turns, max_latency)),
+        overlaps=tuple(overlaps),
+        harmful=tuple(harmful),
+        keywords_found=tuple(kw for kw in required if kw.lower() in spoken),
+        keywords_missing=tuple(kw for kw in required if kw.lower() not in spoken),
+    )
 
 
 def score_voice_episode(
@@ -101,15 +176,8 @@ def score_voice_episode(
             },
             "raw": {"modality": "voice"},
         }
-    turns = [_normalise(t) for t in dialogue]
-    max_latency = int((budgets or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS))
-    turn_taking, barge_in = _overlaps(turns)
-    components = {
-        "latency": round(_latency(turns, max_latency), 6),
-        "turn_taking": round(turn_taking, 6),
-        "barge_in": round(barge_in, 6),
-        "content": round(_content(turns, required_content), 6),
-    }
+    facts = verifier_facts(dialogue, budgets=budgets, required_content=required_content)
+    components = facts.components()
     scalar = round(sum(components.values()) / len(components), 6)
     floors = {f"{name}_floor": value >= PASS_FLOOR for name, value in components.items()}
     floors_met = all(floors.values())
@@ -126,8 +194,8 @@ def score_voice_episode(
         },
         "raw": {
             "modality": "voice",
-            "turns": len(turns),
-            "max_latency_ms": max_latency,
+            "turns": facts.turns,
+            "max_latency_ms": facts.max_latency_ms,
             "floors_met": floors_met,
         },
     }

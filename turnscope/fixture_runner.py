@@ -9,8 +9,9 @@ fixture cannot run (a scenario but no agent, a failed call) is void and says why
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,12 @@ from turnscope.capture.file_source import FileSource
 from turnscope.errors import TurnscopeError
 from turnscope.scoring.bench import scored_row, void_row
 from turnscope.scoring.contract import Contract, Reference, load_reference
+from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.fixtures import Fixture, parse_fixture, resolve
 from turnscope.scoring.scorecard import TaskScores, outcome_dimensions
 from turnscope.scoring.transcript import load_dialogue
-from turnscope.scoring.wer import channel_texts, measure_wer
+from turnscope.scoring.verifier import verifier_facts
+from turnscope.scoring.wer import channel_texts
 
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
 
@@ -61,7 +64,7 @@ def _scores(
     row: dict[str, Any],
     wer: float | None,
     outcome: dict[str, Any] | None,
-    note: str = "",
+    exercised: Mapping[str, Exercise],
 ) -> TaskScores:
     dims = dict(row["result"].get("components") or {})
     if wer is not None:
@@ -69,7 +72,12 @@ def _scores(
     if fx.expect is not None and outcome is not None:
         dims.update(outcome_dimensions(fx.expect.model_dump(), outcome))
     return TaskScores(
-        str(task["id"]), list(fx.tags), row["verdict"], dims, row["evidence_class"], note
+        str(task["id"]),
+        list(fx.tags),
+        row["verdict"],
+        dims,
+        row["evidence_class"],
+        exercise={d: e.to_dict() for d, e in exercised.items()},
     )
 
 
@@ -142,12 +150,15 @@ async def run_fixture(
     )
     evidence = EVIDENCE[kind]
     if kind == "transcript":
+        # No audio, no ASR: there is no WER to measure (not a perfect 0.000).
         dialogue = load_dialogue(resolve(suite_path, fx.transcript or ""))
         row = scored_row(task, dialogue, evidence)
-        wer = None
-        if contract.reference is not None:
-            wer = measure_wer(contract.reference.texts, channel_texts(dialogue)).overall.wer
-        return FixtureRun(row, _scores(task, fx, row, wer, None))
+        facts = verifier_facts(
+            dialogue, budgets=contract.budgets, required_content=contract.required_content
+        )
+        return FixtureRun(
+            row, _scores(task, fx, row, None, None, exercise(facts, contract.planned))
+        )
     try:
         audio = audio or resolve(suite_path, fx.audio or "")
         if kind == "replay":
@@ -161,12 +172,12 @@ async def run_fixture(
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
             from turnscope.capture.scenario import load_scenario
             from turnscope.capture.webrtc_call import CallOptions
-            from turnscope.live_call import place_call
+            from turnscope.live_call import place_call, scenario_plan
 
             options = CallOptions(agent_url, loopback_only=loopback_only)
-            run, call, _ = await place_call(
-                options, load_scenario(audio), settings, contract, outdir, console=None
-            )
+            sc = load_scenario(audio)
+            contract = dataclasses.replace(contract, plan=scenario_plan(sc))
+            run, call, _ = await place_call(options, sc, settings, contract, outdir, console=None)
             outcome = call.info.details.get("reported_outcome")
             if call.info.degraded:
                 return _void(task, fx, kind, "degraded call: " + "; ".join(call.info.degraded))
@@ -176,7 +187,7 @@ async def run_fixture(
         return _void(task, fx, kind, f"{type(exc).__name__}: {exc}")
     row = scored_row(task, run.result.assembly.dialogue(), evidence)
     wer = run.outcome.wer.overall.wer if run.outcome.wer else None
-    return FixtureRun(row, _scores(task, fx, row, wer, outcome))
+    return FixtureRun(row, _scores(task, fx, row, wer, outcome, run.outcome.exercise))
 
 
 async def run_suite_fixtures(

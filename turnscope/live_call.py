@@ -23,14 +23,26 @@ from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.bundle import BundleIds, write_bundle
 from turnscope.scoring.continuity import continuity_report
 from turnscope.scoring.contract import Contract, Reference, contract_from_suite
+from turnscope.scoring.exercise import Plan
 
 LIVE_EVIDENCE = "live_lane"
+
+
+def scenario_plan(scenario: Scenario) -> Plan:
+    """The barge-ins and backchannels the scenario's caller will try."""
+    kinds = [line.kind for line in scenario.script if line.speaker == "caller"]
+    return Plan(
+        barge_ins=kinds.count("barge_in"),
+        backchannels=kinds.count("backchannel"),
+        source=f"scenario {scenario.name}",
+    )
 
 
 def scenario_contract(scenario: Scenario, reference: Reference | None = None) -> Contract:
     """The task contract a scenario carries (or names), with the caller's lines as the caller
     channel's WER reference (we know exactly what the caller said)."""
     task = task_contract(scenario) or {}
+    plan = scenario_plan(scenario)
     caller_text = " ".join(line.text for line in scenario.script if line.speaker == "caller")
     ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
     suite_path = suite_file(scenario)
@@ -43,11 +55,13 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
             suite=base.suite,
             suite_path=base.suite_path,
             reference=ref,
+            plan=plan,
         )
     return Contract(
         budgets=task.get("budgets") or None,
         required_content=task.get("required_content"),
         reference=ref,
+        plan=plan,
     )
 
 
@@ -140,7 +154,7 @@ async def place_call(
     )
     # espeak-ng off the event loop: other calls of this process may be live.
     lines = await offload(caller_lines, scenario)
-    caller = ScriptedCaller(scenario, call.caller_track, call.clock, call.hangup, lines)
+    caller = ScriptedCaller(scenario, call, lines)
     # Load the model before the call: importing and loading it mid-call would stall the event
     # loop, and with it the outgoing audio.
     transcriber = Transcriber(settings.asr, settings.confirm)
@@ -159,6 +173,7 @@ async def place_call(
     def extra() -> dict[str, Any]:
         doc = {
             "scenario": scenario.name,
+            "script": caller.report(),
             "caller_truth": caller.truth(),
             "call": {"end_reason": call.end_reason},
         }

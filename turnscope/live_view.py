@@ -76,8 +76,11 @@ class LiveView(Sink):
         self.speaking: dict[str, bool] = {CALLER: False, AGENT: False}
         self.position_ms = 0.0
         self._live: Live | None = None
+        self._info: SourceInfo | None = None
+        self._told: dict[str, int] = {}  # warnings and degraded reasons already printed
 
     def on_start(self, info: SourceInfo, settings: Settings) -> None:
+        self._info = info
         self.console.print(Text(f"turnscope: {info.description}", style="bold"))
         if self.console.is_terminal:
             self._live = Live(
@@ -96,16 +99,31 @@ class LiveView(Sink):
             t.append(" ".join(f"{k} {v:.2f}" for k, v in comps.items()), style="dim")
         return t
 
+    def _tell(self) -> None:
+        """Print what the source reported since the last look (an agent that did not greet, a
+        caller line that went unanswered, lost audio ...) the moment it is known."""
+        if self._info is None:
+            return
+        for kind, items, style in (
+            ("warning", self._info.warnings, "yellow"),
+            ("degraded", self._info.degraded, "bold red"),
+        ):
+            for text in items[self._told.get(kind, 0) :]:
+                self.console.print(Text(f"{_clock(self.position_ms)} {kind}: {text}", style=style))
+            self._told[kind] = len(items)
+
     def on_event(self, event: SpeechEvent) -> None:
         if isinstance(event, SpeechStart):
             self.speaking[event.channel] = True
         elif isinstance(event, SpeechStop):
             self.speaking[event.channel] = False
         self.position_ms = max(self.position_ms, getattr(event, "decided_ms", 0.0))
+        self._tell()
         if self._live:
             self._live.update(self._status())
 
     def on_update(self, update: TurnUpdate) -> None:
+        self._tell()
         for turn in sorted(update.new_final, key=lambda t: t.start_ms):
             turns = update.assembly.turns
             before = [t for t in turns if t.start_ms < turn.start_ms]
@@ -122,6 +140,7 @@ class LiveView(Sink):
             self._live.update(self._status())
 
     def on_finish(self, result: PipelineResult) -> None:
+        self._tell()
         if self._live:
             self._live.stop()
             self._live = None

@@ -68,7 +68,18 @@ class PipelineResult:
     asr_compute_s: float
     events: int
     gaps_ms: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # the pipeline's own warnings
+
+    @property
+    def warnings(self) -> list[str]:
+        """The source's warnings (a live call's, up to the moment this is read) and the
+        pipeline's own."""
+        return [*self.info.warnings, *self.findings]
+
+    @property
+    def degraded(self) -> list[str]:
+        """Why the evidence is incomplete (the source says, up to the moment this is read)."""
+        return list(self.info.degraded)
 
     @property
     def realtime_factor(self) -> float:
@@ -213,10 +224,11 @@ async def run_pipeline(
     run.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in run.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in run.endpointers.items()}
-    warnings = list(source.info.warnings)
-    for ch in CHANNELS:
-        if not any(h.channel == ch for h in run.heard):
-            warnings.append(f"no speech found on the {ch} channel")
+    findings = [
+        f"no speech found on the {ch} channel"
+        for ch in CHANNELS
+        if not any(h.channel == ch for h in run.heard)
+    ]
     result = PipelineResult(
         assembly=run.assembly,
         heard=sorted(run.heard, key=lambda h: (h.start_ms, h.channel)),
@@ -227,7 +239,7 @@ async def run_pipeline(
         asr_compute_s=sum(h.transcription.asr_ms for h in run.heard) / 1000.0,
         events=run.events,
         gaps_ms=gaps,
-        warnings=warnings,
+        findings=findings,
     )
     for s in run.sinks:
         s.on_finish(result)

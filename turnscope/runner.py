@@ -147,6 +147,7 @@ def write_run_bundle(
         [b.to_dict() for b in a.backchannels],
         [[(s.start_ms, s.end_ms) for s in t.spans] for t in a.turns if t.speaker == "agent"],
         degraded_reasons=degraded,
+        warnings=result.warnings,
         thresholds=ContinuityThresholds.from_task(task),
     ).to_dict()
     producer = producer_metadata(result)

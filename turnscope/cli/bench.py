@@ -17,6 +17,7 @@ from turnscope.errors import InputError
 from turnscope.fixture_runner import run_suite_fixtures
 from turnscope.jsonio import write_json
 from turnscope.scoring.bench import BenchError, bench_result, check_evidence_class, run_bench
+from turnscope.scoring.exercise import task_exercise
 from turnscope.scoring.fixtures import parse_fixture
 from turnscope.scoring.scorecard import scorecard
 from turnscope.scoring.suite import load_suite
@@ -97,7 +98,13 @@ def bench(
 
         out.print_json(json.dumps(result))
     else:
-        out.print(bench_table(result))
+        tasks = {str(t["id"]): t for t in data["tasks"]}
+        seen = {
+            tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], dialogue).items()}
+            for tid, dialogue in submission.items()
+            if tid in tasks
+        }
+        out.print(bench_table(result, seen))
         if output is not None:
             out.print(f"wrote {output}")
     agg = result["aggregate"]
@@ -161,7 +168,7 @@ def run_fixtures(
     )
     write_json(card_path, card)
     card_path.with_suffix(".html").write_text(scorecard_html(card), encoding="utf-8")
-    out.print(bench_table(result))
+    out.print(bench_table(result, {r.scores.task_id: r.scores.exercise for r in results}))
     out.print(scorecard_table(card))
     for r in results:
         if r.scores.verdict == "void":

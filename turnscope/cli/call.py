@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,7 +16,7 @@ from turnscope.capture.signaling import CallSetupError
 from turnscope.capture.webrtc_call import CallOptions
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions
-from turnscope.cli.render import verdict_table
+from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 from turnscope.live_call import place_call, scenario_contract, write_setup_failure
 from turnscope.runner import RunOutput
@@ -39,11 +40,20 @@ def parse_headers(pairs: list[str], bearer_env: str | None) -> dict[str, str]:
     return headers
 
 
-def report(run: RunOutput, degraded: list[str]) -> int:
-    """Print the verdict and how the call ended; the exit code."""
+def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = None) -> int:
+    """Print the verdict, what the script exercised and how the call ended; the exit code."""
     for w in run.result.warnings:
         warn_line(w)
-    out.print(verdict_table(run.outcome.verifier, title="verdict"))
+    out.print(outcome_table(run.outcome))
+    if script is not None:
+        planned = [
+            f"{script[k]['exercised']} of {script[k]['planned']} planned {k.replace('_', '-')} "
+            "exercised"
+            for k in ("barge_ins", "backchannels")
+            if script[k]["planned"]
+        ]
+        if planned:
+            out.print("; ".join(planned))
     r = run.result
     out.print(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
@@ -177,19 +187,19 @@ def run_call(
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     contract = scenario_contract(sc)
 
-    async def go() -> tuple[RunOutput, list[str]]:
-        run, call, _caller = await place_call(
+    async def go() -> tuple[RunOutput, list[str], dict[str, Any]]:
+        run, call, caller = await place_call(
             options, sc, settings, contract, outdir, console=None if quiet else out
         )
-        return run, list(call.info.degraded)
+        return run, list(call.info.degraded), caller.report()
 
     try:
-        run, degraded = asyncio.run(go())
+        run, degraded, script = asyncio.run(go())
     except CallSetupError as exc:
         write_setup_failure(outdir, options, str(exc))
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
         return CALL_FAILED
-    return report(run, degraded)
+    return report(run, degraded, script)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# Off a terminal (CI logs, pipes) rich would cut tables to 80 columns ("adversar…"): print whole
+# names there, unless COLUMNS says otherwise.
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200
+out = Console(highlight=False, width=_WIDTH)
+err = Console(stderr=True, highlight=False, width=_WIDTH)
 
 
 def fail_line(message: str) -> None:

@@ -39,22 +39,22 @@ def demo(
         options = CallOptions(base + path, signaling=signaling, loopback_only=True)  # type: ignore[arg-type]
         out.print(f"reference agent listening on {base}; calling it ({signaling})")
         try:
-            run, call, _ = await place_call(
+            run, call, caller = await place_call(
                 options, sc, settings, scenario_contract(sc), outdir, console=None if quiet else out
             )
             finished = await server.wait_finished(1)
             if finished:
                 write_json(outdir / "agent_truth.json", finished[0])
-            return run, list(call.info.degraded)
+            return run, list(call.info.degraded), caller.report()
         finally:
             await server.stop()
 
     try:
-        run, degraded = asyncio.run(go())
+        run, degraded, script = asyncio.run(go())
     except CallSetupError as exc:
         fail_line(f"the demo call could not be set up: {exc}")
         return CALL_FAILED
-    return report(run, degraded)
+    return report(run, degraded, script)
 
 
 def register(app: typer.Typer) -> None:

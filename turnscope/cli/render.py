@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from turnscope.scoring.exercise import NOT_EXERCISED, Exercise
+from turnscope.scoring.outcome import Outcome
 from turnscope.scoring.verifier import COMPONENTS, PASS_FLOOR, failed_floors
 
 
@@ -16,33 +18,69 @@ def _verdict_text(passed: bool) -> Text:
     return Text("PASS", style="bold green") if passed else Text("FAIL", style="bold red")
 
 
-def verdict_table(scored: Mapping[str, Any], *, title: str = "verdict") -> Group:
-    """The four sub-scores with their floors, then the verdict and the failing floors."""
+def verdict_table(
+    scored: Mapping[str, Any],
+    *,
+    title: str = "verdict",
+    exercise: Mapping[str, Exercise] | None = None,
+    failures: Sequence[str] = (),
+) -> Group:
+    """The four sub-scores with their floors, what the call did not exercise, then the verdict,
+    the failing floors and any other reason it failed."""
     result = scored["result"]
     table = Table(title=title, title_justify="left")
     table.add_column("dimension")
     table.add_column("score", justify="right")
     table.add_column(f"floor {PASS_FLOOR}")
     components = result.get("components") or {}
+    unexercised = []
     for name in COMPONENTS:
         if name not in components:
             continue
         ok = result["pass_fail"].get(f"{name}_floor")
-        table.add_row(name, f"{components[name]:.3f}", "met" if ok else Text("FAILED", "red"))
-    passed = bool(result["pass_fail"].get("voice"))
+        evidence = (exercise or {}).get(name)
+        note = evidence.note() if evidence else ""
+        if evidence is not None and not evidence.exercised:
+            unexercised.append(name)
+            cell: Text | str = Text(note, "yellow")
+        elif not ok:
+            cell = Text("FAILED" + (f" ({note})" if note else ""), "red")
+        else:
+            cell = "met" + (f" ({note})" if note else "")
+        table.add_row(name, f"{components[name]:.3f}", cell)
+    passed = bool(result["pass_fail"].get("voice")) and not failures
     failed = failed_floors(result)
     line = Text.assemble(
         "verdict: ",
         _verdict_text(passed),
         f"  scalar {result['scalar']:.3f}",
         f"  failed floor: {', '.join(failed)}" if failed else "",
-        f"  ({result['explanation']})",
+        f"  ({'; '.join(failures) if failures else result['explanation']})",
     )
+    if passed and unexercised:
+        line.append(f"  not exercised: {', '.join(unexercised)}", style="yellow")
     return Group(table, line)
 
 
-def bench_table(result: Mapping[str, Any]) -> Group:
-    """One row per task and the aggregate line."""
+def outcome_table(outcome: Outcome, *, title: str = "verdict") -> Group:
+    """``verdict_table`` of an outcome: its verifier result, exercise and failures."""
+    return verdict_table(
+        outcome.verifier, title=title, exercise=outcome.exercise, failures=outcome.failures
+    )
+
+
+def _cell(value: float | None, note: str = "") -> Text | str:
+    if note:
+        return Text(note, "yellow")
+    return "-" if value is None else f"{value:.3f}"
+
+
+def bench_table(
+    result: Mapping[str, Any],
+    exercise: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> Group:
+    """One row per task and the aggregate line; a dimension a task did not exercise (its
+    ``exercise`` entry, {task_id: {dim: Exercise.to_dict()}}) reads "not exercised"."""
     table = Table(
         title=f"{result['dataset_name']} v{result['dataset_version']}", title_justify="left"
     )
@@ -53,7 +91,14 @@ def bench_table(result: Mapping[str, Any]) -> Group:
     table.add_column("evidence")
     for row in result["per_task"]:
         comps = row["result"].get("components") or {}
-        cells = [f"{comps[n]:.3f}" if n in comps else "-" for n in COMPONENTS]
+        seen = (exercise or {}).get(row["task_id"]) or {}
+        cells = [
+            _cell(
+                comps.get(n),
+                NOT_EXERCISED if n in comps and seen.get(n, {}).get("exercised") is False else "",
+            )
+            for n in COMPONENTS
+        ]
         verdict = row["verdict"]
         style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
         table.add_row(row["task_id"], *cells, Text(verdict, style), row["evidence_class"])
@@ -63,6 +108,20 @@ def bench_table(result: Mapping[str, Any]) -> Group:
         f"pass_rate {agg['pass_rate']:.3f}, mean_score {agg['mean_score']:.3f}"
     )
     return Group(table, line)
+
+
+def scorecard_note(card: Mapping[str, Any], tag: str, dim: str) -> str:
+    """What a scorecard cell says instead of a number: "not measured" (WER without ASR),
+    "not exercised" (no task of the tag exercised the dimension), or nothing."""
+    row = card["tags"][tag]
+    if dim not in row:
+        return "not measured" if dim == "wer" else ""
+    ex = (card.get("exercise") or {}).get(tag, {}).get(dim)
+    if ex and ex.get("tasks") and not ex.get("exercised"):
+        return NOT_EXERCISED
+    if ex and ex.get("missed"):
+        return f"{row[dim]:.3f}, {NOT_EXERCISED} in {len(ex['missed'])}"
+    return ""
 
 
 def scorecard_table(card: Mapping[str, Any]) -> Table:
@@ -77,7 +136,7 @@ def scorecard_table(card: Mapping[str, Any]) -> Table:
         )
     for tag, row in card["tags"].items():
         c = card["counts"][tag]
-        cells = [f"{row[d]:.3f}" if d in row else "-" for d in dims]
+        cells = [_cell(row.get(d), scorecard_note(card, tag, d)) for d in dims]
         table.add_row(tag, f"{c['scored']}/{c['void']}", *cells)
     return table
 
@@ -98,11 +157,10 @@ def scorecard_html(card: Mapping[str, Any]) -> str:
                 (d in card.get("lower_is_better", []) and v > 0.5)
                 or (d not in card.get("lower_is_better", []) and v < 0.75)
             )
-            cells.append(
-                f"<td class='{'bad' if bad else 'ok'}'>"
-                + ("-" if v is None else f"{v:.3f}")
-                + "</td>"
-            )
+            note = scorecard_note(card, tag, d)
+            cls = "note" if note else "bad" if bad else "ok"
+            text = note or ("-" if v is None else f"{v:.3f}")
+            cells.append(f"<td class='{cls}'>{escape(text)}</td>")
         rows.append(
             f"<tr><th>{escape(tag)}</th><td>{c['scored']}/{c['void']}</td>"
             + "".join(cells)
@@ -113,7 +171,7 @@ def scorecard_html(card: Mapping[str, Any]) -> str:
         "<!doctype html><meta charset='utf-8'><title>turnscope scorecard</title>"
         "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
-        ".bad{background:#fdd}.ok{background:#efe}</style>"
+        ".bad{background:#fdd}.ok{background:#efe}.note{background:#fff7e0}</style>"
         f"<h1>Scorecard: {name}</h1><table><tr><th>tag</th><th>scored/void</th>{head}</tr>"
         + "".join(rows)
         + "</table><p>WER: lower is better. Floors: 0.75 (WER ceiling 0.5).</p>"

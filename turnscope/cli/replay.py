@@ -11,7 +11,7 @@ import typer
 from turnscope.capture.file_source import FileSource
 from turnscope.cli.console import out, warn_line
 from turnscope.cli.options import PipelineOptions
-from turnscope.cli.render import verdict_table
+from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 from turnscope.runner import run_and_record
 from turnscope.scoring.contract import resolve_contract
@@ -96,7 +96,7 @@ def replay(
     )
     for w in run.result.warnings:
         warn_line(w)
-    out.print(verdict_table(run.outcome.verifier, title="verdict"))
+    out.print(outcome_table(run.outcome))
     if run.outcome.wer is not None:
         w = run.outcome.wer
         parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]

@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import out
-from turnscope.cli.render import verdict_table
+from turnscope.cli.render import outcome_table
+from turnscope.scoring.contract import Contract
+from turnscope.scoring.outcome import score_outcome
 from turnscope.scoring.transcript import load_dialogue
-from turnscope.scoring.verifier import score_voice_episode
 
 
 def score(
@@ -28,12 +29,13 @@ def score(
     """Print the four sub-scores, the verdict and any failed floor; exit 1 on a failed verdict."""
     dialogue = load_dialogue(transcript)
     budgets = {"max_latency_ms": max_latency_ms} if max_latency_ms is not None else None
-    scored = score_voice_episode(dialogue, budgets=budgets, required_content=require or None)
+    contract = Contract(budgets=budgets, required_content=list(require) or None)
+    outcome = score_outcome(dialogue, contract, evidence_class="local_gate")
     if as_json:
-        out.print_json(json.dumps(scored))
+        out.print_json(json.dumps(outcome.verifier))
     else:
-        out.print(verdict_table(scored, title=str(transcript)))
-    return 0 if scored["result"]["pass_fail"].get("voice") else 1
+        out.print(outcome_table(outcome, title=str(transcript)))
+    return 0 if outcome.passed else 1
 
 
 def register(app: typer.Typer) -> None:
