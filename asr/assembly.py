@@ -13,9 +13,11 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    the other party began speaking in a silence between two utterances of this speaker, or spoke
    during this turn and finished before this speaker's next utterance, or (inside one utterance)
    it began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
-   only after the other party finished. So an agent that stops for a barge-in and then answers
-   gives two agent turns; an agent that talks through "uh-huh", and a caller who pauses for
-   breath while the agent talks over them, keep one turn each.
+   only after the other party finished, or it began during this turn and had finished when this
+   speaker paused for ``answer_pause_ms`` or more. So an agent that stops for a barge-in and
+   then answers gives two agent turns, and so does one that talks through "wait" and answers it
+   after a pause; an agent that talks through "uh-huh" (a backchannel takes no floor), and a
+   caller who pauses for breath while the agent talks over them, keep one turn each.
 4. Barge-in: a caller turn that starts while an agent turn is in progress has ``interrupt: true``.
    An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
    agent talking over the caller).
@@ -243,10 +245,14 @@ def _group_turns(
             # speaker resumed (an agent that talked through "no, hold on" and then answers it).
             # Inside one utterance (a breath pause) it only does if this speaker waited for it
             # to finish and had stopped within yield_split_ms of its start.
+            # Inside one utterance, a pause of answer_pause_ms or more after the other party
+            # finished is an answer to it (an agent that talked through "wait", then answered).
             between = piece.heard is not current[-1].heard
+            answer_pause = gap_end - gap_start >= cfg.answer_pause_ms > 0
             floor_changed = any(
                 (between and (o.start_ms >= gap_start or o.end_ms <= gap_end))
                 or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
+                or (answer_pause and o.end_ms <= gap_end)
                 for o in other_floor.starting_in(turn_start, gap_end)
             )
             if gap_end - gap_start <= cfg.merge_gap_ms and not floor_changed:

@@ -373,7 +373,11 @@ class ScriptedCaller(Sink):
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;
         what the line was spoken as."""
         what = "barge-in" if line.kind == "barge_in" else "backchannel"
-        speech = await self._agent_turn(last_end, self.scenario.caller.reply_timeout_ms, rec)
+        # The agent's current turn: the utterance it is in (a second backchannel into the same
+        # line counts from the same start), else the next one it starts.
+        speech = next((s for s in self.agent if s.decided_ms is None), None)
+        if speech is None:
+            speech = await self._agent_turn(last_end, self.scenario.caller.reply_timeout_ms, rec)
         if speech is None:
             self._warn(
                 f"script[{index}] {_quote(line.text)}: planned as a {what}, but the agent did "

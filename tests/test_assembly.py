@@ -242,6 +242,24 @@ def test_agent_answering_a_barge_in_it_talked_through_starts_a_new_turn():
     assert [t.speaker for t in assemble(items, CFG).turns] == ["agent"]
 
 
+@pytest.mark.parametrize(("pause_ms", "turns"), [(600, 2), (400, 2), (330, 1)])
+def test_an_answer_after_a_talk_through_inside_one_utterance(pause_ms, turns):
+    # A real agent (libwebrtc, in a browser) ignored "wait", finished its sentence, paused
+    # 600 ms and said "Yes, go ahead.": one utterance (the pause is shorter than end-of-turn),
+    # which must still be two agent turns; a pause between sentences (330 ms) stays inside.
+    items = [
+        caller([(0, 1000)], "I would like a refund."),
+        agent(
+            [(1500, 4500), (4500 + pause_ms, 5500 + pause_ms)],
+            "Our policy gives you thirty days. Yes, go ahead.",
+        ),
+        caller([(2500, 2900)], "wait"),
+    ]
+    got = [(sp, i) for sp, _, _, _, i in shape(assemble(items, CFG))]
+    expected = [("caller", False), ("agent", False), ("caller", True)]
+    assert got == expected + [("agent", False)] * (turns - 1)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("And Mm-hmm.", True), ("So yeah.", True), ("And", False), ("And wait.", False)],
