@@ -25,13 +25,16 @@ reply puts in (replies are padded to whole 40 ms transport chunks, so the count 
 pipecat's BotStarted/StoppedSpeakingFrame are logged too (`bot_started_speaking`,
 `bot_stopped_speaking`), for comparison: they are the output transport's own notion of speech.
 
-Records: {"event": "reply", "index", "text", "kind", "start_monotonic", "end_monotonic",
-"interrupted", "audio_ms", "played_ms", "session"} where start/end are the first and last voiced
-sample (end = one sample period past the last voiced sample written), audio_ms the reply's voiced
-length and played_ms how much of it went out; "reply_dropped" for a reply pipecat discarded
-before any of it was played; "user_started_speaking", "user_stopped_speaking", "interruption",
-"client_connected", "client_disconnected", "bot_started_speaking", "bot_stopped_speaking",
-"offer_refused", "die" with "monotonic"; a "config" record first.
+Records: {"event": "reply", "index", "kind", "text", "silent", "start_monotonic",
+"end_monotonic", "interrupted", "cause", "audio_ms", "played_ms", "session"}: start is when the
+reply's first (voiced) sample was handed to aiortc, end one sample period past the last voiced
+sample handed over; audio_ms is the reply's voiced length, played_ms how much of it went out;
+interrupted says it was cut short, cause by what ("interruption": pipecat's barge-in handling,
+"disconnect": the call ended). "reply_dropped" is a reply discarded before any of it played.
+"user_started_speaking", "user_stopped_speaking" (pipecat's turn decisions, as the reply logic
+receives them), "interruption", "client_connected", "client_disconnected",
+"bot_started_speaking", "bot_stopped_speaking", "offer_refused" and "die" carry "monotonic"; a
+"config" record comes first. "session" is the peer connection's id.
 
 Prints exactly one line to stdout, `pipecat bot ready on http://127.0.0.1:PORT/api/offer`, once
 the server accepts connections; everything else (pipecat's and uvicorn's logs, the runner's
@@ -58,7 +61,12 @@ os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["DO_NOT_TRACK"] = "1"
-os.environ.setdefault("PIPECAT_ICE_SERVERS", "")
+# No STUN/TURN whatever the environment says (the runner reads PIPECAT_ICE_SERVERS).
+os.environ["PIPECAT_ICE_SERVERS"] = ""
+# pipecat's runner calls load_dotenv(override=True) on import, which finds a .env in any folder
+# above the installed pipecat (.venv-pipecat's parents: the repo, its parents) and lets it
+# override the environment; the bot's environment is the launcher's alone.
+os.environ["PYTHON_DOTENV_DISABLED"] = "1"
 # The one line on stdout is ours; pipecat's runner prints its banner with print().
 _STDOUT = sys.stdout
 sys.stdout = sys.stderr
@@ -130,26 +138,43 @@ TRANSPORT_CHUNKS = 4  # TransportParams.audio_out_10ms_chunks (default): 40 ms p
 VOICE = "en-gb"
 SENTENCE_PAUSE_MS = 400
 DOUBLE_PAUSE_MS = 700
+# From pushing a TTSSpeakFrame to its first sample leaving the track: the frame's way through
+# the TTS service and the output transport, then the wait for the track's next 10 ms tick
+# (measured 4-9 ms, median 6.5). Taken off --latency-ms so the knob is what the truth log shows.
+PIPELINE_MS = 6.0
 
 GREETING = "Hello, thanks for calling. How can I help you today?"
 SHORT = "Sure, I can help with that."
 LONG = (
-    "Let me walk you through it.",
-    "First, I will look up your account and check your recent orders.",
-    "Then I will confirm the delivery details with you, one by one.",
-    "Finally, I will send a short summary to the email address on file.",
+    "Let me explain how it works.",
+    "First, I look up your account.",
+    "Then I check your recent orders.",
+    "Finally, I send you a summary by email.",
 )
 DOUBLE = ("Okay, let me check that for you.", "Alright, it is all done now.")
 GO_AHEAD = "Yes, go ahead."
-NONSTOP = " ".join(LONG) + " " + " ".join(DOUBLE)
+# One long line without pauses, looped back to back for the whole call in --mode nonstop.
+NONSTOP = " ".join(
+    (
+        "Our refund policy gives you thirty days to send any item back for a full refund.",
+        "The item should be unused and in its original packaging, with the receipt.",
+        "Once it reaches our warehouse we check it and refund the price to your card.",
+    )
+)
 
-# Silero VAD settings that catch a short "wait" (see --vad-* help and the module's tests):
-# pipecat's defaults (start 0.2 s, confidence 0.7, min volume 0.6) need 0.2 s of 32 ms windows
-# that all score above the confidence, which a 0.37 s espeak-ng "wait" often does not give.
+# Silero VAD settings that catch a short "wait". pipecat's defaults (VADParams: start_secs 0.2,
+# confidence 0.7, min_volume 0.6) miss about half of espeak-ng's 0.37 s "wait" (en-us) and every
+# faster one: the word must hold 0.2 s of 32 ms windows that are all above the confidence AND above
+# min_volume, and the volume is a 0.4 s rolling loudness smoothed with weight 0.2 per window, so
+# it climbs past 0.6 only near the end of a short word (when it is detected at all, ~360 ms in).
+# The confidence is not what misses it (0.5 or 0.7 make no difference); the volume gate is.
+# Measured with pipecat's SileroVADAnalyzer on espeak-ng "wait" in five voices/rates (0.29-0.39
+# s), 40 placements each: defaults 0-22/40 (en-us 18/40); start 0.1 s + min_volume 0.3 40/40 in
+# every voice, detected ~150 ms after the word starts. Confidence stays pipecat's 0.7.
 VAD_START_SECS = 0.1
 VAD_STOP_SECS = 0.2
-VAD_CONFIDENCE = 0.5
-VAD_MIN_VOLUME = 0.6
+VAD_CONFIDENCE = 0.7
+VAD_MIN_VOLUME = 0.3
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,10 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="normal",
     )
     p.add_argument("--die-after-s", type=float, default=5.0)
-    p.add_argument("--vad-start-secs", type=float, default=VAD_START_SECS)
-    p.add_argument("--vad-stop-secs", type=float, default=VAD_STOP_SECS)
-    p.add_argument("--vad-confidence", type=float, default=VAD_CONFIDENCE)
-    p.add_argument("--vad-min-volume", type=float, default=VAD_MIN_VOLUME)
+    vad = "pipecat's VADParams (the bot's defaults catch a short 'wait'; pipecat's own: "
+    p.add_argument("--vad-start-secs", type=float, default=VAD_START_SECS, help=vad + "0.2)")
+    p.add_argument("--vad-stop-secs", type=float, default=VAD_STOP_SECS, help=vad + "0.2)")
+    p.add_argument("--vad-confidence", type=float, default=VAD_CONFIDENCE, help=vad + "0.7)")
+    p.add_argument("--vad-min-volume", type=float, default=VAD_MIN_VOLUME, help=vad + "0.6)")
     p.add_argument(
         "--user-speech-timeout",
         type=float,
@@ -201,6 +227,8 @@ def _runner_argv(argv: list[str]) -> list[str]:
             host = a.split("=", 1)[1]
         if host is not None and host != "127.0.0.1":
             raise SystemExit("pipecat_bot: the bot serves on 127.0.0.1 only")
+    if any(a == "--ice-servers" or a.startswith("--ice-servers=") for a in argv):
+        raise SystemExit("pipecat_bot: no ICE servers: every candidate stays on 127.0.0.1")
     if not any(a == "--host" or a.startswith("--host=") for a in argv):
         argv += ["--host", "127.0.0.1"]
     if not any(a in ("-t", "--transport") or a.startswith("--transport=") for a in argv):
@@ -409,10 +437,17 @@ class ReplyLedger:
             pending = [r for r in cut if not r.finished]
             for r in pending:
                 if r.chunks_played >= r.chunks_added:
-                    self._finish(r, interrupted=True)
+                    self._finish(r, interrupted=True, cause="interruption")
             if all(r.finished for r in cut):
                 return
             await asyncio.sleep(0.05)
+
+    def close(self) -> None:
+        """The call is over: whatever is unfinished was cut off by the hang-up."""
+        for r in self.replies:
+            if not r.finished:
+                r.cut = True
+                self._finish(r, interrupted=True, cause="disconnect")
 
     def _on_audio_added(self, chunks: int) -> None:
         while self._adding and (
@@ -447,7 +482,7 @@ class ReplyLedger:
         if r.chunks_played >= r.chunks_total:
             self._finish(r, interrupted=False)
 
-    def _finish(self, r: Reply, *, interrupted: bool) -> None:
+    def _finish(self, r: Reply, *, interrupted: bool, cause: str | None = None) -> None:
         r.finished = True
         if r.start is None:
             self.truth.write(
@@ -455,6 +490,7 @@ class ReplyLedger:
                 index=r.index,
                 kind=r.kind,
                 text=r.speech.text,
+                cause=cause,
                 session=self.session,
                 monotonic=time.monotonic(),
             )
@@ -465,6 +501,7 @@ class ReplyLedger:
             played = r.voiced_sent
             spc = OUT_RATE * CHUNK_MS // 1000
             end = r.voiced_pop + (played - (played - 1) // spc * spc) / OUT_RATE
+            cut = interrupted and played < r.speech.voiced
             self.truth.write(
                 "reply",
                 index=r.index,
@@ -473,7 +510,8 @@ class ReplyLedger:
                 silent=r.silent,
                 start_monotonic=r.start,
                 end_monotonic=end,
-                interrupted=interrupted and played < r.speech.voiced,
+                interrupted=cut,
+                cause=cause if cut else None,
                 audio_ms=round(r.speech.voiced * 1000 / OUT_RATE, 1),
                 played_ms=round(played * 1000 / OUT_RATE, 1),
                 session=self.session,
@@ -596,7 +634,7 @@ class CannedReplies(FrameProcessor):
         self._task = self.create_task(self._reply())
 
     async def _sleep_latency(self) -> None:
-        await asyncio.sleep(max(0.0, self.args.latency_ms / 1000))
+        await asyncio.sleep(max(0.0, (self.args.latency_ms - PIPELINE_MS) / 1000))
 
     async def _reply(self) -> None:
         await self._sleep_latency()
@@ -749,6 +787,8 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
     @transport.event_handler("on_client_disconnected")
     async def on_client_disconnected(transport, client):
         TRUTH.mark("client_disconnected", session=session)
+        if replies.ledger is not None:
+            replies.ledger.close()
         await worker.cancel()
 
     runner = WorkerRunner(handle_sigint=False, handle_sigterm=False)
@@ -757,6 +797,8 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
         await runner.run()
     finally:
         WORKERS.discard(worker)
+        if replies.ledger is not None:
+            replies.ledger.close()
 
 
 def _die() -> None:
