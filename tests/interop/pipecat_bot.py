@@ -36,6 +36,27 @@ receives them), "interruption", "client_connected", "client_disconnected",
 "bot_started_speaking", "bot_stopped_speaking", "offer_refused" and "die" carry "monotonic"; a
 "config" record comes first. "session" is the peer connection's id.
 
+Knobs (`--help`): --latency-ms (pipecat's user-stopped-speaking to the reply's first sample);
+--greeting/--no-greeting (a first line when the client connects); --reply short (one sentence,
+1.6 s), long (four sentences, 400 ms apart, 8.2 s), double (two replies 700 ms apart);
+--ignore-barge-ins (interruptions off: the caller's speech does not cut the bot, and a caller turn
+begun while it talks is dropped) and with it --answer-barge-ins (that turn is answered "Yes, go
+ahead." once the bot has finished, after the latency); --mode normal, mute (never speaks: only the
+track's idle silence), silence (every line replaced by digital silence of its length, logged as
+replies with "silent": true), nonstop (talks from the connection on, one long line looped back to
+back; a barge-in stops it and it resumes after the caller's turn), die-after (os._exit
+--die-after-s after the first client connects), refuse (POST /api/offer answers HTTP 500);
+--vad-start-secs/--vad-stop-secs/--vad-confidence/--vad-min-volume (Silero VADParams, defaults
+below) and --user-speech-timeout (the stop strategy's wait, pipecat's 0.6 s).
+
+Measured against turnscope's agent turns on loopback (2026-12-01): after removing the constant
+one-way delay (108-111 ms, mostly aiortc's receive jitter buffer), reply starts and ends agree to
+2.6 ms median, 3.3 ms p95, 3.8 ms max (20 boundaries, 5 calls); a reply that starts within the
+first second of the call is placed up to 23 ms early by the caller (its one-way delay is not yet
+the steady one). BotStartedSpeakingFrame comes 1-18 ms before the first sample leaves,
+BotStoppedSpeakingFrame within -4..+17 ms of the last one, and 12-46 ms before it on an
+interruption (the frame in flight still plays).
+
 Prints exactly one line to stdout, `pipecat bot ready on http://127.0.0.1:PORT/api/offer`, once
 the server accepts connections; everything else (pipecat's and uvicorn's logs, the runner's
 banner) goes to stderr. Runs until SIGTERM/SIGINT, which also end live calls (the runner's
