@@ -14,7 +14,9 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    during this turn and finished before this speaker's next utterance, or (inside one utterance)
    it began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
    only after the other party finished, or it began during this turn and had finished when this
-   speaker paused for ``answer_pause_ms`` or more. So an agent that stops for a barge-in and
+   speaker made an answer pause (at least ``answer_pause_ms``, and ``answer_margin_ms`` longer
+   than the utterance's other pauses: an agent's pauses between its own sentences are regular,
+   the pause before it answers what it talked through is not). So an agent that stops for a barge-in and
    then answers gives two agent turns, and so does one that talks through "wait" and answers it
    after a pause; an agent that talks through "uh-huh" (a backchannel takes no floor), and a
    caller who pauses for breath while the agent talks over them, keep one turn each.
@@ -27,7 +29,9 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -245,10 +249,8 @@ def _group_turns(
             # speaker resumed (an agent that talked through "no, hold on" and then answers it).
             # Inside one utterance (a breath pause) it only does if this speaker waited for it
             # to finish and had stopped within yield_split_ms of its start.
-            # Inside one utterance, a pause of answer_pause_ms or more after the other party
-            # finished is an answer to it (an agent that talked through "wait", then answered).
             between = piece.heard is not current[-1].heard
-            answer_pause = gap_end - gap_start >= cfg.answer_pause_ms > 0
+            answer_pause = not between and _answer_pause(piece, cfg)
             floor_changed = any(
                 (between and (o.start_ms >= gap_start or o.end_ms <= gap_end))
                 or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
@@ -260,6 +262,20 @@ def _group_turns(
                 continue
         groups.append([piece])
     return groups
+
+
+def _answer_pause(piece: _Piece, cfg: AssemblySettings) -> bool:
+    """The pause before ``piece`` (inside one utterance) is long enough to be an answer: at
+    least ``answer_pause_ms``, and ``answer_margin_ms`` longer than the utterance's other pauses
+    (their median), so an agent's own regular pauses between sentences do not count."""
+    spans = piece.heard.spans
+    pauses = [b.start_ms - a.end_ms for a, b in itertools.pairwise(spans)]
+    k = piece.span_index - 1
+    if cfg.answer_pause_ms <= 0 or k < 0:
+        return False
+    others = pauses[:k] + pauses[k + 1 :]
+    typical = statistics.median(others) if others else 0.0
+    return pauses[k] >= max(cfg.answer_pause_ms, typical + cfg.answer_margin_ms)
 
 
 def _nearest_span(spans: Sequence[Span], word: Word) -> int:

@@ -75,6 +75,7 @@ class AssemblySettings(_Strict):
     merge_gap_ms: int = Field(ge=0)
     yield_split_ms: int = Field(ge=0)
     answer_pause_ms: int = Field(default=0, ge=0)
+    answer_margin_ms: int = Field(default=0, ge=0)
     backchannel_max_ms: int = Field(ge=0)
     backchannel_max_words: int = Field(ge=0)
     backchannel_words: tuple[str, ...]

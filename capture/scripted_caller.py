@@ -168,7 +168,8 @@ class ScriptedCaller(Sink):
     def on_finish(self, result: PipelineResult) -> None:
         # The call may end from the agent's side (it hung up, died, went silent) mid-script.
         if self._task is not None and not self._task.done():
-            self._task.cancel()
+            self._task.cancel()  # (or it is hanging up, the script done)
+        if self.finished_reason is None:
             end = getattr(self.call, "end_reason", None) or "the call ended"
             self.finished_reason = f"the call ended before the script did ({end})"
         self._conclude()
@@ -263,6 +264,14 @@ class ScriptedCaller(Sink):
             self.timed_out = True
             self.finished_reason = f"scenario timed out after {spec.timeout_s:g} s"
             self._warn(self._timeout_line())
+            talking = next((s for s in self.agent if s.decided_ms is None), None)
+            now = self.clock.now_ms()
+            if talking is not None and now - talking.start_ms > spec.reply_timeout_ms:
+                self._nonstop = True
+                self.call.info.degraded.append(
+                    f"the agent talked without a pause from {talking.start_ms / 1000:.1f} s "
+                    "until the call's timeout; the caller could not take its turns as planned"
+                )
         self._conclude()
         await self.call.hangup(self.finished_reason)
 

@@ -260,6 +260,27 @@ def test_an_answer_after_a_talk_through_inside_one_utterance(pause_ms, turns):
     assert got == expected + [("agent", False)] * (turns - 1)
 
 
+@pytest.mark.parametrize(("answer_pause_ms", "turns"), [(650, 2), (395, 1), (320, 1)])
+def test_regular_sentence_pauses_are_not_answers(answer_pause_ms, turns):
+    # The pipecat bot's long reply pauses 395 ms between every sentence; "wait" during its
+    # first sentence. Its sentence pauses stay inside the turn (they are all alike); an answer
+    # after a longer pause is a turn of its own; one queued straight behind the reply (shorter
+    # than its own sentence pauses) cannot be told apart from the caller's side.
+    spans, t = [], 8800
+    for length in (1600, 1700, 1600, 2100):
+        spans.append((t, t + length))
+        t += length + 395
+    t += answer_pause_ms - 395
+    spans.append((t, t + 1000))
+    items = [
+        caller([(4600, 7500)], "Hi, I would like a refund for my headphones please."),
+        agent(spans, "Let me explain. First this. Then that. Finally a summary. Yes, go ahead."),
+        caller([(9300, 9680)], "wait"),  # more than yield_split_ms before its pause
+    ]
+    got = [sp for sp, *_ in shape(assemble(items, CFG))]
+    assert got == ["caller", "agent", "caller"] + ["agent"] * (turns - 1)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("And Mm-hmm.", True), ("So yeah.", True), ("And", False), ("And wait.", False)],

@@ -44,7 +44,9 @@ def parse_floors(pairs: list[str]) -> dict[str, float]:
 
 def gate_cmd(
     result: Path = typer.Argument(..., help="The run's scorecard (or its bench result JSON)."),
-    baseline: Path = typer.Option(..., "--baseline", help="Pinned baseline scorecard."),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="Pinned baseline scorecard (without: floors and exercise only)."
+    ),
     tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop."),
     floor: list[str] = typer.Option([], "--floor", help="Override a floor: DIMENSION=NUMBER."),
     junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML here."),
@@ -54,7 +56,9 @@ def gate_cmd(
 ) -> int:
     """Exit 1 when any dimension on any tag is below its floor or worse than the baseline."""
     card = load_scorecard(result)
-    if update_baseline:
+    if update_baseline and baseline is None:
+        raise InputError("--update-baseline needs --baseline FILE (where to pin this run)")
+    if update_baseline and baseline is not None:
         previous = load_scorecard(baseline) if baseline.exists() else None
         verdict = gate(card, previous, tolerance=tolerance, floors=parse_floors(floor))
         for c in verdict.moved():
@@ -63,7 +67,8 @@ def gate_cmd(
         write_json(baseline, pinned)
         out.print(f"pinned {baseline} as the new baseline")
         return 0
-    verdict = gate(card, load_scorecard(baseline), tolerance=tolerance, floors=parse_floors(floor))
+    pinned_card = load_scorecard(baseline) if baseline is not None else None
+    verdict = gate(card, pinned_card, tolerance=tolerance, floors=parse_floors(floor))
     moved = verdict.moved()
     for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
         style = "green" if c.passed else "bold red"
