@@ -16,10 +16,11 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    only after the other party finished, or it began during this turn and had finished when this
    speaker made an answer pause (at least ``answer_pause_ms``, and ``answer_margin_ms`` longer
    than the utterance's other pauses: an agent's pauses between its own sentences are regular,
-   the pause before it answers what it talked through is not). So an agent that stops for a barge-in and
-   then answers gives two agent turns, and so does one that talks through "wait" and answers it
-   after a pause; an agent that talks through "uh-huh" (a backchannel takes no floor), and a
-   caller who pauses for breath while the agent talks over them, keep one turn each.
+   the pause before it answers what it talked through is not). So an agent that stops for a
+   barge-in and then answers gives two agent turns, and so does one that talks through "wait"
+   and answers it after a pause; an agent that talks through "uh-huh" (a backchannel takes no
+   floor), and a caller who pauses for breath while the agent talks over them, keep one turn
+   each.
 4. Barge-in: a caller turn that starts while an agent turn is in progress has ``interrupt: true``.
    An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
    agent talking over the caller).
