@@ -29,11 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, turnscope_exe
-from tests.interop.pipecat import PipecatBot, pipecat_bot
-from turnscope.asr.settings import load_settings
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.webrtc_call import CallOptions
-from turnscope.live_call import place_call, scenario_contract
+from tests.interop.pipecat import PipecatBot, call_bot, pipecat_bot
 
 # Opens with the agent (the bot greets or not); one barge-in placed to fit any reply length.
 SCENARIO = """
@@ -78,19 +74,6 @@ async def _running_bot(workdir: Path, **knobs: Any) -> AsyncIterator[PipecatBot]
         await asyncio.to_thread(bot_cm.__exit__, None, None, None)
 
 
-async def _call(url: str, scenario: Path, outdir: Path):
-    sc = load_scenario(scenario)
-    run, call, caller = await place_call(
-        CallOptions(url, loopback_only=True),
-        sc,
-        load_settings(),
-        scenario_contract(sc),
-        outdir,
-        console=None,
-    )
-    return {"run": run, "call": call, "caller": caller, "outdir": outdir}
-
-
 @pytest.fixture(scope="module")
 def calls(tmp_path_factory):
     """One call per bot behaviour, two at a time (each bot in its own process)."""
@@ -100,7 +83,8 @@ def calls(tmp_path_factory):
 
     async def one(name: str, knobs: dict[str, Any], sem: asyncio.Semaphore) -> dict[str, Any]:
         async with sem, _running_bot(root / f"bot-{name}", **knobs) as bot:
-            got = await _call(bot.url, scenario, root / name)
+            run, call, caller = await call_bot(bot.url, scenario, root / name)
+            got = {"run": run, "call": call, "caller": caller, "outdir": root / name}
             got["truth"] = bot.truth()
             got["log"] = bot.log_tail()
             return got

@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from pathlib import Path
 
-from tests.interop.pipecat import pipecat_bot
-from turnscope.asr.settings import load_settings
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.webrtc_call import CallOptions
-from turnscope.live_call import place_call, scenario_contract
+from tests.interop.pipecat import call_bot, pipecat_bot
 
 LATENCY_MS = 600
 
@@ -36,25 +31,12 @@ script:
 """
 
 
-async def _call(url: str, scenario_path: Path, outdir: Path):
-    sc = load_scenario(scenario_path)
-    run, call, _ = await place_call(
-        CallOptions(url, loopback_only=True),
-        sc,
-        load_settings(),
-        scenario_contract(sc),
-        outdir,
-        console=None,
-    )
-    return run, call
-
-
 def test_pipecat_bot_call_matches_its_truth_log(tmp_path):
     scenario_path = tmp_path / "pipecat-smoke.yaml"
     scenario_path.write_text(SCENARIO)
     with pipecat_bot(tmp_path / "bot", greeting=False, reply="short", latency_ms=LATENCY_MS) as bot:
         assert bot.url == f"http://127.0.0.1:{bot.port}/api/offer"
-        run, call = asyncio.run(_call(bot.url, scenario_path, tmp_path / "call"))
+        run, call, _ = asyncio.run(call_bot(bot.url, scenario_path, tmp_path / "call"))
         truth = bot.truth()
         log = bot.log_tail()
 
