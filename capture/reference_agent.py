@@ -69,11 +69,10 @@ class AgentBehaviour(BaseModel):
     @classmethod
     def from_scenario(cls, scenario: Scenario, **overrides: Any) -> AgentBehaviour:
         """The agent side of a scripted call: its lines, voice, latency and yield behaviour."""
-        base = scenario.source.parent if scenario.source else Path.cwd()
         lines = [
             AgentLine(
                 text=line.text,
-                audio=(base / line.audio) if line.audio else None,
+                audio=line.audio,  # the scenario resolved it against its own folder
                 latency_ms=line.latency_ms,
                 talk_over_ms=line.talk_over_ms,
                 yield_ms=line.yield_ms,

@@ -93,6 +93,7 @@ def agent(
         "talk_over_ms": talk_over_ms,
         "drop_every": drop_every,
         "hangup_after_s": hangup_after_s,
+        "silent_after_s": silent_after_s,
         "voice": voice,
         "never_answer": True if never_answer else None,
         "greet": False if no_greet else None,
