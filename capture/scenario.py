@@ -43,7 +43,8 @@ DEFAULT_THINK_MS = 500
 # enough that a one-sentence reply (1-3 s from a real agent) is still being spoken.
 EARLY_MS = 600
 
-Ms = Annotated[int, Field(ge=0)]
+MAX_MS = 3_600_000  # an hour: no scripted call is longer (and synthesis allocates its length)
+Ms = Annotated[int, Field(ge=0, le=MAX_MS)]
 Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
 Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
 Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
@@ -58,7 +59,7 @@ class _Strict(BaseModel):
 class Budgets(_Strict):
     """Task budgets. ``max_latency_ms``: the verifier's latency budget (its default is 1200)."""
 
-    max_latency_ms: Annotated[int, Field(gt=0)] | None = None
+    max_latency_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
 
 
 class TaskSpec(_Strict):
@@ -100,10 +101,10 @@ class CallerSpec(_Strict):
     voice: str = "en-us"
     rate_wpm: Wpm | None = None
     pitch: Pitch | None = None
-    timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] = 60.0
     hangup_after_ms: Ms = 1500
-    greeting_timeout_ms: Annotated[int, Field(gt=0)] = 3000
-    reply_timeout_ms: Annotated[int, Field(gt=0)] = 8000
+    greeting_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 3000
+    reply_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 8000
 
 
 class AgentSpec(_Strict):
@@ -160,7 +161,7 @@ class Line(_Strict):
     backchannel_ms: Ms | None = None
     backchannel_at: Placement | None = None
     latency_ms: Ms | None = None
-    talk_over_ms: Annotated[int, Field(gt=0)] | None = None
+    talk_over_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
     yield_ms: Ms | None = None
 
     @field_validator("audio")

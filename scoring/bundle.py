@@ -8,8 +8,10 @@ that never connected still leaves empty channel files and says why).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
-import json
+import os
 import uuid
 import wave
 from dataclasses import dataclass
@@ -18,6 +20,9 @@ from typing import Any
 
 import numpy as np
 import soundfile as sf
+
+from turnscope.errors import OutputError
+from turnscope.jsonio import write_json
 
 SCHEMA_VERSION = "2026-05-13"
 MANIFEST = "voice_artifact_manifest.json"
@@ -55,10 +60,6 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def empty_wav(path: Path, rate: int = 16000) -> None:
     """A valid, empty mono wav (a channel nothing was captured on)."""
     with wave.open(str(path), "wb") as w:
@@ -68,20 +69,42 @@ def empty_wav(path: Path, rate: int = 16000) -> None:
 
 
 def mix_channels(caller: Path, agent: Path, out: Path) -> None:
-    """What a listener on the line heard: both channels summed (clipped), streamed in blocks."""
-    with sf.SoundFile(caller) as c, sf.SoundFile(agent) as a:
-        rate = c.samplerate
-        with sf.SoundFile(out, "w", rate, 1, subtype="PCM_16", format="WAV") as m:
-            while True:
-                x = c.read(rate * 10, dtype="float32")
-                y = a.read(rate * 10, dtype="float32")
-                n = max(len(x), len(y))
-                if n == 0:
-                    break
-                block = np.zeros(n, dtype=np.float32)
-                block[: len(x)] += x
-                block[: len(y)] += y
-                m.write(np.clip(block, -1.0, 1.0))
+    """What a listener on the line heard: both channels summed (clipped), streamed in blocks,
+    written beside ``out`` and renamed (OutputError when the disk will not take it)."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with sf.SoundFile(caller) as c, sf.SoundFile(agent) as a:
+            rate = c.samplerate
+            with sf.SoundFile(tmp, "w", rate, 1, subtype="PCM_16", format="WAV") as m:
+                while True:
+                    x = c.read(rate * 10, dtype="float32")
+                    y = a.read(rate * 10, dtype="float32")
+                    n = max(len(x), len(y))
+                    if n == 0:
+                        break
+                    block = np.zeros(n, dtype=np.float32)
+                    block[: len(x)] += x
+                    block[: len(y)] += y
+                    m.write(np.clip(block, -1.0, 1.0))
+        os.replace(tmp, out)
+    except (OSError, sf.LibsndfileError) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(_as_os_error(exc, out), out) from None
+
+
+def _as_os_error(exc: Exception, path: Path) -> OSError:
+    """libsndfile says only "System error." when a write fails: ask the file system why."""
+    if isinstance(exc, OSError):
+        return exc
+    try:
+        stat = os.statvfs(path.parent)
+        full = stat.f_bavail * stat.f_frsize < (1 << 20)
+    except OSError:
+        full = False
+    return OSError(
+        errno.ENOSPC if full else errno.EIO, os.strerror(errno.ENOSPC if full else errno.EIO)
+    )
 
 
 @dataclass(frozen=True)
@@ -118,7 +141,7 @@ def write_bundle(
         outdir / FILES["mixed_audio"][0],
     )
     for kind, doc in documents.items():
-        _write_json(outdir / FILES[kind][0], doc)
+        write_json(outdir / FILES[kind][0], doc)
     artifacts = []
     for kind, (name, key, content_type) in FILES.items():
         path = outdir / name
@@ -144,5 +167,5 @@ def write_bundle(
         "metadata": metadata,
     }
     path = outdir / MANIFEST
-    _write_json(path, manifest)
+    write_json(path, manifest)
     return path

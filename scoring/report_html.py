@@ -9,13 +9,13 @@ both channels, the turn table, WER with its word alignment, and the continuity m
 from __future__ import annotations
 
 import html
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from turnscope.jsonio import write_bytes, write_text
 from turnscope.scoring.report_model import ReportModel, load_model, number, seconds_per_row
-from turnscope.scoring.report_png import write_png
+from turnscope.scoring.report_png import png_bytes
 from turnscope.scoring.report_timeline import (
     PLOT,
     Figure,
@@ -433,14 +433,6 @@ def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
     )
 
 
-def _replace(path: Path, write: Callable[[Path], object]) -> Path:
-    """Write beside the target then rename, so a reader never sees half a report."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
-    return path
-
-
 def build_report(bundle: Path) -> list[Path]:
     """Write report.html and timeline.png into a bundle; return their paths.
 
@@ -451,7 +443,8 @@ def build_report(bundle: Path) -> list[Path]:
     model = load_model(bundle, PLOT)
     legend, rows = legend_figure(model), row_figures(model)
     page = render_html(model, legend, rows)
-    html_path = _replace(bundle / REPORT, lambda p: p.write_text(page, encoding="utf-8"))
+    # Atomic writes: a reader never sees half a report.
+    html_path = write_text(bundle / REPORT, page)
     figures = [header_figure(model), legend, *rows]
-    png_path = _replace(bundle / TIMELINE_PNG, lambda p: write_png(figures, p))
+    png_path = write_bytes(bundle / TIMELINE_PNG, png_bytes(figures))
     return [html_path, png_path]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -87,7 +87,7 @@ def draw_figure(draw: ImageDraw.ImageDraw, fig: Figure, dy: int) -> None:
                 draw.text((sh.x, sh.y + dy), text, fill=_rgba(sh.color), font=font, **kw)
 
 
-def write_png(figures: Sequence[Figure], path: Path) -> Path:
+def png_bytes(figures: Sequence[Figure]) -> bytes:
     """Stack the figures top to bottom into one PNG."""
     width = max(f.width for f in figures)
     height = sum(f.height for f in figures)
@@ -97,5 +97,6 @@ def write_png(figures: Sequence[Figure], path: Path) -> Path:
     for fig in figures:
         draw_figure(draw, fig, dy)
         dy += fig.height
-    img.save(path, format="PNG", optimize=True)
-    return path
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,18 @@ def validate_suite(obj: Any, *, source: str | Path | None = None) -> dict[str, A
         if budgets is not None and not isinstance(budgets, Mapping):
             raise InputError(f"task {tid!r}: budgets must be an object", path=source)
         if budgets and "max_latency_ms" in budgets:
-            try:
-                int(budgets["max_latency_ms"])
-            except (TypeError, ValueError):
+            value = budgets["max_latency_ms"]
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
                 raise InputError(
-                    f"task {tid!r}: budgets.max_latency_ms must be a number", path=source
-                ) from None
+                    f"task {tid!r}: budgets.max_latency_ms is {value!r}, expected a number of "
+                    "milliseconds above 0",
+                    path=source,
+                )
         required = task.get("required_content")
         if required is not None and not isinstance(required, list):
             raise InputError(f"task {tid!r}: required_content must be a list", path=source)

@@ -14,6 +14,8 @@ from typing import Any
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 
+SPEAKERS = ("caller", "agent")
+
 
 def _is_number(value: Any) -> bool:
     return (
@@ -39,13 +41,32 @@ def validate_dialogue(obj: Any, *, source: str | Path | None = None) -> list[dic
         for key in ("start_ms", "end_ms"):
             if key not in turn:
                 raise InputError(f"turn [{i}] has no {key}", path=source)
-            if not _is_number(turn[key]):
+            if not _is_number(turn[key]) or turn[key] < 0:
                 raise InputError(
-                    f"turn [{i}] {key} is {turn[key]!r}, expected a number of milliseconds",
+                    f"turn [{i}] {key} is {turn[key]!r}, expected a number of milliseconds "
+                    "(0 or more)",
                     path=source,
                 )
-        if "speaker" not in turn:
-            raise InputError(f"turn [{i}] has no speaker", path=source)
+        if turn["end_ms"] < turn["start_ms"]:
+            raise InputError(
+                f"turn [{i}] ends ({turn['end_ms']}) before it starts ({turn['start_ms']})",
+                path=source,
+            )
+        if turn.get("speaker") not in SPEAKERS:
+            what = f"speaker {turn['speaker']!r}" if "speaker" in turn else "no speaker"
+            raise InputError(
+                f"turn [{i}] has {what}, expected one of {', '.join(SPEAKERS)}", path=source
+            )
+        text = turn.get("text")
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"turn [{i}] text is {text!r}, expected a string", path=source)
+        interrupt = turn.get("interrupt", False)
+        if not isinstance(interrupt, bool):
+            raise InputError(
+                f"turn [{i}] interrupt is {interrupt!r}, expected true or false (a JSON "
+                "boolean, not a string or number)",
+                path=source,
+            )
     return [dict(t) for t in turns]
 
 

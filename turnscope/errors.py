@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
@@ -30,3 +32,33 @@ class EnvironmentProblem(TurnscopeError):
     """Something the machine lacks (a library, a model, a device); the message names the fix."""
 
     exit_code = 2
+
+
+_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space, or write elsewhere with -o",
+    errno.EDQUOT: "the disk quota is used up: free some space, or write elsewhere with -o",
+    errno.EACCES: "no permission to write there: choose another folder with -o",
+    errno.EPERM: "no permission to write there: choose another folder with -o",
+    errno.EROFS: "that file system is read-only: choose another folder with -o",
+    errno.ENOTDIR: "a part of that path is a file, not a folder: choose another path",
+    errno.EISDIR: "that path is a folder: give a file name",
+    errno.EEXIST: "that path already exists: choose another one",
+    errno.ENAMETOOLONG: "that path is too long: choose a shorter one",
+}
+
+
+class OutputError(TurnscopeError):
+    """turnscope could not write (or read) a file: the path, the system's reason and the fix
+    (exit 2: a path or OS problem is bad input)."""
+
+    def __init__(self, exc: OSError, path: str | Path | None = None):
+        self.errno = exc.errno
+        self.path = str(path if path is not None else exc.filename or "")
+        reason = exc.strerror or os.strerror(exc.errno or 0) or type(exc).__name__
+        fix = _FIXES.get(exc.errno or -1, "check the path and its permissions")
+        where = f"{self.path}: " if self.path else ""
+        super().__init__(f"{where}{reason} ({fix})")
+
+    @property
+    def disk_full(self) -> bool:
+        return self.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from turnscope.errors import InputError
+from turnscope import redact
+from turnscope.errors import InputError, OutputError
 
 
 def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
@@ -46,10 +49,30 @@ def read_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
-    """Write JSON (indented, UTF-8), creating parent folders."""
+    """Write JSON (indented, UTF-8, secrets scrubbed) atomically, creating parent folders."""
+    return write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write a text output atomically (a temporary name, then a rename: a crash or a full disk
+    never leaves half a file), with every registered secret scrubbed. OSError becomes an
+    OutputError naming the path and the fix."""
+    return write_bytes(path, redact.scrub(text).encode("utf-8"))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """``write_text`` for bytes (not scrubbed: binary outputs carry no text)."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(exc, p) from None
     return p
 
 

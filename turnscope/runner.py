@@ -15,7 +15,7 @@ from rich.console import Console
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.source import Source
-from turnscope.jsonio import write_json
+from turnscope.jsonio import write_json, write_text
 from turnscope.live_view import LiveView
 from turnscope.offload import offload
 from turnscope.pipeline import PipelineResult, Sink, run_pipeline
@@ -177,5 +177,5 @@ def write_run_bundle(
 
         build_report(outdir)
     except Exception as exc:  # the report is a view of the evidence: never fail the run for it
-        (outdir / "report-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+        write_text(outdir / "report-error.txt", f"{type(exc).__name__}: {exc}\n")
     return manifest

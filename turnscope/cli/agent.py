@@ -19,6 +19,7 @@ from turnscope.capture.reference_agent import AgentBehaviour
 from turnscope.capture.scenario import load_scenario
 from turnscope.capture.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out
+from turnscope.cli.options import number
 from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line
@@ -42,7 +43,9 @@ def behaviour_from_options(
 
 
 def agent(
-    port: int = typer.Option(8080, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    port: int = typer.Option(
+        8080, "--port", help="Port on 127.0.0.1 (0: any free port).", callback=number(0, 65535)
+    ),
     scenario: Path | None = typer.Option(
         None, "--scenario", help="Speak this scenario's agent lines."
     ),
@@ -50,23 +53,36 @@ def agent(
         [], "--line", help="A prompt (repeatable), instead of a scenario."
     ),
     latency_ms: int | None = typer.Option(
-        None, "--latency-ms", help="Reply this long after the caller stops."
+        None,
+        "--latency-ms",
+        help="Reply this long after the caller stops.",
+        callback=number(0, 600_000),
     ),
     yield_ms: int | None = typer.Option(
-        None, "--yield-ms", help="Stop this long after a barge-in."
+        None, "--yield-ms", help="Stop this long after a barge-in.", callback=number(0, 600_000)
     ),
     ignore_barge_ins: bool = typer.Option(
         False, "--ignore-barge-ins", help="Keep talking through barge-ins."
     ),
     talk_over_ms: int | None = typer.Option(
-        None, "--talk-over-ms", help="Reply this long after the caller STARTS."
+        None,
+        "--talk-over-ms",
+        help="Reply this long after the caller STARTS.",
+        callback=number(0, 600_000),
     ),
     never_answer: bool = typer.Option(False, "--never-answer", help="Never reply."),
-    hangup_after_s: float | None = typer.Option(None, "--hangup-after-s", help="Hang up mid-call."),
-    silent_after_s: float | None = typer.Option(
-        None, "--silent-after-s", help="Stop sending audio (without hanging up) mid-call."
+    hangup_after_s: float | None = typer.Option(
+        None, "--hangup-after-s", help="Hang up mid-call.", callback=number(0, 86400, above=True)
     ),
-    drop_every: int | None = typer.Option(None, "--drop-every", help="Drop every Nth audio frame."),
+    silent_after_s: float | None = typer.Option(
+        None,
+        "--silent-after-s",
+        help="Stop sending audio (without hanging up) mid-call.",
+        callback=number(0, 86400, above=True),
+    ),
+    drop_every: int | None = typer.Option(
+        None, "--drop-every", help="Drop every Nth audio frame.", callback=number(2)
+    ),
     voice: str | None = typer.Option(None, "--voice", help="espeak-ng voice."),
     no_greet: bool = typer.Option(False, "--no-greet", help="Wait for the caller to speak first."),
     truth_log: Path | None = typer.Option(
@@ -85,7 +101,9 @@ def agent(
         help="Device that hears --out, to calibrate (default: NAME_in for NAME_out).",
     ),
     no_calibrate: bool = typer.Option(False, "--no-calibrate", help="Skip calibration."),
-    rate: int | None = typer.Option(None, "--rate", help="Device sample rate (default 48000)."),
+    rate: int | None = typer.Option(
+        None, "--rate", help="Device sample rate (default 48000).", callback=number(8000, 384000)
+    ),
 ) -> int:
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
     knobs: dict[str, Any] = {

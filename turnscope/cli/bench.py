@@ -15,7 +15,7 @@ from turnscope.cli.options import PipelineOptions
 from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
 from turnscope.errors import InputError
 from turnscope.fixture_runner import run_suite_fixtures
-from turnscope.jsonio import write_json
+from turnscope.jsonio import write_json, write_text
 from turnscope.scoring.bench import BenchError, bench_result, check_evidence_class, run_bench
 from turnscope.scoring.exercise import task_exercise
 from turnscope.scoring.fixtures import parse_fixture
@@ -167,7 +167,7 @@ def run_fixtures(
         output.with_suffix(".scorecard.json") if output else runs_dir / "scorecard.json"
     )
     write_json(card_path, card)
-    card_path.with_suffix(".html").write_text(scorecard_html(card), encoding="utf-8")
+    write_text(card_path.with_suffix(".html"), scorecard_html(card))
     out.print(bench_table(result, {r.scores.task_id: r.scores.exercise for r in results}))
     out.print(scorecard_table(card))
     for r in results:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 
+from turnscope import redact
 from turnscope.capture.device_call import DeviceCallOptions
 from turnscope.capture.scenario import load_scenario
 from turnscope.capture.signaling import CallSetupError
 from turnscope.capture.webrtc_call import CallOptions
 from turnscope.cli.console import fail_line, out, warn_line
-from turnscope.cli.options import PipelineOptions
+from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 from turnscope.live_call import place_call, scenario_contract, write_setup_failure
@@ -24,20 +27,71 @@ from turnscope.runner import RunOutput
 CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
 
 
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+
+
 def parse_headers(pairs: list[str], bearer_env: str | None) -> dict[str, str]:
-    """``Name: value`` options (and a bearer token from an environment variable)."""
+    """``Name: value`` options (and a bearer token from an environment variable). Every value
+    is a secret from here on: scrubbed from all output, and never echoed in an error."""
     headers: dict[str, str] = {}
-    for pair in pairs:
+    for i, pair in enumerate(pairs, 1):
         name, sep, value = pair.partition(":")
-        if not sep or not name.strip():
-            raise InputError(f"--header {pair.split(':')[0]!r}...: expected 'Name: value'")
-        headers[name.strip()] = value.strip()
+        redact.register([pair, value])
+        if not sep:
+            raise InputError(
+                f"--header #{i}: expected 'Name: value' (no colon found; the value is not shown)"
+            )
+        name = name.strip()
+        if not _TOKEN.match(name):
+            raise InputError(
+                f"--header #{i}: the name is not a valid HTTP header name (letters, digits and "
+                "!#$%&'*+.^_`|~- only; the value is not shown)"
+            )
+        if any(c in value for c in "\r\n\0"):
+            raise InputError(
+                f"--header {name}: the value contains a line break or NUL, which would split "
+                "the request (the value is not shown)"
+            )
+        headers[name] = value.strip()
     if bearer_env:
         token = os.environ.get(bearer_env)
         if not token:
             raise InputError(f"--bearer-env {bearer_env}: that environment variable is empty")
+        if any(c in token for c in "\r\n\0"):
+            raise InputError(f"--bearer-env {bearer_env}: the token contains a line break or NUL")
+        redact.register([token, f"Bearer {token}"])
         headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+ICE_SCHEMES = ("stun", "stuns", "turn", "turns")
+
+
+def check_url(url: str) -> str:
+    """The agent's offer URL: http(s) with a host (anything else is bad input, exit 2)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"{redact.scrub(url)!r} is not an agent URL",
+            fix="give the offer endpoint, e.g. http://127.0.0.1:7860/api/offer",
+        )
+    try:
+        parts.port  # noqa: B018 (raises on a port out of range)
+    except ValueError as exc:
+        raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
+    return url
+
+
+def check_ice_server(url: str) -> str:
+    """A STUN/TURN URL (RFC 7064/7065): stun:HOST[:PORT], turn:HOST[:PORT][?transport=...]."""
+    scheme, sep, rest = url.partition(":")
+    host = rest.split("?", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
+    if not sep or scheme.lower() not in ICE_SCHEMES or not host:
+        raise InputError(
+            f"--ice-server {redact.scrub(url)!r}: not a STUN/TURN URL",
+            fix="e.g. stun:stun.example.com:3478 or turn:turn.example.com:3478",
+        )
+    return url
 
 
 def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = None) -> int:
@@ -111,9 +165,14 @@ def call(
     loopback_only: bool = typer.Option(
         False, "--loopback-only", help="Keep every ICE candidate on 127.0.0.1 (local agents)."
     ),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds."),
+    connect_timeout: float = typer.Option(
+        10.0, "--connect-timeout", help="Seconds.", callback=number(0, 3600, above=True)
+    ),
     media_timeout: float = typer.Option(
-        5.0, "--media-timeout", help="End the call when no agent audio arrives this long."
+        5.0,
+        "--media-timeout",
+        help="End the call when no agent audio arrives this long.",
+        callback=number(0, 3600, above=True),
     ),
     device: bool = typer.Option(
         False, "--device", help="Call through sound devices instead of WebRTC."
@@ -139,7 +198,10 @@ def call(
         False, "--no-calibrate", help="Skip calibration (the evidence is then degraded)."
     ),
     rate: int | None = typer.Option(
-        None, "--rate", help="Device sample rate (default 48000 if the devices take it)."
+        None,
+        "--rate",
+        help="Device sample rate (default 48000 if the devices take it).",
+        callback=number(8000, 384000),
     ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
@@ -165,10 +227,14 @@ def call(
             raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
         if signaling not in ("smallwebrtc", "whip"):
             raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
+        headers = parse_headers(header, bearer_env)
+        check_url(url)
+        for server in ice_server:
+            check_ice_server(server)
         options = CallOptions(
             url,
             signaling=signaling,  # type: ignore[arg-type]
-            headers=parse_headers(header, bearer_env),
+            headers=headers,
             ice_servers=ice_server,
             loopback_only=loopback_only,
             connect_timeout_s=connect_timeout,

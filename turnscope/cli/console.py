@@ -4,14 +4,46 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from rich.console import Console
+
+from turnscope import redact
+
+
+class _Scrubbed:
+    """The process's stdout or stderr (whichever it is at the time of writing: tests swap
+    them), with every secret the user gave scrubbed from what is printed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def _stream(self) -> Any:
+        return getattr(sys, self.name)
+
+    def write(self, text: str) -> int:
+        return self._stream.write(redact.scrub(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
 
 # Off a terminal (CI logs, pipes) rich would cut tables to 80 columns ("adversar…"): print whole
 # names there, unless COLUMNS says otherwise.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200
-out = Console(highlight=False, width=_WIDTH)
-err = Console(stderr=True, highlight=False, width=_WIDTH)
+out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
+err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
 
 
 def fail_line(message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,11 @@ import typer
 from rich.text import Text
 
 from turnscope.cli.console import out
+from turnscope.cli.options import number
 from turnscope.errors import InputError
-from turnscope.jsonio import read_json, write_json
-from turnscope.scoring.gate import DEFAULT_TOLERANCE, gate, junit_xml
+from turnscope.jsonio import read_json, write_json, write_text
+from turnscope.scoring.gate import DEFAULT_FLOORS, DEFAULT_TOLERANCE, gate, junit_xml
+from turnscope.scoring.scorecard import LOWER_IS_BETTER
 
 
 def load_scorecard(path: Path) -> dict[str, Any]:
@@ -30,15 +33,25 @@ def load_scorecard(path: Path) -> dict[str, Any]:
 
 
 def parse_floors(pairs: list[str]) -> dict[str, float]:
+    """``DIMENSION=NUMBER`` overrides of the floors: a known dimension, a finite value in its
+    range (0..1; WER's ceiling 0 or more)."""
     floors = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
+        name = name.strip()
         try:
-            floors[name.strip()] = float(value)
+            number = float(value)
         except ValueError:
-            raise InputError(f"--floor {pair!r}: expected DIMENSION=NUMBER") from None
-        if not sep:
-            raise InputError(f"--floor {pair!r}: expected DIMENSION=NUMBER")
+            number = math.nan
+        if not sep or not math.isfinite(number):
+            raise InputError(f"--floor {pair!r}: expected DIMENSION=NUMBER (e.g. latency=0.8)")
+        if name not in DEFAULT_FLOORS:
+            known = ", ".join(DEFAULT_FLOORS)
+            raise InputError(f"--floor {pair!r}: no dimension {name!r} (one of {known})")
+        high = math.inf if name in LOWER_IS_BETTER else 1.0
+        if not 0.0 <= number <= high:
+            raise InputError(f"--floor {pair!r}: {name}'s floor must be between 0 and {high:g}")
+        floors[name] = number
     return floors
 
 
@@ -47,7 +60,9 @@ def gate_cmd(
     baseline: Path | None = typer.Option(
         None, "--baseline", help="Pinned baseline scorecard (without: floors and exercise only)."
     ),
-    tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop."),
+    tolerance: float = typer.Option(
+        DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop.", callback=number(0, 1)
+    ),
     floor: list[str] = typer.Option([], "--floor", help="Override a floor: DIMENSION=NUMBER."),
     junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML here."),
     update_baseline: bool = typer.Option(
@@ -87,8 +102,7 @@ def gate_cmd(
     for problem in verdict.problems:
         out.print(Text(f"FAIL {problem}", style="bold red"), soft_wrap=True)
     if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml(verdict), encoding="utf-8")
+        write_text(junit, junit_xml(verdict))
     cells = len(verdict.cells)
     if verdict.passed:
         out.print(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")

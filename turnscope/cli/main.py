@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 
 import click
 import typer
 
+from turnscope import __version__
 from turnscope.cli import (
     agent,
     bench,
@@ -25,7 +30,8 @@ from turnscope.cli import (
     validate,
 )
 from turnscope.cli.console import fail_line
-from turnscope.errors import TurnscopeError
+from turnscope.errors import OutputError, TurnscopeError
+from turnscope.jsonio import write_text
 
 app = typer.Typer(
     name="turnscope",
@@ -79,14 +85,32 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         fail_line("interrupted")
         return 130
-    except Exception as exc:  # a bug in turnscope: still one line unless asked for details
+    except OSError as exc:  # a path or OS problem the command did not expect: still bad input
+        error = OutputError(exc)
+        fail_line(str(error))
+        return error.exit_code
+    except Exception as exc:  # a bug in turnscope: one line, and the whole trace in a file
         if os.environ.get("TURNSCOPE_DEBUG"):
             raise
+        where = write_crash_trace(exc)
         fail_line(
-            f"internal error: {type(exc).__name__}: {exc} (set TURNSCOPE_DEBUG=1 for details)"
+            f"internal error (a bug in turnscope): {type(exc).__name__}: {exc}; the full "
+            f"trace is in {where}"
         )
         return 3
     return code if isinstance(code, int) else 0
+
+
+def write_crash_trace(exc: BaseException) -> str:
+    """Write the traceback (secrets scrubbed) where it can be found and sent; its path."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    name = f"turnscope-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    for folder in (Path(tempfile.gettempdir()), Path.cwd()):
+        try:
+            return str(write_text(folder / name, f"turnscope {__version__}\n{text}"))
+        except TurnscopeError:
+            continue
+    return "(nowhere: no folder would take it; set TURNSCOPE_DEBUG=1 to print it)"
 
 
 def run() -> None:

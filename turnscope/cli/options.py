@@ -2,11 +2,52 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import typer
+from pydantic import ValidationError
+
 from turnscope.asr.settings import Settings, load_settings
+from turnscope.errors import InputError
+
+# The settings key each pipeline flag overrides, so a bad value is reported against the flag
+# (not against configs/settings/default.yaml, which the user never touched).
+FLAGS = {
+    ("asr", "model"): "--model",
+    ("asr", "compute_type"): "--compute-type",
+    ("asr", "beam_size"): "--beam-size",
+    ("asr", "cpu_threads"): "--threads",
+    ("asr", "word_timestamps"): "--words",
+    ("vad", "aggressiveness"): "--vad-aggressiveness",
+    ("vad", "frame_ms"): "--frame-ms",
+    ("confirm", "silero"): "--silero",
+}
+
+
+def number(
+    low: float | None = None, high: float | None = None, *, above: bool = False
+) -> Callable[..., Any]:
+    """A typer callback: the option must be a finite number, at least ``low`` (more than
+    ``low`` with ``above``) and at most ``high``; the error names the flag."""
+
+    def check(param: typer.CallbackParam, value: float | int | None) -> float | int | None:
+        if value is None:
+            return value
+        if not math.isfinite(value):
+            raise typer.BadParameter("must be a finite number", param=param)
+        if low is not None and (value <= low if above else value < low):
+            raise typer.BadParameter(
+                f"must be {'more than' if above else 'at least'} {low:g}", param=param
+            )
+        if high is not None and value > high:
+            raise typer.BadParameter(f"must be at most {high:g}", param=param)
+        return value
+
+    return check
 
 
 @dataclass
@@ -42,4 +83,10 @@ class PipelineOptions:
         overrides: dict[str, Any] = {"asr": asr, "vad": vad}
         if self.silero is not None:
             overrides["confirm"] = {"silero": self.silero}
-        return load_settings(self.settings_file, **overrides)
+        base = load_settings(self.settings_file)  # its errors name the settings file
+        try:
+            return base.with_overrides(overrides)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            flag = FLAGS.get(tuple(str(x) for x in first["loc"][:2]), "an option")
+            raise InputError(f"{flag}: {first['msg']}") from None

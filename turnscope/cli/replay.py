@@ -10,7 +10,7 @@ import typer
 
 from turnscope.capture.file_source import FileSource
 from turnscope.cli.console import out, warn_line
-from turnscope.cli.options import PipelineOptions
+from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 from turnscope.runner import run_and_record
@@ -28,7 +28,10 @@ def replay(
     caller: Path | None = typer.Option(None, "--caller", help="Mono recording of the caller."),
     agent: Path | None = typer.Option(None, "--agent", help="Mono recording of the agent."),
     agent_offset_ms: float = typer.Option(
-        0.0, "--agent-offset-ms", help="Shift the agent recording by this much (two mono files)."
+        0.0,
+        "--agent-offset-ms",
+        help="Shift the agent recording by this much (two mono files).",
+        callback=number(-3_600_000, 3_600_000),
     ),
     caller_channel: str = typer.Option(
         "left", "--caller-channel", help="Which side of the stereo file is the caller."
@@ -36,15 +39,19 @@ def replay(
     reference: Path | None = typer.Option(None, "--reference", help="Reference texts for WER."),
     suite: Path | None = typer.Option(None, "--suite", help="Score against this suite's task."),
     task: str | None = typer.Option(None, "--task", help="Task id in --suite."),
-    max_latency_ms: int | None = typer.Option(None, "--max-latency-ms"),
+    max_latency_ms: int | None = typer.Option(
+        None, "--max-latency-ms", callback=number(0, 600_000, above=True)
+    ),
     require: list[str] = typer.Option([], "--require", help="Required content keyword."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     realtime: bool = typer.Option(False, "--realtime", help="Pace audio at wall-clock speed."),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     compute_type: str | None = typer.Option(None, "--compute-type"),
-    beam_size: int | None = typer.Option(None, "--beam-size"),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads for ASR."),
+    beam_size: int | None = typer.Option(None, "--beam-size", callback=number(1, 20)),
+    threads: int | None = typer.Option(
+        None, "--threads", help="CPU threads for ASR.", callback=number(0, 256)
+    ),
     words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
     aggressiveness: int | None = typer.Option(None, "--vad-aggressiveness", min=0, max=3),
     frame_ms: int | None = typer.Option(None, "--frame-ms", help="webrtcvad frame: 10, 20, 30."),

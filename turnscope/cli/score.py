@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import out
+from turnscope.cli.options import number
 from turnscope.cli.render import outcome_table
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import score_outcome
@@ -19,7 +20,10 @@ def score(
         ..., help="Transcript JSON: a list of turns or {turns: [...]}."
     ),
     max_latency_ms: int | None = typer.Option(
-        None, "--max-latency-ms", help="Latency budget in ms (default 1200)."
+        None,
+        "--max-latency-ms",
+        help="Latency budget in ms (default 1200).",
+        callback=number(0, 600_000, above=True),
     ),
     require: list[str] = typer.Option(
         [], "--require", help="A required content keyword (repeatable)."

@@ -11,6 +11,7 @@ from rich.table import Table
 from turnscope.capture.scenario import load_scenario
 from turnscope.capture.synth import render, write_call
 from turnscope.cli.console import out
+from turnscope.cli.options import number
 
 
 def synth(
@@ -23,7 +24,10 @@ def synth(
         None, "--agent-voice", help="espeak-ng voice for every agent line."
     ),
     snr_db: float | None = typer.Option(
-        None, "--snr-db", help="Add pink noise per channel at this SNR (dB)."
+        None,
+        "--snr-db",
+        help="Add pink noise per channel at this SNR (dB).",
+        callback=number(-20, 80),
     ),
     telephone: bool = typer.Option(
         False, "--telephone", help="Pass both channels through an 8 kHz mu-law phone line."
