@@ -6,6 +6,7 @@ Blocks are float32 of shape (n, channels) at the file's own rate; resampling is 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ class AudioReader:
     decoder: str  # "libsndfile" or "ffmpeg"
     _iter: Iterator[np.ndarray] | None = None
     truncated: str | None = None  # set when decoding stopped early on an error
+    declared_frames: int | None = None  # what a WAV header claims (more than there is: cut off)
 
     def blocks(self) -> Iterator[np.ndarray]:
         """float32 blocks of shape (n, channels); stops early (and sets .truncated) on a
@@ -84,6 +86,34 @@ def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]
     return rate, channels, duration, gen()
 
 
+def declared_wav_frames(path: Path) -> int | None:
+    """The frame count a RIFF/WAVE header declares for its data chunk (libsndfile silently
+    trusts the file's real length instead); None when not a plain WAV or not declared."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(12)
+            if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+                return None
+            block_align = 0
+            while True:
+                chunk = fh.read(8)
+                if len(chunk) < 8:
+                    return None
+                size = struct.unpack("<I", chunk[4:])[0]
+                if chunk[:4] == b"fmt ":
+                    fmt = fh.read(size + (size & 1))
+                    block_align = struct.unpack("<H", fmt[12:14])[0] if len(fmt) >= 14 else 0
+                elif chunk[:4] == b"data":
+                    # 0 and 0xFFFFFFFF mark a stream whose writer never went back to the header.
+                    if not block_align or size in (0, 0xFFFFFFFF):
+                        return None
+                    return size // block_align
+                else:
+                    fh.seek(size + (size & 1), 1)
+    except OSError:
+        return None
+
+
 def open_audio(path: str | Path) -> AudioReader:
     """Open ``path`` for block decoding; InputError with the file name when it cannot be read."""
     p = Path(path)
@@ -97,9 +127,11 @@ def open_audio(path: str | Path) -> AudioReader:
     try:
         info = sf.info(str(p))
         block = max(1, int(info.samplerate * BLOCK_SECONDS))
-        return AudioReader(
+        reader = AudioReader(
             p, info.samplerate, info.channels, info.frames, "libsndfile", _sndfile_blocks(p, block)
         )
+        reader.declared_frames = declared_wav_frames(p)
+        return reader
     except (sf.LibsndfileError, RuntimeError, TypeError):
         pass  # not a format libsndfile knows: let FFmpeg try
     rate, channels, duration, it = _av_blocks(p)

@@ -24,6 +24,7 @@ class CallSource:
         self.end_reason: str | None = None
         self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
         self._closed = False
+        self._stopping: asyncio.Future | None = None
 
     async def frames(self) -> AsyncIterator[PcmFrame]:
         while True:
@@ -32,6 +33,15 @@ class CallSource:
                 break
             yield item
         self._describe()
+
+    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+        raise NotImplementedError
+
+    def stop(self, reason: str) -> None:
+        """End the call from our side now (a signal, a full disk): what was captured is kept
+        and scored, the evidence marked degraded with the reason."""
+        if not self._closed:
+            self._stopping = asyncio.ensure_future(self.hangup(reason, degraded=True))
 
     def _emit(self, frame: PcmFrame) -> None:
         if not self._closed:

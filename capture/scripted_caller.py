@@ -286,11 +286,6 @@ class ScriptedCaller(Sink):
                 f"the caller never got to speak ({self.finished_reason or 'the call ended'}); "
                 "the script could not be carried out"
             )
-        elif not self.agent:
-            self.call.info.degraded.append(
-                f"the agent never spoke: none of the {spoken} caller line(s) spoken was "
-                "answered (is its audio reaching the call?)"
-            )
 
     def _timeout_line(self) -> str:
         spoken = [r for r in self.records if r.status == "spoken"]

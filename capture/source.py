@@ -29,7 +29,9 @@ class Source(Protocol):
     """Anything that yields frames of the caller and agent channels in (roughly) time order.
 
     Frames of the two channels are interleaved as they happen; within a channel they are
-    contiguous unless audio was lost, which the source reports in ``info``.
+    contiguous unless audio was lost, which the source reports in ``info``. A source may also
+    offer ``stop(reason)``: end the stream early (a signal, a full disk), the evidence marked
+    degraded with the reason; the run calls it when it has one.
     """
 
     info: SourceInfo

@@ -131,7 +131,7 @@ class WebRTCCall(CallSource):
                 f"no ICE connection to {self.options.url} within "
                 f"{self.options.connect_timeout_s:.0f} s (no usable candidate pair)"
             ) from None
-        except CallSetupError:
+        except (CallSetupError, asyncio.CancelledError):
             await self._close_pc()
             raise
         self.connect_ms = (time.monotonic() - t0) * 1000

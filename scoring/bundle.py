@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import uuid
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,30 +120,65 @@ class BundleIds:
         return cls(str(uuid.uuid4()), str(uuid.uuid4()), session)
 
 
+# Files a producer writes beside the contract's artifacts; the manifest covers them too (its
+# "files" list, a turnscope extension the contract allows), so editing a verdict is detected.
+EXTRA_FILES = (
+    "result.json",
+    "bench.json",
+    "report.html",
+    "timeline.png",
+    "agent_truth.json",
+    "report-error.txt",
+)
+
+Attempt = Callable[[str, Callable[[], Any]], Any]
+
+
+def _now(name: str, write: Callable[[], Any]) -> Any:
+    return write()
+
+
 def write_bundle(
     outdir: Path,
     documents: dict[str, Any],
     *,
     ids: BundleIds,
     metadata: dict[str, Any],
+    attempt: Attempt = _now,
 ) -> Path:
-    """Write the JSON documents (by kind), the mixed audio, and the manifest over everything.
+    """Write the JSON documents (by kind, in the order given), the mixed audio, and the
+    manifest over everything.
 
     ``documents`` maps JSON artifact kinds to their content; the channel wavs must already be in
-    ``outdir`` (they are written while the audio arrives).
+    ``outdir`` (they are written while the audio arrives). ``attempt(name, write)`` runs each
+    write: the default raises at the first failure; a caller that must keep going on a full
+    disk passes one that notes the failure and goes on (the manifest then lists what exists).
     """
     outdir.mkdir(parents=True, exist_ok=True)
     for kind in ("caller_audio", "agent_audio"):
         path = outdir / FILES[kind][0]
         if not path.exists():
-            empty_wav(path)
-    mix_channels(
-        outdir / FILES["caller_audio"][0],
-        outdir / FILES["agent_audio"][0],
-        outdir / FILES["mixed_audio"][0],
-    )
+            attempt(path.name, lambda path=path: empty_wav(path))
     for kind, doc in documents.items():
-        write_json(outdir / FILES[kind][0], doc)
+        name = FILES[kind][0]
+        attempt(name, lambda name=name, doc=doc: write_json(outdir / name, doc))
+    attempt(
+        FILES["mixed_audio"][0],
+        lambda: mix_channels(
+            outdir / FILES["caller_audio"][0],
+            outdir / FILES["agent_audio"][0],
+            outdir / FILES["mixed_audio"][0],
+        ),
+    )
+    return attempt(MANIFEST, lambda: write_manifest(outdir, ids=ids, metadata=metadata))
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    return {"size_bytes": path.stat().st_size, "checksum_sha256": sha256_file(path)}
+
+
+def write_manifest(outdir: Path, *, ids: BundleIds, metadata: dict[str, Any]) -> Path:
+    """The manifest over every artifact (and every other output) in ``outdir``."""
     artifacts = []
     for kind, (name, key, content_type) in FILES.items():
         path = outdir / name
@@ -154,8 +191,7 @@ def write_bundle(
                 "location": "local_path",
                 "path": name,
                 "content_type": content_type,
-                "size_bytes": path.stat().st_size,
-                "checksum_sha256": sha256_file(path),
+                **_entry(path),
             }
         )
     manifest = {
@@ -165,7 +201,21 @@ def write_bundle(
         "voice_session_id": ids.voice_session_id,
         "artifacts": artifacts,
         "metadata": metadata,
+        "files": _extra_entries(outdir),
     }
+    return write_json(outdir / MANIFEST, manifest)
+
+
+def _extra_entries(outdir: Path) -> list[dict[str, Any]]:
+    return [
+        {"path": name, **_entry(outdir / name)} for name in EXTRA_FILES if (outdir / name).is_file()
+    ]
+
+
+def seal(outdir: Path) -> Path:
+    """Bring the manifest's checksums of the files beside the artifacts (result.json,
+    report.html ...) up to date, after they were (re)written."""
     path = outdir / MANIFEST
-    write_json(path, manifest)
-    return path
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["files"] = _extra_entries(outdir)
+    return write_json(path, manifest)

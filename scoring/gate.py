@@ -57,6 +57,21 @@ class GateResult:
         return [c for c in self.cells if c.delta is not None and abs(c.delta) > epsilon]
 
 
+def is_number(value: Any) -> bool:
+    """A finite number (a NaN, a null or a string in a scorecard is a broken cell)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def broken_cells(card: Mapping[str, Any]) -> list[str]:
+    """``dim on tag`` of every cell of ``card`` that is not a finite number."""
+    return [
+        f"{dim} on {tag} ({value!r})"
+        for tag, dims in (card.get("tags") or {}).items()
+        for dim, value in dims.items()
+        if not is_number(value)
+    ]
+
+
 def _worse_by(dim: str, value: float, baseline: float) -> float:
     """How much worse value is than baseline (positive = worse)."""
     return value - baseline if dim in LOWER_IS_BETTER else baseline - value
@@ -84,8 +99,16 @@ def gate(
             base = base_tags.get(tag, {}).get(dim)
             floor = fl.get(dim)
             failures = []
-            if value is None or (isinstance(value, float) and math.isnan(value)):
+            if not is_number(value):
+                failures.append(
+                    f"has no value ({value!r}): the scorecard is broken, or the dimension was "
+                    "never measured on this tag"
+                )
+                result.cells.append(Cell(tag, dim, math.nan, None, floor, tuple(failures)))
                 continue
+            if base is not None and not is_number(base):
+                failures.append(f"the baseline's value is {base!r}, not a number: re-pin it")
+                base = None
             if floor is not None:
                 if dim in LOWER_IS_BETTER and value > floor:
                     failures.append(f"{value:.3f} is above its ceiling {floor:.3f}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.jsonio import write_bytes, write_text
+from turnscope.scoring.bundle import seal
 from turnscope.scoring.report_model import ReportModel, load_model, number, seconds_per_row
 from turnscope.scoring.report_png import png_bytes
 from turnscope.scoring.report_timeline import (
@@ -447,4 +448,5 @@ def build_report(bundle: Path) -> list[Path]:
     html_path = write_text(bundle / REPORT, page)
     figures = [header_figure(model), legend, *rows]
     png_path = write_bytes(bundle / TIMELINE_PNG, png_bytes(figures))
+    seal(bundle)  # the manifest's checksums cover the report too
     return [html_path, png_path]

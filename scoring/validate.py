@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from turnscope.scoring.bundle import MANIFEST, REQUIRED_KINDS, SCHEMA_VERSION, sha256_file
+from turnscope.scoring.bundle import (
+    EXTRA_FILES,
+    MANIFEST,
+    REQUIRED_KINDS,
+    SCHEMA_VERSION,
+    sha256_file,
+)
 
 KINDS = (
     "caller_audio",
@@ -238,6 +244,46 @@ def _check_files(bundle: Path, arts: list[Mapping[str, Any]], p: _Problems) -> N
         size = path.stat().st_size
         if _strict_int(a.get("size_bytes")) and a["size_bytes"] != size:
             p.add(f"artifacts[{i}].size_bytes", f"{a['size_bytes']} but {rel!r} has {size} bytes")
+
+
+def _check_extra_files(bundle: Path, manifest: Mapping[str, Any], p: _Problems) -> None:
+    """A producer's files beside the artifacts (turnscope's result.json, report.html ...):
+    each one present must be listed in the manifest's ``files`` with its checksum, so an
+    edited verdict is caught. Bundles of other producers (no ``files`` list) are not held to
+    turnscope's outputs."""
+    files = manifest.get("files")
+    if files is None:
+        if (bundle / "result.json").is_file() and manifest.get("metadata", {}).get(
+            "provider"
+        ) == "turnscope":
+            p.add("files", "missing: result.json and the report are covered by no checksum")
+        return
+    if not isinstance(files, list):
+        p.add("files", "must be a list of {path, size_bytes, checksum_sha256}")
+        return
+    listed: set[str] = set()
+    for i, f in enumerate(files):
+        where = f"files[{i}]"
+        if not isinstance(f, Mapping) or not isinstance(f.get("path"), str):
+            p.add(where, "must be an object with a path")
+            continue
+        rel = f["path"]
+        if not _check_path(rel, f"{where}.path", p):
+            continue
+        listed.add(rel)
+        path = bundle / rel
+        if not path.is_file():
+            p.add(f"{where}.path", f"file {rel!r} does not exist in the bundle")
+            continue
+        digest = sha256_file(path)
+        if f.get("checksum_sha256") != digest:
+            p.add(
+                f"{where}.checksum_sha256",
+                f"does not match {rel!r}: the file was changed after the run wrote it",
+            )
+    for name in EXTRA_FILES:
+        if (bundle / name).is_file() and name not in listed:
+            p.add("files", f"{name} is in the bundle but covered by no checksum")
 
 
 # --- reports --------------------------------------------------------------------------------
@@ -486,6 +532,8 @@ def validate_bundle(target: Path) -> list[str]:
     manifest = load_json(manifest_path, p)
     arts = check_manifest(manifest, p) if manifest is not None else []
     _check_files(bundle, arts, p)
+    if isinstance(manifest, Mapping):
+        _check_extra_files(bundle, manifest, p)
     lines = list(p.lines)
     for a in arts:
         check = REPORT_CHECKS.get(str(a.get("kind")))

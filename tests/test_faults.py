@@ -63,13 +63,13 @@ def test_agent_silent_after_s_reaches_the_agent(tmp_path, cli):
             "call", url, "--scenario", str(scenario), "--loopback-only", "-q",
             "--media-timeout", "2", "-o", str(tmp_path / "out"),
         )  # fmt: skip
+        deadline = time.monotonic() + 10  # the agent logs the call once it has closed
+        while not truth.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         proc.terminate()
         proc.wait(10)
     assert code == 4 and "no audio from the agent" in err, err
-    deadline = time.monotonic() + 5
-    while not truth.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
     logged = json.loads(truth.read_text().splitlines()[0])
     assert logged["behaviour"]["silent_after_s"] == 1.5
 

@@ -242,8 +242,8 @@ script:
 FAULTS = {
     "refuse": ({"mode": "refuse"}, "offer"),
     "die": ({"mode": "die-after", "die_after_s": 5, "reply": "long"}, "agent"),
-    "mute": ({"mode": "mute"}, "the agent never spoke"),
-    "silence": ({"mode": "silence"}, "the agent never spoke"),
+    "mute": ({"mode": "mute"}, "no speech found on the agent channel"),
+    "silence": ({"mode": "silence"}, "no speech found on the agent channel"),
     "nonstop": ({"mode": "nonstop"}, "without a pause"),
 }
 

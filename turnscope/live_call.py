@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +12,10 @@ from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device_call import DeviceCall, DeviceCallOptions
 from turnscope.capture.scenario import Scenario, suite_file, task_contract
-from turnscope.capture.scripted_caller import ScriptedCaller, caller_lines
+from turnscope.capture.scripted_caller import CallerLine, ScriptedCaller, caller_lines
+from turnscope.capture.signaling import CallSetupError
 from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
+from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
 from turnscope.offload import offload
 from turnscope.records import redaction_document
@@ -152,23 +152,9 @@ async def place_call(
     call: WebRTCCall | DeviceCall = (
         DeviceCall(options) if isinstance(options, DeviceCallOptions) else WebRTCCall(options)
     )
-    # espeak-ng off the event loop: other calls of this process may be live.
-    lines = await offload(caller_lines, scenario)
-    caller = ScriptedCaller(scenario, call, lines)
-    # Load the model before the call: importing and loading it mid-call would stall the event
-    # loop, and with it the outgoing audio.
     transcriber = Transcriber(settings.asr, settings.confirm)
-    await transcriber.ready()
-    await call.connect()
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        # Ctrl-C ends the call cleanly: everything captured is kept and scored.
-        loop.add_signal_handler(
-            signal.SIGINT,
-            lambda: asyncio.ensure_future(
-                call.hangup("interrupted by the user (Ctrl-C)", degraded=True)
-            ),
-        )
+    lines = await _set_up(call, scenario, transcriber)
+    caller = ScriptedCaller(scenario, call, lines)
 
     def extra() -> dict[str, Any]:
         doc = {
@@ -182,6 +168,7 @@ async def place_call(
         return doc
 
     try:
+        # A signal from here on ends the call cleanly: everything captured is kept and scored.
         run = await run_and_record(
             call,
             settings,
@@ -193,8 +180,37 @@ async def place_call(
             extra_result=extra,
         )
     finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(signal.SIGINT)
         await call.hangup("the call ended")
         transcriber.close()
     return run, call, caller
+
+
+async def _set_up(
+    call: WebRTCCall | DeviceCall, scenario: Scenario, transcriber: Transcriber
+) -> list[CallerLine]:
+    """Speak the caller's lines, load the model, connect; the lines. A signal meanwhile is a
+    set-up that did not finish (CallSetupError: the caller writes a bundle saying so)."""
+
+    async def go() -> list[CallerLine]:
+        # espeak-ng off the event loop: other calls of this process may be live.
+        lines = await offload(caller_lines, scenario)
+        # The model before the call: importing and loading it mid-call would stall the event
+        # loop, and with it the outgoing audio.
+        await transcriber.ready()
+        await call.connect()
+        return lines
+
+    task = asyncio.ensure_future(go())
+    why: list[str] = []
+
+    def cancel(reason: str) -> None:
+        why.append(reason)
+        task.cancel()
+
+    with stop_on_signals(cancel):
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if why:
+                raise CallSetupError(f"{why[0]} while the call was being set up") from None
+            raise

@@ -224,11 +224,12 @@ async def run_pipeline(
     run.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in run.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in run.endpointers.items()}
-    findings = [
-        f"no speech found on the {ch} channel"
-        for ch in CHANNELS
-        if not any(h.channel == ch for h in run.heard)
-    ]
+    findings: list[str] = []
+    for ch in CHANNELS:
+        if not any(h.channel == ch for h in run.heard):
+            # A call with one party silent is no evidence of turn-taking: a wrong channel or
+            # file in a replay, a mute agent or a dead audio path in a call.
+            source.info.degraded.append(f"no speech found on the {ch} channel")
     result = PipelineResult(
         assembly=run.assembly,
         heard=sorted(run.heard, key=lambda h: (h.start_ms, h.channel)),

@@ -15,6 +15,8 @@ from rich.console import Console
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.source import Source
+from turnscope.errors import OutputError, TurnscopeError
+from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json, write_text
 from turnscope.live_view import LiveView
 from turnscope.offload import offload
@@ -29,7 +31,7 @@ from turnscope.records import (
     transcript_document,
     transcript_for_bundle,
 )
-from turnscope.scoring.bundle import BundleIds, write_bundle
+from turnscope.scoring.bundle import BundleIds, seal, write_bundle
 from turnscope.scoring.continuity import ContinuityThresholds, continuity_report
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import Outcome, score_outcome
@@ -57,18 +59,19 @@ async def run_and_record(
     transcriber: Transcriber | None = None,
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    recorder = ChannelRecorder(outdir)
+    stop = getattr(source, "stop", None) or (lambda reason: None)
+    recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
     verifier = LiveVerifier(contract)
     sinks: list[Sink] = [recorder, events, verifier, *extra_sinks]
     if console is not None:
         budget = (contract.budgets or {}).get("max_latency_ms")
         sinks.append(LiveView(console, verifier, int(budget) if budget is not None else None))
-    try:
-        result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
-    finally:
-        recorder.close()
+    with stop_on_signals(stop):
+        try:
+            result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
+        finally:
+            recorder.close()
     # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
     # event loop that stalled every other live call of the process (measured: caller audio up
     # to 1.4 s late when 8 concurrent calls ended together).
@@ -94,33 +97,94 @@ def record_run(
     evidence_class: str,
     extra: dict[str, Any] | None,
 ) -> RunOutput:
-    """Score a finished run and write its documents and bundle (plain code: runs in a thread)."""
+    """Score a finished run and write its documents and bundle (plain code: runs in a thread).
+
+    Written in a fixed order, the most valuable first (the audio is on disk already): the
+    transcript, the result, the other documents, the mixed audio, the manifest, the report.
+    A write that fails (a full disk) does not stop the ones after it; the run then ends with
+    one RunIncomplete error naming the folder and what is missing.
+    """
+    channel_ms = {ch: recorder.samples(ch) / 16.0 for ch in ("caller", "agent")}
+    for ch, ms in channel_ms.items():
+        if ms <= 0:
+            result.info.degraded.append(f"the {ch} channel is missing (no audio captured)")
+    if recorder.failure is not None:
+        result.info.degraded.append(recorder.failure)
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
     transcript_doc = transcript_document(result, events)
     result_doc = result_document(
         result, contract, outcome, evidence_class=evidence_class, extra=extra
     )
-    files = {
-        "caller_audio": recorder.paths["caller"],
-        "agent_audio": recorder.paths["agent"],
-        "result": write_json(outdir / "result.json", result_doc),
-    }
-    if outcome.bench is not None:
-        files["bench"] = write_json(outdir / "bench.json", outcome.bench)
-    files["manifest"] = write_run_bundle(
-        outdir,
-        result,
-        outcome,
-        contract,
-        transcript_doc,
-        result_doc,
-        events,
-        {ch: recorder.samples(ch) / 16.0 for ch in ("caller", "agent")},
+    writer = OrderedWriter(outdir)
+    documents = bundle_documents(
+        outdir, result, outcome, contract, transcript_doc, result_doc, events, channel_ms
     )
+    files = {"caller_audio": recorder.paths["caller"], "agent_audio": recorder.paths["agent"]}
+    transcript = documents.pop("transcript_json")
+    files["transcript"] = writer.attempt(
+        "transcript.json", lambda: write_json(outdir / "transcript.json", transcript)
+    )
+    files["result"] = writer.attempt(
+        "result.json", lambda: write_json(outdir / "result.json", result_doc)
+    )
+    if outcome.bench is not None:
+        files["bench"] = writer.attempt(
+            "bench.json", lambda: write_json(outdir / "bench.json", outcome.bench)
+        )
+    files["manifest"] = write_bundle(
+        outdir,
+        documents,
+        ids=BundleIds.new(f"turnscope-{outdir.name}"),
+        metadata=bundle_metadata(result),
+        attempt=writer.attempt,
+    )
+    if not writer.missing:
+        write_report(outdir)
+    writer.finish(recorder)
     return RunOutput(result, outcome, outdir, files)
 
 
-def write_run_bundle(
+class RunIncomplete(TurnscopeError):
+    """Part of a run's bundle could not be written (exit 4: what was written is kept)."""
+
+    exit_code = 4
+
+
+class OrderedWriter:
+    """Runs each write, remembering the ones that failed instead of stopping at the first."""
+
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
+        self.written: list[str] = []
+        self.missing: list[str] = []
+        self.cause: OutputError | None = None
+
+    def attempt(self, name: str, write: Callable[[], Any]) -> Any:
+        try:
+            done = write()
+        except OutputError as exc:
+            self.missing.append(name)
+            self.cause = self.cause or exc
+            return None
+        self.written.append(name)
+        return done
+
+    def finish(self, recorder: ChannelRecorder) -> None:
+        """Raise RunIncomplete when something is missing (the recording included)."""
+        if not self.missing and recorder.failure is None:
+            return
+        why = str(self.cause) if self.cause else recorder.failure
+        kept = ", ".join(["caller.wav", "agent.wav", *self.written[:3]])
+        gone = ", ".join(self.missing) if self.missing else "nothing else"
+        cut = f"; {recorder.failure}" if recorder.failure and self.cause else ""
+        raise RunIncomplete(
+            f"{self.outdir}: the run's bundle is incomplete ({why}{cut}): kept {kept}"
+            f"{' ...' if len(self.written) > 3 else ''}; could not write {len(self.missing)} "
+            f"file(s): {gone}"
+        )
+
+
+def bundle_documents(
     outdir: Path,
     result: PipelineResult,
     outcome: Outcome,
@@ -129,13 +193,9 @@ def write_run_bundle(
     result_doc: dict[str, Any],
     events: list[dict[str, Any]],
     channel_ms: dict[str, float],
-) -> Path:
-    """Turn the run folder into a voice artifact bundle (manifest, timeline, reports)."""
+) -> dict[str, Any]:
+    """The bundle's JSON documents, by artifact kind, the transcript first."""
     a = result.assembly
-    degraded = list(result.info.degraded)
-    for ch, ms in channel_ms.items():
-        if ms <= 0:
-            degraded.append(f"the {ch} channel is missing (no audio captured)")
     task = None
     if contract.suite is not None and contract.task_id is not None:
         task = next(
@@ -146,13 +206,13 @@ def write_run_bundle(
         a.dialogue(),
         [b.to_dict() for b in a.backchannels],
         [[(s.start_ms, s.end_ms) for s in t.spans] for t in a.turns if t.speaker == "agent"],
-        degraded_reasons=degraded,
+        degraded_reasons=result.degraded,
         warnings=result.warnings,
         thresholds=ContinuityThresholds.from_task(task),
     ).to_dict()
     producer = producer_metadata(result)
     wer = outcome.wer.to_dict(with_alignment=True) if outcome.wer else None
-    documents = {
+    return {
         "transcript_json": transcript_for_bundle(transcript_doc),
         "waveform_timeline_json": timeline_document(result, events, channel_ms),
         "structured_output_json": structured_output_document(result_doc, continuity, producer, wer),
@@ -162,20 +222,27 @@ def write_run_bundle(
             list(result.info.details.get("header_names") or [])
         ),
     }
-    ids = BundleIds.new(f"turnscope-{outdir.name}")
-    metadata = {
+
+
+def bundle_metadata(result: PipelineResult) -> dict[str, Any]:
+    return {
         "provider": "turnscope",
         "model": result.settings.asr.model,
         "input_language": result.settings.asr.language,
         "output_language": result.settings.asr.language,
         "transport": result.info.transport,
-        "streaming_mode": producer["streaming_mode"],
+        "streaming_mode": producer_metadata(result)["streaming_mode"],
     }
-    manifest = write_bundle(outdir, documents, ids=ids, metadata=metadata)
-    try:
-        from turnscope.scoring.report_html import build_report
 
+
+def write_report(outdir: Path) -> None:
+    """report.html and timeline.png (which also seal the manifest over them)."""
+    from turnscope.scoring.report_html import build_report
+
+    try:
         build_report(outdir)
+    except TurnscopeError:
+        raise
     except Exception as exc:  # the report is a view of the evidence: never fail the run for it
         write_text(outdir / "report-error.txt", f"{type(exc).__name__}: {exc}\n")
-    return manifest
+        seal(outdir)

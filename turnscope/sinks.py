@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import CHANNELS, SAMPLE_RATE, PcmFrame
 from turnscope.capture.source import SourceInfo
+from turnscope.errors import OutputError
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import verify
@@ -23,21 +26,29 @@ class ChannelRecorder(Sink):
 
     The stdlib wave writer patches the header after every write, so whatever was captured is
     a readable file even if the process dies mid-call. Gaps are written as silence so both
-    files stay aligned on the call clock.
+    files stay aligned on the call clock. When the disk will not take more (or the file goes
+    away), recording stops, ``failure`` says so with how much was kept, and ``on_failure`` is
+    called (the run stops its source: nothing more could be kept).
     """
 
-    def __init__(self, directory: str | Path):
+    def __init__(self, directory: str | Path, on_failure: Callable[[str], None] | None = None):
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.paths = {ch: self.directory / f"{ch}.wav" for ch in CHANNELS}
+        self.on_failure = on_failure
+        self.failure: str | None = None
         self._files: dict[str, wave.Wave_write] = {}
         self._written = dict.fromkeys(CHANNELS, 0)
-        for ch, path in self.paths.items():
-            w = wave.open(str(path), "wb")  # noqa: SIM115 (open for the whole call)
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(SAMPLE_RATE)
-            self._files[ch] = w
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for ch, path in self.paths.items():
+                w = wave.open(str(path), "wb")  # noqa: SIM115 (open for the whole call)
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(SAMPLE_RATE)
+                self._files[ch] = w
+        except OSError as exc:
+            self._abandon()
+            raise OutputError(exc) from None
 
     def on_frame(self, frame: PcmFrame) -> None:
         w = self._files.get(frame.channel)
@@ -45,13 +56,36 @@ class ChannelRecorder(Sink):
             return
         pcm = frame.pcm
         done = self._written[frame.channel]
-        if frame.start > done:
-            w.writeframes(np.zeros(frame.start - done, dtype=np.int16).tobytes())
-        elif frame.start < done:
-            pcm = pcm[done - frame.start :]
-        if len(pcm):
-            w.writeframes(pcm.astype("<i2", copy=False).tobytes())
+        try:
+            if frame.start > done:
+                w.writeframes(np.zeros(frame.start - done, dtype=np.int16).tobytes())
+            elif frame.start < done:
+                pcm = pcm[done - frame.start :]
+            if len(pcm):
+                w.writeframes(pcm.astype("<i2", copy=False).tobytes())
+        except OSError as exc:
+            self._fail(frame.channel, exc)
+            return
         self._written[frame.channel] = max(done, frame.end)
+
+    def _fail(self, channel: str, exc: OSError) -> None:
+        path = self.paths[channel]
+        kept = min(self._written.values()) / SAMPLE_RATE
+        self.failure = (
+            f"recording stopped at {kept:.1f} s: {OutputError(exc, path)}; the audio up to "
+            "there is kept"
+        )
+        self._abandon()
+        if self.on_failure is not None:
+            self.on_failure(self.failure)
+
+    def _abandon(self) -> None:
+        """Close what can be closed without raising (the header of each file says how much it
+        holds)."""
+        for w in self._files.values():
+            with contextlib.suppress(OSError, AttributeError):
+                w.close()
+        self._files.clear()
 
     def samples(self, channel: str) -> int:
         return self._written[channel]
@@ -59,11 +93,14 @@ class ChannelRecorder(Sink):
     def close(self) -> None:
         """Pad the shorter channel so both files have the call's length, then close."""
         longest = max(self._written.values())
-        for ch, w in self._files.items():
-            if self._written[ch] < longest:
-                w.writeframes(np.zeros(longest - self._written[ch], dtype=np.int16).tobytes())
-                self._written[ch] = longest
-            w.close()
+        try:
+            for ch, w in self._files.items():
+                if self._written[ch] < longest:
+                    w.writeframes(np.zeros(longest - self._written[ch], dtype=np.int16).tobytes())
+                    self._written[ch] = longest
+                w.close()
+        except OSError as exc:
+            self._fail(ch, exc)
         self._files.clear()
 
     def on_finish(self, result: PipelineResult) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
 from turnscope.errors import InputError
 from turnscope.fixture_runner import run_suite_fixtures
 from turnscope.jsonio import write_json, write_text
+from turnscope.outdir import clear_run, holds_a_run, output_dir
 from turnscope.scoring.bench import BenchError, bench_result, check_evidence_class, run_bench
 from turnscope.scoring.exercise import task_exercise
 from turnscope.scoring.fixtures import parse_fixture
@@ -57,6 +57,9 @@ def bench(
     loopback_only: bool = typer.Option(False, "--loopback-only", help="ICE on 127.0.0.1 only."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Fixtures run at the same time."),
     runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the bundles of an earlier run in --runs."
+    ),
     scorecard_path: Path | None = typer.Option(
         None, "--scorecard", help="Scorecard JSON (default: next to -o, .scorecard.json)."
     ),
@@ -73,7 +76,7 @@ def bench(
         raise InputError("give at most one of --use-reference or --transcripts DIR")
     if not use_reference and transcripts is None:
         return run_fixtures(
-            data, suite, output, scorecard_path, runs, agent, loopback_only, jobs, quiet
+            data, suite, output, scorecard_path, runs, agent, loopback_only, jobs, quiet, force
         )
     evidence = evidence_class or "captured_fixture"
     try:
@@ -124,6 +127,7 @@ def run_fixtures(
     loopback_only: bool,
     jobs: int,
     quiet: bool,
+    force: bool = False,
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
     if not any(t.get("fixture") for t in data["tasks"]):
@@ -134,7 +138,20 @@ def run_fixtures(
         )
     for task in data["tasks"]:
         parse_fixture(task, suite)  # every fixture checked before anything runs
-    runs_dir = runs or Path("runs") / f"bench-{data.get('name')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    runs_dir = output_dir(runs, f"bench-{data.get('name')}")
+    earlier = [
+        runs_dir / str(t["id"]) for t in data["tasks"] if holds_a_run(runs_dir / str(t["id"]))
+    ]
+    if earlier and not force:
+        raise InputError(
+            f"already holds the bundles of an earlier run ({', '.join(p.name for p in earlier)})",
+            path=runs_dir,
+            fix="choose another --runs, or pass --force to replace them",
+        )
+    for folder in earlier:
+        clear_run(folder)
+    if output is not None and output.is_dir():
+        raise InputError("is a folder, expected the result file to write", path=output)
     settings = PipelineOptions().settings()
     with Progress(
         TextColumn("{task.description}"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 from turnscope.live_call import place_call, scenario_contract, write_setup_failure
+from turnscope.outdir import output_dir
 from turnscope.runner import RunOutput
 
 CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
@@ -154,6 +154,7 @@ def call(
     ),
     scenario: Path = typer.Option(..., "--scenario", help="Scenario YAML (configs/scenarios)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
+    force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
     header: list[str] = typer.Option([], "--header", help="Extra HTTP header 'Name: value'."),
     bearer_env: str | None = typer.Option(
@@ -243,7 +244,7 @@ def call(
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     kind = "device" if device else "call"
-    outdir = output or Path("runs") / f"{kind}-{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    outdir = output_dir(output, f"{kind}-{sc.name}", force=force)
     return run_call(options, sc, settings, outdir, quiet=quiet)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import typer
@@ -19,10 +18,13 @@ from turnscope.cli.options import PipelineOptions
 from turnscope.configs import config_path
 from turnscope.jsonio import write_json
 from turnscope.live_call import place_call, scenario_contract
+from turnscope.outdir import output_dir
+from turnscope.scoring.bundle import seal
 
 
 def demo(
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
+    force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
     scenario: Path | None = typer.Option(None, "--scenario", help="Default: the refund call."),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
@@ -30,7 +32,7 @@ def demo(
     """Start the reference agent, call it with the refund scenario (one barge-in), score it."""
     sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
     settings = PipelineOptions().settings()
-    outdir = output or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    outdir = output_dir(output, "demo", force=force)
 
     async def go():  # type: ignore[no-untyped-def]
         server = AgentServer(AgentBehaviour.from_scenario(sc))
@@ -45,6 +47,7 @@ def demo(
             finished = await server.wait_finished(1)
             if finished:
                 write_json(outdir / "agent_truth.json", finished[0])
+                seal(outdir)  # the manifest covers it too
             return run, list(call.info.degraded), caller.report()
         finally:
             await server.stop()

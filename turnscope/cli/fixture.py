@@ -18,6 +18,14 @@ from turnscope.scoring.fixtures import TAGS
 from turnscope.scoring.suite import load_suite
 
 app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
+PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def _channel(path: Path) -> tuple[np.ndarray, int]:
+    try:
+        return sf.read(path, dtype="float32")
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise InputError(f"unreadable audio ({exc})", path=path) from None
 
 
 @app.command("add")
@@ -36,18 +44,36 @@ def add(
         if not (bundle / name).exists():
             raise InputError(f"not a turnscope run folder: {name} is missing", path=bundle)
     data = load_suite(suite)
+    if task_id is not None and not PLAIN_ID.match(task_id):
+        raise InputError(
+            f"--id {task_id!r} is not a plain name (letters, digits, '.', '_' and '-'; it names "
+            "the fixture's files, so no path separators or '..')"
+        )
     tid = task_id or re.sub(r"[^A-Za-z0-9_-]+", "-", bundle.resolve().name).strip("-")
+    if not PLAIN_ID.match(tid):
+        raise InputError(f"cannot make a task id from {bundle.name!r}", fix="pass --id NAME")
     if any(str(t.get("id")) == tid for t in data["tasks"]):
         raise InputError(f"task id {tid!r} is already in the suite", path=suite, fix="pass --id")
+    result = read_json(bundle / "result.json", what="result")
+    caller, rate = _channel(bundle / "caller.wav")
+    agent, _ = _channel(bundle / "agent.wav")
+    if result.get("verdict") == "error" or not (len(caller) or len(agent)):
+        raise InputError(
+            "holds no usable audio (the call never connected, or captured nothing): there is "
+            "nothing to replay",
+            path=bundle,
+            fix="add a run that captured the call",
+        )
     folder = suite.parent / "fixtures"
     folder.mkdir(parents=True, exist_ok=True)
-    caller, rate = sf.read(bundle / "caller.wav", dtype="float32")
-    agent, _ = sf.read(bundle / "agent.wav", dtype="float32")
     n = max(len(caller), len(agent))
     stereo = np.zeros((n, 2), dtype=np.float32)
     stereo[: len(caller), 0], stereo[: len(agent), 1] = caller, agent
     audio = folder / f"{tid}.flac"
-    sf.write(audio, stereo, rate)
+    try:
+        sf.write(audio, stereo, rate)
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise InputError(f"cannot write the fixture's audio ({exc})", path=audio) from None
     transcript = read_json(bundle / "transcript.json", what="transcript")
     turns = [
         {k: t[k] for k in ("speaker", "start_ms", "end_ms", "text", "interrupt")}
@@ -62,7 +88,6 @@ def add(
             "turns": turns,
         },
     )
-    result = read_json(bundle / "result.json", what="result")
     task_info = result.get("task") or {}
     task = {
         "id": tid,

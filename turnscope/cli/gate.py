@@ -13,7 +13,13 @@ from turnscope.cli.console import out
 from turnscope.cli.options import number
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json, write_json, write_text
-from turnscope.scoring.gate import DEFAULT_FLOORS, DEFAULT_TOLERANCE, gate, junit_xml
+from turnscope.scoring.gate import (
+    DEFAULT_FLOORS,
+    DEFAULT_TOLERANCE,
+    broken_cells,
+    gate,
+    junit_xml,
+)
 from turnscope.scoring.scorecard import LOWER_IS_BETTER
 
 
@@ -30,6 +36,28 @@ def load_scorecard(path: Path) -> dict[str, Any]:
         path=path,
         fix="pass the .scorecard.json that `turnscope bench` wrote",
     )
+
+
+def _suite_of(card: dict[str, Any]) -> str:
+    suite = card.get("suite") or {}
+    return f"{suite.get('name')!s} v{suite.get('version')!s}" if suite else "an unnamed suite"
+
+
+def same_suite(card: dict[str, Any], pinned: dict[str, Any], run: Path, baseline: Path) -> None:
+    """A baseline is only comparable with a run of the same suite and scorecard version."""
+    if card.get("kind") != pinned.get("kind"):
+        raise InputError(
+            f"the baseline is a {pinned.get('kind')!r} scorecard, this run's ({run}) a "
+            f"{card.get('kind')!r} one",
+            path=baseline,
+            fix="re-pin the baseline with this version (--update-baseline)",
+        )
+    if card.get("suite") and pinned.get("suite") and card["suite"] != pinned["suite"]:
+        raise InputError(
+            f"the baseline is of {_suite_of(pinned)}, this run ({run}) of {_suite_of(card)}",
+            path=baseline,
+            fix="gate each suite against its own baseline",
+        )
 
 
 def parse_floors(pairs: list[str]) -> dict[str, float]:
@@ -74,7 +102,16 @@ def gate_cmd(
     if update_baseline and baseline is None:
         raise InputError("--update-baseline needs --baseline FILE (where to pin this run)")
     if update_baseline and baseline is not None:
+        broken = broken_cells(card)
+        if broken:
+            raise InputError(
+                f"will not pin cells that are not numbers: {', '.join(broken[:5])}",
+                path=result,
+                fix="fix the run that wrote this scorecard, then pin it",
+            )
         previous = load_scorecard(baseline) if baseline.exists() else None
+        if previous is not None:
+            same_suite(card, previous, result, baseline)
         verdict = gate(card, previous, tolerance=tolerance, floors=parse_floors(floor))
         for c in verdict.moved():
             out.print(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
@@ -83,6 +120,8 @@ def gate_cmd(
         out.print(f"pinned {baseline} as the new baseline")
         return 0
     pinned_card = load_scorecard(baseline) if baseline is not None else None
+    if pinned_card is not None and baseline is not None:
+        same_suite(card, pinned_card, result, baseline)
     verdict = gate(card, pinned_card, tolerance=tolerance, floors=parse_floors(floor))
     moved = verdict.moved()
     for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
@@ -104,6 +143,9 @@ def gate_cmd(
     if junit is not None:
         write_text(junit, junit_xml(verdict))
     cells = len(verdict.cells)
+    if not cells:
+        out.print("gate FAILED: every task is void, so nothing was checked")
+        return 1
     if verdict.passed:
         out.print(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")
         return 0

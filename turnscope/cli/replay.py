@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import typer
 
 from turnscope.capture.file_source import FileSource
-from turnscope.cli.console import out, warn_line
+from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
+from turnscope.outdir import output_dir
 from turnscope.runner import run_and_record
 from turnscope.scoring.contract import resolve_contract
 
 _CHANNEL = {"left": 0, "right": 1, "0": 0, "1": 1}
-
-
-def default_outdir(stem: str) -> Path:
-    return Path("runs") / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+DEGRADED = 4  # the evidence cannot be fully trusted (what was captured is kept)
 
 
 def replay(
@@ -44,6 +41,7 @@ def replay(
     ),
     require: list[str] = typer.Option([], "--require", help="Required content keyword."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
+    force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
     realtime: bool = typer.Option(False, "--realtime", help="Pace audio at wall-clock speed."),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
@@ -90,7 +88,7 @@ def replay(
         stem = caller.stem
     else:
         raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
-    outdir = output or default_outdir(stem)
+    outdir = output_dir(output, stem, force=force)
     run = asyncio.run(
         run_and_record(
             source,
@@ -116,6 +114,9 @@ def replay(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
     )
+    if r.degraded:
+        fail_line("degraded evidence: " + "; ".join(r.degraded))
+        return DEGRADED
     return 0 if run.outcome.passed else 1
 
 

@@ -1,0 +1,71 @@
+"""SIGINT (Ctrl-C) and SIGTERM (how CI cancels a job) end a run cleanly, in any phase: every
+run in the process is told to stop, and each scores and writes whatever it captured, marked
+degraded with the signal. A second signal of the same kind is not caught: it ends the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import signal
+from collections.abc import Callable, Iterator
+
+REASONS = {
+    signal.SIGINT: "interrupted by the user (Ctrl-C)",
+    signal.SIGTERM: "terminated by SIGTERM",
+}
+
+_stops: dict[int, Callable[[str], None]] = {}
+_ids = itertools.count()
+_installed: asyncio.AbstractEventLoop | None = None
+_received: str | None = None
+
+
+def received() -> str | None:
+    """Why the process was asked to stop, if it was (a bench starts no new fixture then)."""
+    return _received
+
+
+def _deliver(sig: signal.Signals) -> None:
+    global _received
+    _received = _received or REASONS[sig]
+    loop = _installed
+    if loop is not None:
+        # The next one of this kind is not ours: it ends the process as it normally would.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(sig)
+    for stop in list(_stops.values()):
+        stop(REASONS[sig])
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: Callable[[str], None]) -> Iterator[None]:
+    """While the block runs (inside a running event loop), SIGINT and SIGTERM call
+    ``stop(reason)``; outside any such block the process's own handling applies."""
+    global _installed
+    loop = asyncio.get_running_loop()
+    key = next(_ids)
+    if not _stops:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            for sig in REASONS:
+                loop.add_signal_handler(sig, _deliver, sig)
+            _installed = loop
+    _stops[key] = stop
+    if _received is not None:
+        stop(_received)  # asked to stop before this run even began
+    try:
+        yield
+    finally:
+        del _stops[key]
+        if not _stops and _installed is loop:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                for sig in REASONS:
+                    loop.remove_signal_handler(sig)
+            _installed = None
+
+
+def reset() -> None:
+    """Forget a signal received earlier (a long-lived process between runs; tests)."""
+    global _received
+    _received = None

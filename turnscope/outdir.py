@@ -1,0 +1,77 @@
+"""The folder a run writes its bundle into: ``-o DIR``, checked before anything runs, or a new
+timestamped folder under ``runs/``.
+
+A folder that already holds a run's bundle is never overwritten silently: it needs ``--force``
+(and then the previous run's files are removed first, so nothing stale is mistaken for this
+run's evidence).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from turnscope.errors import InputError, OutputError
+from turnscope.scoring.bundle import FILES, MANIFEST
+
+RUNS = Path("runs")
+# Everything a run writes into its folder (the bundle's files, and what sits beside them).
+RUN_FILES = (
+    MANIFEST,
+    *(name for name, _, _ in FILES.values()),
+    "result.json",
+    "bench.json",
+    "report.html",
+    "timeline.png",
+    "report-error.txt",
+    "agent_truth.json",
+)
+
+
+def holds_a_run(folder: Path) -> bool:
+    return any((folder / name).exists() for name in (MANIFEST, "result.json", "caller.wav"))
+
+
+def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
+    """The run's folder, created and known to be writable: ``given`` (``-o``), or
+    ``runs/NAME-YYYYmmdd-HHMMSS`` (with a suffix when two runs start in the same second)."""
+    if given is None:
+        path = RUNS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        k = 2
+        while path.exists():
+            path = RUNS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{k}"
+            k += 1
+    else:
+        path = Path(given)
+        if path.exists() and not path.is_dir():
+            raise InputError("is a file, not a folder", path=path, fix="give -o a folder")
+        if path.is_dir() and holds_a_run(path):
+            if not force:
+                raise InputError(
+                    "already holds a run's bundle",
+                    path=path,
+                    fix="choose another -o, or pass --force to replace that run",
+                )
+            clear_run(path)
+    writable(path)
+    return path
+
+
+def clear_run(folder: Path) -> None:
+    """Remove a previous run's files from ``folder`` (nothing else in it)."""
+    for name in RUN_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (folder / name).unlink()
+
+
+def writable(folder: Path) -> None:
+    """Create ``folder`` and make sure a file can be written in it (OutputError otherwise)."""
+    probe = folder / f".turnscope-probe-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(exc, folder) from None
