@@ -30,6 +30,7 @@ MIN_RATE = 8000  # below the telephone band, speech is not intelligible
 # (at +0.05, 4 of 9 turns were found; at +0.2, none): above this it is removed before the VAD.
 DC_LIMIT = 0.002
 DC_SMOOTHING = 0.2  # weight of each decoded block's mean in the running estimate
+SILENCE_LEVEL = 1e-4  # below this (-80 dBFS) a sample is digital silence
 HUM_SECONDS = 30  # the stretch of each file searched for a mains hum
 HUM_PEAK = 30.0  # its 50/60 Hz power over the median of the 30-250 Hz band around it
 HUM_LEVEL = 0.003  # and its amplitude (about -50 dBFS)
@@ -46,11 +47,17 @@ class _Column:
     dc_max: float = 0.0
     power: np.ndarray | None = None
     seconds: int = 0
+    samples: int = 0
+    last_sound: int = 0  # one past the last sample that is not (near) digital silence
     _pending: list[np.ndarray] = field(default_factory=list)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if not len(x):
             return x
+        loud = np.flatnonzero(np.abs(x) > SILENCE_LEVEL)
+        if len(loud):
+            self.last_sound = self.samples + int(loud[-1]) + 1
+        self.samples += len(x)
         mean = float(x.mean())
         self.dc = mean if self.dc is None else (1 - DC_SMOOTHING) * self.dc + DC_SMOOTHING * mean
         self.removing = self.removing or abs(self.dc) > DC_LIMIT
@@ -301,20 +308,33 @@ class FileSource:
         lengths = {n: c.total for n, c in chunkers.items()}
         if len(self._feeds) > 1:
             diff_ms = abs(lengths[CALLER] - lengths[AGENT]) * 1000 / SAMPLE_RATE
-            shorter = min(lengths, key=lengths.get)
-            longer = max(lengths, key=lengths.get)
-            if diff_ms > SHORT_CHANNEL_MS and lengths[shorter] < SHORT_SHARE * lengths[longer]:
-                self.info.degraded.append(
-                    f"the {shorter} channel is {diff_ms / 1000:.1f} s shorter than the {longer} "
-                    f"channel ({lengths[shorter] / SAMPLE_RATE:.1f} of "
-                    f"{lengths[longer] / SAMPLE_RATE:.1f} s): most of the call is missing from it"
-                )
-            elif diff_ms > MISMATCH_WARN_MS:
+            if diff_ms > MISMATCH_WARN_MS:
+                shorter = min(lengths, key=lengths.get)
                 self.info.warnings.append(
                     f"channel lengths differ by {diff_ms:.0f} ms; the {shorter} channel was "
                     "padded with silence"
                 )
+        # Where each channel's sound ends (a stereo file's short channel is padded with
+        # digital silence): one that ends long before the other is missing most of the call.
+        heard = self._audible_ms()
+        shorter, longer = sorted(heard, key=heard.get)
+        gap = heard[longer] - heard[shorter]
+        # (A channel with no sound at all is the pipeline's "no speech found".)
+        if gap > SHORT_CHANNEL_MS and 0 < heard[shorter] < SHORT_SHARE * heard[longer]:
+            self.info.degraded.append(
+                f"the {shorter} channel is {gap / 1000:.1f} s shorter than the {longer} channel "
+                f"(its sound ends at {heard[shorter] / 1000:.1f} s of "
+                f"{heard[longer] / 1000:.1f} s): most of the call is missing from it"
+            )
         self.info.duration_ms = max(lengths.values()) * 1000 / SAMPLE_RATE
+
+    def _audible_ms(self) -> dict[str, float]:
+        """Call time at which each channel's last sound ends."""
+        out = {}
+        for (reader, _, names), health in zip(self._feeds, self._health, strict=True):
+            for name, col in zip(names, health.columns, strict=True):
+                out[name] = self._offsets.get(name, 0.0) + col.last_sound * 1000 / reader.rate
+        return out
 
     def _report_file(self, reader: AudioReader, names: list[str], health: _Health) -> None:
         where = f"{reader.path}"

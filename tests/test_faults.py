@@ -7,18 +7,31 @@ documented exit code, and whatever was captured kept as a readable bundle marked
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
+import signal
+import socket
 import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
+from aiohttp import web
 
-from tests.conftest import turnscope_exe
+from tests.conftest import ROOT, turnscope_exe
 from turnscope.capture.reference_agent import AgentBehaviour
 from turnscope.capture.scenario import load_scenario
 from turnscope.capture.scripted_caller import line_audio
 from turnscope.capture.synth import render
+from turnscope.scoring.validate import validate_bundle
+
+REFUND = ROOT / "configs" / "scenarios" / "refund-call.yaml"
 
 SHORT = """
 name: short
@@ -93,3 +106,476 @@ def test_relative_audio_path_in_a_scenario_given_by_a_relative_path(tmp_path, mo
     agent_line = AgentBehaviour.from_scenario(sc).lines[0]
     assert agent_line.audio is not None and agent_line.audio.is_file(), agent_line.audio
     assert render(sc).duration_ms > 1000  # and synth
+
+
+# --- signals: a real process, a real signal ---------------------------------------------------
+
+SAMPLE = ROOT / "recordings" / "refund-call.wav"
+
+
+def _result(folder: Path) -> dict:
+    return json.loads((folder / "result.json").read_text())
+
+
+def _signal_after(
+    cmd: list[str], seconds: float, sig: signal.Signals
+) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(seconds)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def test_sigint_during_a_replay_keeps_a_scored_degraded_bundle(tmp_path):
+    out = tmp_path / "out"
+    done = _signal_after(
+        [*turnscope_exe(), "replay", str(SAMPLE), "--realtime", "-q", "-o", str(out)],
+        9,
+        signal.SIGINT,
+    )
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr
+    result = _result(out)
+    assert any(
+        "interrupted by the user" in d and "replay stopped at" in d for d in result["degraded"]
+    )
+    assert result["counts"]["turns"] >= 1  # what was replayed is scored
+    assert validate_bundle(out) == []
+
+
+def test_sigterm_mid_call_keeps_everything_marked_degraded(tmp_path):
+    proc, url = _start_agent("--no-greet")
+    try:
+        done = _signal_after(
+            [*turnscope_exe(), "call", url, "--scenario", str(REFUND), "--loopback-only", "-q",
+             "-o", str(tmp_path / "out")],
+            10,
+            signal.SIGTERM,
+        )  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert done.returncode == 4, done.stderr
+    result = _result(tmp_path / "out")
+    assert any("terminated by SIGTERM" in d for d in result["degraded"]), result["degraded"]
+    assert (tmp_path / "out" / "caller.wav").stat().st_size > 100_000
+    assert validate_bundle(tmp_path / "out") == []
+
+
+def _silent_http_server() -> tuple[socket.socket, str]:
+    """Accepts connections and never answers: an agent whose offer endpoint hangs."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/api/offer"
+
+
+def test_sigint_during_signalling_leaves_a_bundle_that_says_so(tmp_path):
+    srv, url = _silent_http_server()
+    try:
+        done = _signal_after(
+            [*turnscope_exe(), "call", url, "--scenario", str(REFUND), "--loopback-only", "-q",
+             "--connect-timeout", "60", "-o", str(tmp_path / "out")],
+            6,
+            signal.SIGINT,
+        )  # fmt: skip
+    finally:
+        srv.close()
+    assert done.returncode == 4, done.stderr
+    errors = [x for x in done.stderr.splitlines() if x.startswith("turnscope: error:")]
+    assert len(errors) == 1 and "while the call was being set up" in errors[0], done.stderr
+    result = _result(tmp_path / "out")
+    assert result["verdict"] == "error" and result["degraded"]
+    assert validate_bundle(tmp_path / "out") == []
+
+
+# --- a full disk (a small tmpfs in a private mount namespace) ----------------------------------
+
+FULL_DISK = """
+import json, os, subprocess, sys
+disk, size, cmd = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", disk], check=True)
+done = subprocess.run(cmd, capture_output=True, text=True)
+out = os.path.join(disk, "out")
+names = os.listdir(out) if os.path.isdir(out) else []
+files = {n: os.path.getsize(os.path.join(out, n)) for n in names}
+result = json.load(open(os.path.join(out, "result.json"))) if "result.json" in files else None
+valid = subprocess.run(cmd[:1] + ["validate", out], capture_output=True, text=True)
+print(json.dumps({"rc": done.returncode, "err": done.stderr, "files": files, "result": result,
+                  "valid_rc": valid.returncode}))
+"""
+
+
+def _on_full_disk(tmp_path: Path, size: str, *args: str) -> dict:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    cmd = [*turnscope_exe(), *args, "-o", str(disk / "out")]
+    proc = subprocess.run(
+        ["unshare", "--mount", "--map-root-user", sys.executable, "-c", FULL_DISK, str(disk),
+         size, json.dumps(cmd)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_disk_that_fills_during_a_replay_keeps_the_audio_and_says_what_is_missing(tmp_path):
+    got = _on_full_disk(tmp_path, "1m", "replay", str(SAMPLE), "-q")
+    assert got["rc"] == 4, got["err"]
+    lines = [x for x in got["err"].splitlines() if x.startswith("turnscope: error:")]
+    assert len(lines) == 1 and "incomplete" in lines[0] and "recording stopped at" in lines[0]
+    assert "disk is full" in lines[0] and str(tmp_path) in lines[0]
+    assert got["files"]["caller.wav"] > 100_000 and got["files"]["agent.wav"] > 100_000
+    assert not [n for n in got["files"] if n.endswith(".tmp")]  # no half-written file
+
+
+def test_a_disk_that_fills_while_the_bundle_is_written_keeps_what_fits_in_order(tmp_path):
+    got = _on_full_disk(tmp_path, "3200k", "replay", str(SAMPLE), "-q")
+    assert got["rc"] == 4, got["err"]
+    assert "could not write" in got["err"] and "Traceback" not in got["err"]
+    files = got["files"]
+    for name in ("caller.wav", "agent.wav", "transcript.json", "result.json"):
+        assert name in files, files  # the most valuable first
+    assert got["result"]["verdict"] in ("pass", "fail")
+    assert got["valid_rc"] == 0 or "voice_artifact_manifest.json" not in files
+    assert not [n for n in files if n.endswith(".tmp")]
+
+
+# --- bad numbers and options: exit 2, one line naming the flag or file ---------------------------
+
+
+def _bad_input(cli, *args: str) -> str:
+    code, out, err = cli(*args)
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--connect-timeout", "0"], "--connect-timeout"),
+        (["--connect-timeout", "-1"], "--connect-timeout"),
+        (["--media-timeout", "0"], "--media-timeout"),
+        (["--connect-timeout", "nan"], "--connect-timeout"),
+        (["--ice-server", "notaurl"], "--ice-server"),
+        (["--header", "X-Token: abc\rdef"], "line break"),
+    ],
+)
+def test_bad_call_options_are_bad_input(cli, args, needle):
+    err = _bad_input(cli, "call", "http://127.0.0.1:9/api/offer", "--scenario", str(REFUND), *args)
+    assert needle in err
+
+
+def test_a_url_that_is_not_a_url_is_bad_input(cli):
+    err = _bad_input(cli, "call", "notaurl", "--scenario", str(REFUND), "-q")
+    assert "not an agent URL" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--agent-offset-ms", "nan"], "--agent-offset-ms"),
+        (["--agent-offset-ms", "1e12"], "--agent-offset-ms"),
+        (["--max-latency-ms", "-100"], "--max-latency-ms"),
+        (["--frame-ms", "15"], "--frame-ms"),
+    ],
+)
+def test_bad_replay_numbers_name_the_flag(cli, tmp_path, args, needle):
+    err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(tmp_path / "o"), *args)
+    assert needle in err and "default.yaml" not in err
+
+
+def test_agent_port_out_of_range(cli):
+    assert "--port" in _bad_input(cli, "agent", "--port", "99999")
+
+
+def test_scenario_time_out_of_range_is_bad_input(cli, tmp_path):
+    scenario = tmp_path / "far.yaml"
+    scenario.write_text("name: far\nscript:\n  - caller: hello\n    at_ms: 1000000000\n")
+    err = _bad_input(cli, "synth", str(scenario), "-o", str(tmp_path / "o"))
+    assert "far.yaml" in err and "at_ms" in err
+
+
+def test_suite_with_a_negative_budget_is_bad_input(cli, tmp_path):
+    suite = json.loads((ROOT / "configs" / "suites" / "voice_starter.json").read_text())
+    suite["tasks"][0]["budgets"] = {"max_latency_ms": -5}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(suite))
+    assert "max_latency_ms" in _bad_input(cli, "bench", str(path), "--use-reference")
+
+
+@pytest.mark.parametrize(
+    "floor", ["nosuchdim=0.5", "wer=-1", "latency=2", "latency=nan", "latency"]
+)
+def test_bad_gate_floors_and_tolerance(cli, floor):
+    card = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
+    assert "--floor" in _bad_input(cli, "gate", str(card), "--floor", floor)
+    assert "--tolerance" in _bad_input(cli, "gate", str(card), "--tolerance", "-1")
+
+
+# --- output paths -------------------------------------------------------------------------------
+
+
+def test_output_paths_are_checked_before_anything_runs(cli, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert "is a file" in _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(afile))
+    proc = Path("/proc/turnscope-cannot-write-here")
+    err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(proc))
+    assert str(proc) in err
+    card = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
+    code, _, err = cli("gate", str(card), "--junit", "/proc/turnscope/junit.xml")
+    assert code == 2 and "/proc/turnscope/junit.xml" in err and "Traceback" not in err
+
+
+def test_an_existing_bundle_is_not_overwritten_without_force(cli, sample_bundle, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(sample_bundle, copy)
+    before = (copy / "result.json").read_text()
+    err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(copy))
+    assert "already holds a run" in err and "--force" in err
+    assert (copy / "result.json").read_text() == before
+    code, _, _ = cli("replay", str(SAMPLE), "-q", "-o", str(copy), "--force")
+    assert code in (0, 1) and validate_bundle(copy) == []
+
+
+# --- secrets --------------------------------------------------------------------------------------
+
+TOKEN = "sk-test-7f3a9c2b41d8e6"
+
+
+def test_a_token_the_agent_echoes_back_is_written_nowhere(tmp_path, monkeypatch):
+    async def echo(request: web.Request) -> web.Response:
+        return web.Response(status=500, text=f"bad auth header: {request.headers['Authorization']}")
+
+    async def serve() -> tuple[web.AppRunner, str]:
+        app = web.Application()
+        app.router.add_post("/api/offer", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/api/offer"
+
+    loop = asyncio.new_event_loop()
+    _runner, url = loop.run_until_complete(serve())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        env = {**os.environ, "AGENT_TOKEN": TOKEN}
+        out = tmp_path / "out"
+        done = subprocess.run(
+            [*turnscope_exe(), "call", url, "--scenario", str(REFUND), "--loopback-only", "-q",
+             "--bearer-env", "AGENT_TOKEN", "--header", f"X-Api-Key: {TOKEN}-key", "-o", str(out)],
+            capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
+        )  # fmt: skip
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert done.returncode == 4 and "HTTP 500" in done.stderr, done.stderr
+    assert TOKEN not in done.stderr + done.stdout
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if TOKEN.encode() in p.read_bytes()]
+    assert "[redacted]" in (out / "result.json").read_text()
+
+
+def test_a_malformed_header_never_echoes_its_value(cli):
+    err = _bad_input(
+        cli, "call", "http://127.0.0.1:9/api/offer", "--scenario", str(REFUND),
+        "--header", f"Authorization Bearer {TOKEN}",
+    )  # fmt: skip
+    assert TOKEN not in err and "--header #1" in err
+
+
+# --- the gate -------------------------------------------------------------------------------------
+
+
+def _card(tmp_path: Path, name: str, **changes) -> Path:
+    card = json.loads(
+        (ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json").read_text()
+    )
+    for key, value in changes.items():
+        card[key] = value
+    path = tmp_path / f"{name}.scorecard.json"
+    path.write_text(json.dumps(card))
+    return path
+
+
+def test_gate_fails_a_nan_cell_and_never_pins_one(cli, tmp_path):
+    base = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
+    card = json.loads(base.read_text())
+    card["tags"]["acoustic"]["latency"] = float("nan")
+    path = tmp_path / "nan.scorecard.json"
+    path.write_text(json.dumps(card))  # written as NaN, as Python's json does
+    code, out, _ = cli("gate", str(path), "--baseline", str(base))
+    assert code == 1 and "latency on acoustic" in out and "no value" in out
+    pinned = tmp_path / "pinned.json"
+    err = _bad_input(cli, "gate", str(path), "--baseline", str(pinned), "--update-baseline")
+    assert "latency on acoustic" in err and not pinned.exists()
+
+
+def test_gate_refuses_a_baseline_of_another_suite(cli, tmp_path):
+    other = _card(tmp_path, "other", suite={"name": "someone_else", "version": "7"})
+    err = _bad_input(cli, "gate", str(_card(tmp_path, "run")), "--baseline", str(other))
+    assert "someone_else v7" in err and "voice_regression_transcripts" in err
+
+
+def test_gate_says_when_every_task_is_void(cli, tmp_path):
+    void = _card(
+        tmp_path,
+        "void",
+        tags={"all": {}},
+        counts={"all": {"tasks": 3, "scored": 0, "void": 3, "passed": 0}},
+        exercise={},
+    )
+    code, out, _ = cli("gate", str(void))
+    assert code == 1 and "every task is void" in out and "of 0 checks" not in out
+
+
+# --- replays that must not pass ---------------------------------------------------------------
+
+
+def _stereo(tmp_path: Path, name: str, caller: np.ndarray, agent: np.ndarray, rate: int) -> Path:
+    n = max(len(caller), len(agent))
+    data = np.zeros((n, 2), dtype=np.float32)
+    data[: len(caller), 0], data[: len(agent), 1] = caller, agent
+    path = tmp_path / name
+    sf.write(path, data, rate, subtype="FLOAT")
+    return path
+
+
+@pytest.fixture(scope="module")
+def excerpt():
+    audio, rate = sf.read(SAMPLE, dtype="float32")
+    return audio[: int(19.0 * rate)], rate  # greeting, request, policy, barge-in, answer
+
+
+def _replay(cli, path: Path, out: Path, *extra: str) -> tuple[int, str, dict]:
+    code, _, err = cli("replay", str(path), "-q", "-o", str(out), *extra)
+    return code, err, json.loads((out / "result.json").read_text())
+
+
+def test_a_silent_agent_channel_is_a_failed_degraded_call(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    path = _stereo(tmp_path, "silent.wav", audio[:, 0], np.zeros(len(audio)), rate)
+    code, err, result = _replay(cli, path, tmp_path / "o")
+    assert code == 4 and result["verdict"] == "fail", err
+    assert any("agent never spoke" in f for f in result["failures"])
+    assert any("no speech found on the agent channel" in d for d in result["degraded"])
+
+
+def test_a_much_shorter_channel_is_degraded(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    path = _stereo(tmp_path, "short.wav", audio[:, 0], audio[: 2 * rate, 1], rate)
+    code, _, result = _replay(cli, path, tmp_path / "o")
+    assert code == 4 and any("shorter than the caller channel" in d for d in result["degraded"])
+
+
+def test_an_offset_beyond_the_call_is_bad_input(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    sf.write(tmp_path / "c.wav", audio[:, 0], rate)
+    sf.write(tmp_path / "a.wav", audio[:, 1], rate)
+    err = _bad_input(
+        cli, "replay", "--caller", str(tmp_path / "c.wav"), "--agent", str(tmp_path / "a.wav"),
+        "--agent-offset-ms", "60000", "-q", "-o", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert "never overlap" in err
+
+
+def test_a_wav_cut_off_before_its_header_says_is_degraded(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    sf.write(tmp_path / "full.wav", audio, rate, subtype="PCM_16")
+    data = (tmp_path / "full.wav").read_bytes()
+    (tmp_path / "cut.wav").write_bytes(data[: len(data) // 2])
+    code, err, result = _replay(cli, tmp_path / "cut.wav", tmp_path / "o")
+    assert code == 4 and any("cut off" in d for d in result["degraded"]), err
+
+
+def test_a_dc_offset_is_removed_before_the_vad(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    _, _, clean = _replay(
+        cli, _stereo(tmp_path, "c.wav", audio[:, 0], audio[:, 1], rate), tmp_path / "c"
+    )
+    for dc in (0.05, 0.2):
+        shifted = np.clip(audio + dc, -1, 1)
+        path = _stereo(tmp_path, f"dc{dc}.wav", shifted[:, 0], shifted[:, 1], rate)
+        _, _, result = _replay(cli, path, tmp_path / f"o{dc}")
+        assert any("DC offset" in w for w in result["warnings"]), result["warnings"]
+        assert result["counts"]["turns"] == clean["counts"]["turns"], (dc, result["counts"])
+
+
+def test_all_nan_is_bad_input_and_odd_rates_and_hum_warn(cli, tmp_path, excerpt):
+    audio, rate = excerpt
+    nan = np.full(rate, np.nan, dtype=np.float32)
+    err = _bad_input(cli, "replay", str(_stereo(tmp_path, "nan.wav", nan, nan, rate)), "-q")
+    assert "NaN" in err
+    low = audio[::16][: 1000 * 10]  # 1 kHz
+    path = _stereo(tmp_path, "low.wav", low[:, 0], low[:, 1], 1000)
+    _, _, result = _replay(cli, path, tmp_path / "low")
+    assert any("1000 Hz" in w and "telephone band" in w for w in result["warnings"])
+    t = np.arange(len(audio)) / rate
+    hum = (0.02 * np.sin(2 * np.pi * 50 * t)).astype(np.float32)
+    path = _stereo(tmp_path, "hum.wav", audio[:, 0] + hum, audio[:, 1], rate)
+    _, _, result = _replay(cli, path, tmp_path / "hum")
+    assert any("50 Hz mains hum" in w and "caller" in w for w in result["warnings"])
+
+
+# --- transcripts given to score and bench ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("turn", "needle"),
+    [
+        ({"speaker": "robot"}, "speaker 'robot'"),
+        ({"start_ms": 900, "end_ms": 100}, "ends (100) before it starts (900)"),
+        ({"start_ms": -50}, "start_ms is -50"),
+        ({"text": 5}, "text is 5"),
+        ({"interrupt": "yes"}, "interrupt is 'yes'"),
+        ({"interrupt": "false"}, "interrupt is 'false'"),
+    ],
+)
+def test_bad_transcript_turns_are_named(cli, tmp_path, turn, needle):
+    good = {"speaker": "caller", "start_ms": 0, "end_ms": 500, "text": "hi", "interrupt": False}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([good, {**good, "speaker": "agent", **turn}]))
+    err = _bad_input(cli, "score", str(path))
+    assert "turn [1]" in err and needle in err and str(path) in err
+
+
+# --- fixtures and integrity ---------------------------------------------------------------------
+
+
+def test_fixture_add_refuses_paths_and_empty_bundles(cli, tmp_path, sample_bundle):
+    suite = tmp_path / "suite.json"
+    shutil.copy(ROOT / "configs" / "suites" / "voice_starter.json", suite)
+    err = _bad_input(
+        cli, "fixture", "add", str(sample_bundle), "--suite", str(suite), "--tags", "acoustic",
+        "--id", "../../evil",
+    )  # fmt: skip
+    assert "plain name" in err and not (tmp_path.parent / "evil.flac").exists()
+    code, _, _ = cli(
+        "call", "http://127.0.0.1:9/api/offer", "--scenario", str(REFUND), "-q", "-o",
+        str(tmp_path / "never"),
+    )  # fmt: skip
+    assert code == 4
+    err = _bad_input(
+        cli, "fixture", "add", str(tmp_path / "never"), "--suite", str(suite), "--tags", "acoustic"
+    )
+    assert "no usable audio" in err
+
+
+def test_an_edited_verdict_is_caught_by_validate(cli, tmp_path, sample_bundle):
+    copy = tmp_path / "b"
+    shutil.copytree(sample_bundle, copy)
+    assert validate_bundle(copy) == []
+    result = json.loads((copy / "result.json").read_text())
+    result["verdict"] = "fail" if result["verdict"] == "pass" else "pass"
+    (copy / "result.json").write_text(json.dumps(result))
+    problems = validate_bundle(copy)
+    assert any("result.json" in p and "changed" in p for p in problems), problems
+    (copy / "report.html").write_text("<html>nothing to see</html>")
+    assert any("report.html" in p for p in validate_bundle(copy))

@@ -31,7 +31,7 @@ from turnscope.records import (
     transcript_document,
     transcript_for_bundle,
 )
-from turnscope.scoring.bundle import BundleIds, seal, write_bundle
+from turnscope.scoring.bundle import MANIFEST, BundleIds, seal, write_bundle
 from turnscope.scoring.continuity import ContinuityThresholds, continuity_report
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import Outcome, score_outcome
@@ -138,8 +138,10 @@ def record_run(
         metadata=bundle_metadata(result),
         attempt=writer.attempt,
     )
-    if not writer.missing:
-        write_report(outdir)
+    if MANIFEST not in writer.missing:  # the report reads the bundle through its manifest
+        writer.attempt("report.html", lambda: write_report(outdir))
+        if writer.missing:
+            writer.attempt(MANIFEST, lambda: seal(outdir))  # cover whatever was written
     writer.finish(recorder)
     return RunOutput(result, outcome, outdir, files)
 
