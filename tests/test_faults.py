@@ -579,3 +579,19 @@ def test_an_edited_verdict_is_caught_by_validate(cli, tmp_path, sample_bundle):
     assert any("result.json" in p and "changed" in p for p in problems), problems
     (copy / "report.html").write_text("<html>nothing to see</html>")
     assert any("report.html" in p for p in validate_bundle(copy))
+
+
+def test_a_real_bug_is_one_line_and_a_trace_file(cli, tmp_path, monkeypatch):
+    import turnscope.cli.score as score_cmd
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a planted bug")
+
+    monkeypatch.setattr(score_cmd, "score_outcome", broken)
+    monkeypatch.delenv("TURNSCOPE_DEBUG", raising=False)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([{"speaker": "caller", "start_ms": 0, "end_ms": 1, "text": "x"}]))
+    code, _, err = cli("score", str(path))
+    assert code == 3 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    trace = Path(err.strip().rsplit("the full trace is in ", 1)[1])
+    assert "ZeroDivisionError: a planted bug" in trace.read_text()
