@@ -199,10 +199,7 @@ def call(
         False, "--no-calibrate", help="Skip calibration (the evidence is then degraded)."
     ),
     rate: int | None = typer.Option(
-        None,
-        "--rate",
-        help="Device sample rate (default 48000 if the devices take it).",
-        callback=number(8000, 384000),
+        None, "--rate", help="Device sample rate (default 48000 if the devices take it)."
     ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),

@@ -63,6 +63,7 @@ for module in (
 # typer >= 0.22 carries its own copy of click: its usage errors and aborts are not click's.
 _USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
 _ABORTS = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort))
+_BAD_VALUES = (click.BadParameter, getattr(typer, "BadParameter", click.BadParameter))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     except TurnscopeError as exc:
         fail_line(str(exc))
         return exc.exit_code
+    except _BAD_VALUES as exc:  # a bad value for an option: one line naming the flag, exit 2
+        fail_line(exc.format_message().replace("Invalid value", "invalid value", 1))
+        return 2
     except _USAGE_ERRORS as exc:  # usage errors: click's own message (and usage line), exit 2
         show = getattr(exc, "show", None)
         if show is not None:
