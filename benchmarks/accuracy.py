@@ -43,7 +43,7 @@ from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.model import load_model
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.asr.transcriber import Transcriber, model_spec
-from turnscope.capture.file_source import FileSource
+from turnscope.capture.file.source import FileSource
 from turnscope.capture.frames import PcmFrame, to_int16
 from turnscope.offline import ensure_offline
 from turnscope.pipeline import run_pipeline

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.synth import render, write_call
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.script.synth import render, write_call
 from turnscope.configs import config_path
 
 SCENARIOS = ["refund-call", "backchannel", "talk-over", "barge-ins", "quick-exchange"]

@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.interop.pipecat import free_port, pipecat_bot  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.capture.scenario import load_scenario  # noqa: E402
-from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
+from turnscope.capture.script.scenario import load_scenario  # noqa: E402
+from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.configs import config_path  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402
 from turnscope.scoring.verifier import verifier_facts  # noqa: E402

@@ -34,8 +34,8 @@ from common import order_call_scenario  # noqa: E402
 
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.asr.transcriber import asr_process_usage  # noqa: E402
-from turnscope.capture.scenario import load_scenario  # noqa: E402
-from turnscope.capture.webrtc_call import CallOptions  # noqa: E402
+from turnscope.capture.script.scenario import load_scenario  # noqa: E402
+from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402
 
 LATENCY_MS = 800

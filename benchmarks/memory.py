@@ -28,7 +28,7 @@ CHILD = r"""
 import asyncio, json, resource, sys, time
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import Transcriber, asr_process_usage
-from turnscope.capture.file_source import FileSource
+from turnscope.capture.file.source import FileSource
 from turnscope.pipeline import run_pipeline
 settings = load_settings()
 t = Transcriber(settings.asr)

@@ -11,7 +11,7 @@ from turnscope.capture.frames import CHANNELS
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 from turnscope.scoring.exercise import Plan
-from turnscope.scoring.suite import find_task, load_suite
+from turnscope.scoring.suites.suite import find_task, load_suite
 from turnscope.scoring.transcript import validate_dialogue
 from turnscope.scoring.wer import channel_texts
 

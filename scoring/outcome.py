@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnscope.scoring.bench import bench_result, scored_row, void_row
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.exercise import Exercise, exercise
+from turnscope.scoring.suites.bench import bench_result, scored_row, void_row
 from turnscope.scoring.verifier import failed_floors, score_voice_episode, verifier_facts
 from turnscope.scoring.wer import WerReport, channel_texts, measure_wer
 

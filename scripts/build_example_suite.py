@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnscope.capture.scenario import load_scenario, task_contract
-from turnscope.capture.synth import render
+from turnscope.capture.script.scenario import load_scenario, task_contract
+from turnscope.capture.script.synth import render
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "configs" / "suites"

@@ -12,7 +12,7 @@ import pytest
 from turnscope.asr import transcriber as tr
 from turnscope.asr.events import Utterance
 from turnscope.asr.settings import load_settings
-from turnscope.capture.tts import speak
+from turnscope.capture.script.speech import speak
 from turnscope.errors import EnvironmentProblem
 
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import ROOT, SHARED
-from turnscope.scoring.validate import check_separation, check_video_sync, validate_bundle
+from turnscope.scoring.evidence.validate import check_separation, check_video_sync, validate_bundle
 
 SCHEMAS = SHARED / "contracts" / "agentclash-schemas"
 SAMPLE = ROOT / "recordings" / "refund-call.wav"
@@ -81,7 +81,7 @@ def _mutated(bundle: Path, tmp_path: Path, mutate) -> Path:
     report_path.write_text(json.dumps(report))
     if "fix_report_checksum" not in manifest.get("metadata", {}):
         # Keep the report's checksum right so only the intended problem shows.
-        from turnscope.scoring.bundle import sha256_file
+        from turnscope.scoring.evidence.bundle import sha256_file
 
         for a in manifest["artifacts"]:
             if a["kind"] == "live_continuity_report_json":
@@ -282,7 +282,7 @@ SEPARATION = {
 
 
 def _problems(check, doc):
-    from turnscope.scoring.validate import _Problems
+    from turnscope.scoring.evidence.validate import _Problems
 
     p = _Problems("report.json")
     check(doc, p)

@@ -21,12 +21,13 @@ import pytest
 
 from tests.conftest import ROOT, turnscope_exe
 from turnscope.asr.settings import load_settings
-from turnscope.capture import device_io, device_pulse
-from turnscope.capture.device_call import UNCALIBRATED, DeviceCallOptions
-from turnscope.capture.device_clock import StreamClock
-from turnscope.capture.scenario import load_scenario
+from turnscope.capture.device import io as device_io
+from turnscope.capture.device import pulse as device_pulse
+from turnscope.capture.device.call import UNCALIBRATED, DeviceCallOptions
+from turnscope.capture.device.clock import StreamClock
+from turnscope.capture.script.scenario import load_scenario
 from turnscope.live_call import place_call, scenario_contract
-from turnscope.scoring.validate import validate_bundle
+from turnscope.scoring.evidence.validate import validate_bundle
 
 SCENARIO = """
 name: device-refund
@@ -162,7 +163,7 @@ def test_calibrate_measures_the_loopback(virtual_devices, cli):
 def test_marker_is_found_to_a_fraction_of_a_sample_and_not_in_noise():
     import numpy as np
 
-    from turnscope.capture.calibration import LoopbackTap, locate, marker
+    from turnscope.capture.device.calibration import LoopbackTap, locate, marker
 
     rate = 48000
     mark = marker(rate)

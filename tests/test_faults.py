@@ -25,11 +25,11 @@ import soundfile as sf
 from aiohttp import web
 
 from tests.conftest import ROOT, turnscope_exe
-from turnscope.capture.reference_agent import AgentBehaviour
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.scripted_caller import line_audio
-from turnscope.capture.synth import render
-from turnscope.scoring.validate import validate_bundle
+from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.script.caller import line_audio
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.script.synth import render
+from turnscope.scoring.evidence.validate import validate_bundle
 
 REFUND = ROOT / "configs" / "scenarios" / "refund-call.yaml"
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from turnscope.scoring.gate import gate, junit_xml
-from turnscope.scoring.scorecard import TaskScores, outcome_dimensions, scorecard
+from turnscope.scoring.suites.gate import gate, junit_xml
+from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions, scorecard
 
 TRANSCRIPT_SUITE = ROOT / "configs" / "suites" / "voice_regression_transcripts.json"
 TRANSCRIPT_BASELINE = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"

@@ -20,11 +20,11 @@ from aiohttp import web
 
 from tests.conftest import ROOT, turnscope_exe
 from turnscope.asr.settings import load_settings
-from turnscope.capture.agent_server import AgentServer
-from turnscope.capture.reference_agent import AgentBehaviour
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.signaling import CallSetupError
-from turnscope.capture.webrtc_call import CallOptions
+from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.agent.server import AgentServer
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.webrtc.call import CallOptions
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.live_call import place_call, scenario_contract
 
 SCENARIO = """
@@ -227,7 +227,7 @@ def test_refused_call_leaves_a_result_and_exits_4(tmp_path, cli):
     assert code == 4 and "cannot reach the agent" in err and len(err.strip().splitlines()) == 1
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["verdict"] == "error" and result["degraded"]
-    from turnscope.scoring.validate import validate_bundle
+    from turnscope.scoring.evidence.validate import validate_bundle
 
     assert validate_bundle(tmp_path) == []  # a valid, partial bundle marked degraded
     report = json.loads((tmp_path / "live_continuity_report.json").read_text())
@@ -307,7 +307,7 @@ def _call_bare_answerer(
     returns the call and what ``inspect(call)`` read from it before the peers closed."""
     from aiortc import RTCPeerConnection, RTCSessionDescription
 
-    from turnscope.capture.signaling import rtc_configuration
+    from turnscope.capture.webrtc.signaling import rtc_configuration
 
     peers = []
 
@@ -347,7 +347,7 @@ def _call_bare_answerer(
 
 def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
     """An agent can report its resolved outcome on the data channel; it lands in the result."""
-    from turnscope.capture.playback import CallClock, PlaybackTrack
+    from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
 
     outcome = {"intent": "refund", "fields": {"days": 30}, "missing": [], "handed_off": False}
 
@@ -381,9 +381,9 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
     import numpy as np
     from aiortc import RTCRtpSender
 
-    from turnscope.capture.opus_packets import sending_codec
-    from turnscope.capture.playback import CallClock, PlaybackTrack
-    from turnscope.capture.receiver import ReceiveStats, receive_track
+    from turnscope.capture.webrtc.opus import sending_codec
+    from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+    from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
 
     heard, receivers = [], []
 

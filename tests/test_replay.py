@@ -13,7 +13,7 @@ import soundfile as sf
 
 from tests.conftest import ROOT, STARTER
 from turnscope.asr.settings import load_settings
-from turnscope.capture.file_source import FileSource
+from turnscope.capture.file.source import FileSource
 from turnscope.pipeline import run_pipeline
 
 SAMPLE = ROOT / "recordings" / "refund-call.wav"

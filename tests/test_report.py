@@ -17,8 +17,8 @@ import soundfile as sf
 from PIL import Image
 
 from tests.conftest import ROOT
-from turnscope.scoring.bundle import BundleIds, empty_wav, write_bundle
-from turnscope.scoring.report_html import build_report
+from turnscope.scoring.evidence.bundle import BundleIds, empty_wav, write_bundle
+from turnscope.scoring.report.html import build_report
 from turnscope.scoring.verifier import failed_floors, score_voice_episode
 from turnscope.scoring.wer import measure_wer
 

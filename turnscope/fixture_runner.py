@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.asr.settings import Settings
-from turnscope.capture.file_source import FileSource
+from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError
-from turnscope.scoring.bench import scored_row, void_row
 from turnscope.scoring.contract import Contract, Reference, load_reference
 from turnscope.scoring.exercise import Exercise, exercise
-from turnscope.scoring.fixtures import Fixture, parse_fixture, resolve
-from turnscope.scoring.scorecard import TaskScores, outcome_dimensions
+from turnscope.scoring.suites.bench import scored_row, void_row
+from turnscope.scoring.suites.fixtures import Fixture, parse_fixture, resolve
+from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions
 from turnscope.scoring.transcript import load_dialogue
 from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.wer import channel_texts
@@ -88,8 +88,8 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     """Render a synthetic fixture's recipe once into the cache (keyed by recipe and scenario)."""
     import hashlib
 
-    from turnscope.capture.scenario import load_scenario
-    from turnscope.capture.synth import render, write_call
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.script.synth import render, write_call
 
     assert fx.synth is not None
     scenario_path = resolve(suite_path, fx.synth.scenario)
@@ -170,8 +170,8 @@ async def run_fixture(
         else:
             if agent_url is None:
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
-            from turnscope.capture.scenario import load_scenario
-            from turnscope.capture.webrtc_call import CallOptions
+            from turnscope.capture.script.scenario import load_scenario
+            from turnscope.capture.webrtc.call import CallOptions
             from turnscope.live_call import place_call, scenario_plan
 
             options = CallOptions(agent_url, loopback_only=loopback_only)

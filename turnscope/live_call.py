@@ -10,19 +10,19 @@ from rich.console import Console
 
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
-from turnscope.capture.device_call import DeviceCall, DeviceCallOptions
-from turnscope.capture.scenario import Scenario, suite_file, task_contract
-from turnscope.capture.scripted_caller import CallerLine, ScriptedCaller, caller_lines
-from turnscope.capture.signaling import CallSetupError
-from turnscope.capture.webrtc_call import CallOptions, WebRTCCall
+from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
+from turnscope.capture.script.caller import CallerLine, ScriptedCaller, caller_lines
+from turnscope.capture.script.scenario import Scenario, suite_file, task_contract
+from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
 from turnscope.offload import offload
 from turnscope.records import redaction_document
 from turnscope.runner import RunOutput, run_and_record
-from turnscope.scoring.bundle import BundleIds, write_bundle
-from turnscope.scoring.continuity import continuity_report
 from turnscope.scoring.contract import Contract, Reference, contract_from_suite
+from turnscope.scoring.evidence.bundle import BundleIds, write_bundle
+from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.exercise import Plan
 
 LIVE_EVIDENCE = "live_lane"

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from turnscope.errors import InputError, OutputError
-from turnscope.scoring.bundle import FILES, MANIFEST
+from turnscope.scoring.evidence.bundle import FILES, MANIFEST
 
 RUNS = Path("runs")
 # Everything a run writes into its folder (the bundle's files, and what sits beside them).

@@ -31,9 +31,9 @@ from turnscope.records import (
     transcript_document,
     transcript_for_bundle,
 )
-from turnscope.scoring.bundle import MANIFEST, BundleIds, seal, write_bundle
-from turnscope.scoring.continuity import ContinuityThresholds, continuity_report
 from turnscope.scoring.contract import Contract
+from turnscope.scoring.evidence.bundle import MANIFEST, BundleIds, seal, write_bundle
+from turnscope.scoring.evidence.continuity import ContinuityThresholds, continuity_report
 from turnscope.scoring.outcome import Outcome, score_outcome
 from turnscope.sinks import ChannelRecorder, EventLog, LiveVerifier
 
@@ -239,7 +239,7 @@ def bundle_metadata(result: PipelineResult) -> dict[str, Any]:
 
 def write_report(outdir: Path) -> None:
     """report.html and timeline.png (which also seal the manifest over them)."""
-    from turnscope.scoring.report_html import build_report
+    from turnscope.scoring.report.html import build_report
 
     try:
         build_report(outdir)

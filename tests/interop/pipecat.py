@@ -193,8 +193,8 @@ def pipecat_bot(workdir: Path, **knobs: Any) -> Iterator[PipecatBot]:
 async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, Any]:
     """A scripted turnscope call (loopback only) to ``url``: (run, call, caller)."""
     from turnscope.asr.settings import load_settings
-    from turnscope.capture.scenario import load_scenario
-    from turnscope.capture.webrtc_call import CallOptions
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call, scenario_contract
 
     sc = load_scenario(scenario)

@@ -13,11 +13,11 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from turnscope.capture.agent_server import AgentServer
-from turnscope.capture.device_agent import DeviceAgent, DeviceAgentOptions
-from turnscope.capture.reference_agent import AgentBehaviour
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.signaling import CallSetupError
+from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.agent.device import DeviceAgent, DeviceAgentOptions
+from turnscope.capture.agent.server import AgentServer
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import number
 from turnscope.configs import config_path

@@ -16,11 +16,11 @@ from turnscope.errors import InputError
 from turnscope.fixture_runner import run_suite_fixtures
 from turnscope.jsonio import write_json, write_text
 from turnscope.outdir import clear_run, holds_a_run, output_dir
-from turnscope.scoring.bench import BenchError, bench_result, check_evidence_class, run_bench
 from turnscope.scoring.exercise import task_exercise
-from turnscope.scoring.fixtures import parse_fixture
-from turnscope.scoring.scorecard import scorecard
-from turnscope.scoring.suite import load_suite
+from turnscope.scoring.suites.bench import BenchError, bench_result, check_evidence_class, run_bench
+from turnscope.scoring.suites.fixtures import parse_fixture
+from turnscope.scoring.suites.scorecard import scorecard
+from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.transcript import load_dialogue
 
 

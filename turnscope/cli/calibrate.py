@@ -7,9 +7,9 @@ import json
 
 import typer
 
-from turnscope.capture.calibration import REPEATS, CalibrationError, calibrate_devices
-from turnscope.capture.device_io import choose_rate, find_device
-from turnscope.capture.signaling import CallSetupError
+from turnscope.capture.device.calibration import REPEATS, CalibrationError, calibrate_devices
+from turnscope.capture.device.io import choose_rate, find_device
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out
 from turnscope.errors import InputError
 

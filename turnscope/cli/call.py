@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import typer
 
 from turnscope import redact
-from turnscope.capture.device_call import DeviceCallOptions
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.signaling import CallSetupError
-from turnscope.capture.webrtc_call import CallOptions
+from turnscope.capture.device.call import DeviceCallOptions
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.webrtc.call import CallOptions
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import typer
 
-from turnscope.capture.agent_server import AgentServer
-from turnscope.capture.reference_agent import AgentBehaviour
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.signaling import CallSetupError
-from turnscope.capture.webrtc_call import CallOptions
+from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.agent.server import AgentServer
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.webrtc.call import CallOptions
+from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.call import CALL_FAILED, report
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import PipelineOptions
@@ -19,7 +19,7 @@ from turnscope.configs import config_path
 from turnscope.jsonio import write_json
 from turnscope.live_call import place_call, scenario_contract
 from turnscope.outdir import output_dir
-from turnscope.scoring.bundle import seal
+from turnscope.scoring.evidence.bundle import seal
 
 
 def demo(

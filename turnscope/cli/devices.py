@@ -7,7 +7,7 @@ import json
 import typer
 from rich.table import Table
 
-from turnscope.capture.device_io import list_devices
+from turnscope.capture.device.io import list_devices
 from turnscope.cli.console import out
 
 VIRTUAL_HINT = (

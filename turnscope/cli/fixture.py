@@ -14,8 +14,8 @@ import typer
 from turnscope.cli.console import out
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json, write_json
-from turnscope.scoring.fixtures import TAGS
-from turnscope.scoring.suite import load_suite
+from turnscope.scoring.suites.fixtures import TAGS
+from turnscope.scoring.suites.suite import load_suite
 
 app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
 PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

@@ -13,14 +13,14 @@ from turnscope.cli.console import out
 from turnscope.cli.options import number
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json, write_json, write_text
-from turnscope.scoring.gate import (
+from turnscope.scoring.suites.gate import (
     DEFAULT_FLOORS,
     DEFAULT_TOLERANCE,
     broken_cells,
     gate,
     junit_xml,
 )
-from turnscope.scoring.scorecard import LOWER_IS_BETTER
+from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER
 
 
 def load_scorecard(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from turnscope.capture.file_source import FileSource
+from turnscope.capture.file.source import FileSource
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table

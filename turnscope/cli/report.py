@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import out
-from turnscope.scoring.report_html import REPORT, build_report
+from turnscope.scoring.report.html import REPORT, build_report
 
 
 def report(

@@ -8,8 +8,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from turnscope.capture.scenario import load_scenario
-from turnscope.capture.synth import render, write_call
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.script.synth import render, write_call
 from turnscope.cli.console import out
 from turnscope.cli.options import number
 

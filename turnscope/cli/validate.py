@@ -8,7 +8,7 @@ import typer
 
 from turnscope.cli.console import out
 from turnscope.errors import InputError
-from turnscope.scoring.validate import validate_bundle
+from turnscope.scoring.evidence.validate import validate_bundle
 
 
 def validate(

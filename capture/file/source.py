@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from turnscope.capture.audio_io import AudioReader, Resampler, open_audio
+from turnscope.capture.file.decode import AudioReader, Resampler, open_audio
 from turnscope.capture.frames import AGENT, CALLER, SAMPLE_RATE, PcmFrame, to_int16
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import InputError

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from turnscope.capture.reference_agent import AgentBehaviour, AgentSession
-from turnscope.capture.signaling import use_loopback_only
+from turnscope.capture.agent.core import AgentBehaviour, AgentSession
+from turnscope.capture.webrtc.signaling import use_loopback_only
 
 HOST = "127.0.0.1"
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from turnscope.scoring.bundle import (
+from turnscope.scoring.evidence.bundle import (
     EXTRA_FILES,
     MANIFEST,
     REQUIRED_KINDS,

@@ -22,10 +22,10 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
-from turnscope.capture.opus_packets import sending_codec
-from turnscope.capture.playback import CallClock, PlaybackTrack
-from turnscope.capture.receiver import ReceiveStats, receive_track
-from turnscope.capture.signaling import (
+from turnscope.capture.source import SourceInfo
+from turnscope.capture.webrtc.opus import sending_codec
+from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.signaling import (
     CallSetupError,
     Signaling,
     SignalingSession,
@@ -33,7 +33,7 @@ from turnscope.capture.signaling import (
     rtc_configuration,
     use_loopback_only,
 )
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
 
 MAX_LOGGED_MESSAGES = 200
 # Caller frames handed to WebRTC later than this make the call's timing evidence degraded.

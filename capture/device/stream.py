@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from turnscope.capture.device_clock import StreamClock
-from turnscope.capture.device_io import LIST_HINT, Device, Kind, portaudio
-from turnscope.capture.signaling import CallSetupError
+from turnscope.capture.device.clock import StreamClock
+from turnscope.capture.device.io import LIST_HINT, Device, Kind, portaudio
+from turnscope.capture.webrtc.signaling import CallSetupError
 
 XRUN_FLAGS = ("input_overflow", "input_underflow", "output_underflow", "output_overflow")
 BLOCK_MS = 20

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from turnscope.scoring.suite import load_suite
+from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.verifier import score_voice_episode
 
 BENCH_RESULT_KIND = "agent-learning.bench-result.v1"

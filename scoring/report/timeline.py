@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from turnscope.scoring.report_model import Envelope, ReportModel, seconds_per_row
+from turnscope.scoring.report.model import Envelope, ReportModel, seconds_per_row
 
 LEFT, PLOT, RIGHT = 70, 1200, 20
 WIDTH = LEFT + PLOT + RIGHT

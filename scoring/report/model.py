@@ -18,7 +18,7 @@ import numpy as np
 import soundfile as sf
 
 from turnscope.errors import InputError
-from turnscope.scoring.bundle import FILES, MANIFEST
+from turnscope.scoring.evidence.bundle import FILES, MANIFEST
 from turnscope.scoring.exercise import Exercise, exercise_from_dict
 from turnscope.scoring.verifier import BARGE_IN_YIELD_MS, DEFAULT_MAX_LATENCY_MS
 from turnscope.scoring.verifier import failed_floors as verifier_failed_floors

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-from turnscope.capture import device_pulse
+from turnscope.capture.device import pulse as device_pulse
 from turnscope.errors import EnvironmentProblem, InputError
 
 Kind = Literal["input", "output"]

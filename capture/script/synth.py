@@ -34,8 +34,8 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.capture import tts
-from turnscope.capture.scenario import Kind, Line, Scenario, task_contract
+from turnscope.capture.script import speech as tts
+from turnscope.capture.script.scenario import Kind, Line, Scenario, task_contract
 from turnscope.errors import InputError
 from turnscope.jsonio import write_json
 

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 import soxr
 
-from turnscope.capture.device_input import Block
-from turnscope.capture.device_io import Device
-from turnscope.capture.device_stream import DeviceStream
+from turnscope.capture.device.input import Block
+from turnscope.capture.device.io import Device
+from turnscope.capture.device.stream import DeviceStream
 from turnscope.capture.frames import SAMPLE_RATE, to_float32, to_int16
-from turnscope.capture.playback import CallClock, Playback, SendRecord
+from turnscope.capture.webrtc.track import CallClock, Playback, SendRecord
 
 DEFAULT_LEAD_MS = 200.0  # more than the <= 120 ms the callback runs ahead of the DAC, plus a block
 

@@ -20,7 +20,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from turnscope.capture.calibration import (
+from turnscope.capture.call_source import CallSource
+from turnscope.capture.device.calibration import (
     REPEATS,
     Calibration,
     CalibrationError,
@@ -29,14 +30,13 @@ from turnscope.capture.calibration import (
     measure_via_loopback,
     ring,
 )
-from turnscope.capture.call_source import CallSource
-from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
-from turnscope.capture.device_io import Device, choose_rate, find_device, list_devices
-from turnscope.capture.device_playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device_stream import DeviceStream, check_alive, settle
+from turnscope.capture.device.input import Block, ChannelPlacer, InputCapture
+from turnscope.capture.device.io import Device, choose_rate, find_device, list_devices
+from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
+from turnscope.capture.device.stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import AGENT, CALLER
-from turnscope.capture.playback import CallClock
 from turnscope.capture.source import SourceInfo
+from turnscope.capture.webrtc.track import CallClock
 from turnscope.errors import InputError
 
 UNCALIBRATED = "device timing is not calibrated"

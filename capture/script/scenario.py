@@ -345,7 +345,7 @@ def task_contract(scenario: Scenario) -> dict[str, Any] | None:
 
     Local ``budgets``/``required_content`` override the suite task's. None without a task.
     """
-    from turnscope.scoring.suite import find_task, load_suite
+    from turnscope.scoring.suites.suite import find_task, load_suite
 
     task = scenario.task
     if task is None:

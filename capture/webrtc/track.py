@@ -20,7 +20,7 @@ from av import AudioFrame
 from av.packet import Packet
 
 from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms, to_int16
-from turnscope.capture.opus_packets import OpusPackets
+from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
 TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)

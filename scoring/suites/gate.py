@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from turnscope.scoring.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
+from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
 from turnscope.scoring.verifier import PASS_FLOOR
 
 DEFAULT_FLOORS: dict[str, float] = {

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.jsonio import write_bytes, write_text
-from turnscope.scoring.bundle import seal
-from turnscope.scoring.report_model import ReportModel, load_model, number, seconds_per_row
-from turnscope.scoring.report_png import png_bytes
-from turnscope.scoring.report_timeline import (
+from turnscope.scoring.evidence.bundle import seal
+from turnscope.scoring.report.model import ReportModel, load_model, number, seconds_per_row
+from turnscope.scoring.report.png import png_bytes
+from turnscope.scoring.report.timeline import (
     PLOT,
     Figure,
     clock,

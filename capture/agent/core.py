@@ -25,12 +25,12 @@ from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.frames import CALLER, PcmFrame
-from turnscope.capture.opus_packets import sending_codec
-from turnscope.capture.playback import CallClock, Playback, PlaybackTrack, Player
-from turnscope.capture.receiver import ReceiveStats, receive_track
-from turnscope.capture.scenario import Scenario
-from turnscope.capture.signaling import rtc_configuration
-from turnscope.capture.tts import load_clip, speak
+from turnscope.capture.script.scenario import Scenario
+from turnscope.capture.script.speech import load_clip, speak
+from turnscope.capture.webrtc.opus import sending_codec
+from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.signaling import rtc_configuration
+from turnscope.capture.webrtc.track import CallClock, Playback, PlaybackTrack, Player
 from turnscope.offload import offload
 
 Ms = Annotated[int, Field(ge=0)]

@@ -1,6 +1,6 @@
 """Virtual sound devices: a headless PulseAudio with null sinks, exposed to PortAudio via ALSA.
 
-    python -m turnscope.capture.device_pulse start|stop|env|status [--dir DIR]
+    python -m turnscope.capture.device.pulse start|stop|env|status [--dir DIR]
 
 ``start`` is idempotent: a server already answering on DIR's socket is reused (missing sinks are
 added), never started twice. ``stop`` stops only a server that ``start`` started (it leaves an

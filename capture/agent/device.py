@@ -20,20 +20,20 @@ from typing import Any
 import numpy as np
 
 from turnscope.asr.settings import Settings, load_settings
-from turnscope.capture.calibration import (
+from turnscope.capture.agent.core import AgentBehaviour, AgentCore
+from turnscope.capture.device.calibration import (
     Calibration,
     CalibrationError,
     RingDetector,
     measure_via_loopback,
 )
-from turnscope.capture.device_call import UNCALIBRATED, loopback_for
-from turnscope.capture.device_input import Block, ChannelPlacer, InputCapture
-from turnscope.capture.device_io import choose_rate, find_device
-from turnscope.capture.device_playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device_stream import DeviceStream, check_alive, settle
+from turnscope.capture.device.call import UNCALIBRATED, loopback_for
+from turnscope.capture.device.input import Block, ChannelPlacer, InputCapture
+from turnscope.capture.device.io import choose_rate, find_device
+from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
+from turnscope.capture.device.stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import CALLER
-from turnscope.capture.playback import CallClock
-from turnscope.capture.reference_agent import AgentBehaviour, AgentCore
+from turnscope.capture.webrtc.track import CallClock
 
 # An input monitoring an idle PulseAudio sink reports times that are off by up to ~600 ms, and
 # steady, for over a second before they jump to the right ones: hold longer than that.

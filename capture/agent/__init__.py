@@ -1,0 +1,1 @@
+"""The reference agent: its behaviour, its WebRTC server, its sound-device mode."""

@@ -1,0 +1,1 @@
+"""Sound-device calls: streams, their clocks, playback, capture, calibration."""

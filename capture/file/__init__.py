@@ -1,0 +1,1 @@
+"""File replay: decoding any recording in blocks, and the file source."""

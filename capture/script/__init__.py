@@ -1,0 +1,1 @@
+"""Scripted calls: scenarios, the scripted caller, speech, the corpus generator."""

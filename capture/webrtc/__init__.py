@@ -1,0 +1,1 @@
+"""WebRTC calls: signaling, the call as a source, the paced track, receiving."""

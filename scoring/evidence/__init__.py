@@ -1,0 +1,1 @@
+"""The evidence bundle: its documents, manifest, continuity report, validation."""

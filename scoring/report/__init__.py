@@ -1,0 +1,1 @@
+"""The call report: its model, the timeline figures, report.html, timeline.png."""

@@ -1,0 +1,1 @@
+"""Bench suites: suites, run_bench, fixtures, per-tag scorecards, the CI gate."""
