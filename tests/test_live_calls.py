@@ -24,7 +24,7 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.webrtc.call import CallOptions
-from turnscope.capture.webrtc.signaling import CallSetupError
+from turnscope.errors import CallSetupError
 from turnscope.live_call import place_call, scenario_contract
 
 SCENARIO = """
@@ -347,7 +347,8 @@ def _call_bare_answerer(
 
 def test_agent_outcome_arrives_over_the_data_channel(tmp_path):
     """An agent can report its resolved outcome on the data channel; it lands in the result."""
-    from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
+    from turnscope.capture.clock import CallClock
+    from turnscope.capture.webrtc.track import PlaybackTrack
 
     outcome = {"intent": "refund", "fields": {"days": 30}, "missing": [], "handed_off": False}
 
@@ -381,9 +382,10 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
     import numpy as np
     from aiortc import RTCRtpSender
 
+    from turnscope.capture.clock import CallClock
     from turnscope.capture.webrtc.opus import sending_codec
     from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
-    from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
+    from turnscope.capture.webrtc.track import PlaybackTrack
 
     heard, receivers = [], []
 

@@ -28,6 +28,13 @@ class InputError(TurnscopeError):
         super().__init__(text)
 
 
+class CallSetupError(TurnscopeError):
+    """The call could not be set up (signaling refused, a bad answer, ICE failed, a device that
+    would not start): exit 4, and the run still leaves a bundle that says why."""
+
+    exit_code = 4
+
+
 class EnvironmentProblem(TurnscopeError):
     """Something the machine lacks (a library, a model, a device); the message names the fix."""
 

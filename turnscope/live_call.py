@@ -14,7 +14,7 @@ from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import CallerLine, ScriptedCaller, caller_lines
 from turnscope.capture.script.scenario import Scenario, suite_file, task_contract
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
-from turnscope.capture.webrtc.signaling import CallSetupError
+from turnscope.errors import CallSetupError
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
 from turnscope.offload import offload

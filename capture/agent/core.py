@@ -24,13 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
 from turnscope.asr.settings import Settings, load_settings
+from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, PcmFrame
+from turnscope.capture.player import Playback, Player
 from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.script.speech import load_clip, speak
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
 from turnscope.capture.webrtc.signaling import rtc_configuration
-from turnscope.capture.webrtc.track import CallClock, Playback, PlaybackTrack, Player
+from turnscope.capture.webrtc.track import PlaybackTrack
 from turnscope.offload import offload
 
 Ms = Annotated[int, Field(ge=0)]

@@ -21,6 +21,7 @@ import numpy as np
 
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.agent.core import AgentBehaviour, AgentCore
+from turnscope.capture.clock import CallClock
 from turnscope.capture.device.calibration import (
     Calibration,
     CalibrationError,
@@ -33,7 +34,6 @@ from turnscope.capture.device.io import choose_rate, find_device
 from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
 from turnscope.capture.device.stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import CALLER
-from turnscope.capture.webrtc.track import CallClock
 
 # An input monitoring an idle PulseAudio sink reports times that are off by up to ~600 ms, and
 # steady, for over a second before they jump to the right ones: hold longer than that.

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.capture.clock import CallClock
 from turnscope.capture.device.input import Block, InputCapture
 from turnscope.capture.device.io import Device
 from turnscope.capture.device.playback import DeviceClip, DevicePlayer
 from turnscope.capture.device.stream import settle
-from turnscope.capture.webrtc.track import CallClock
 
 MARKER_MS = 40
 SPACING_S = 0.3

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnscope.capture.call_source import CallSource
+from turnscope.capture.clock import CallClock
 from turnscope.capture.device.calibration import (
     REPEATS,
     Calibration,
@@ -36,7 +37,6 @@ from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
 from turnscope.capture.device.stream import DeviceStream, check_alive, settle
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
-from turnscope.capture.webrtc.track import CallClock
 from turnscope.errors import InputError
 
 UNCALIBRATED = "device timing is not calibrated"

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.capture.clock import CallClock
 from turnscope.capture.device.stream import DeviceStream
 from turnscope.capture.file.decode import Resampler
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, to_int16
-from turnscope.capture.webrtc.track import CallClock
 
 
 @dataclass(slots=True)

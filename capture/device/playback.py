@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import soxr
 
+from turnscope.capture.clock import CallClock
 from turnscope.capture.device.input import Block
 from turnscope.capture.device.io import Device
 from turnscope.capture.device.stream import DeviceStream
 from turnscope.capture.frames import SAMPLE_RATE, to_float32, to_int16
-from turnscope.capture.webrtc.track import CallClock, Playback, SendRecord
+from turnscope.capture.player import Playback, SendRecord
 
 DEFAULT_LEAD_MS = 200.0  # more than the <= 120 ms the callback runs ahead of the DAC, plus a block
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from turnscope.capture.device.clock import StreamClock
 from turnscope.capture.device.io import LIST_HINT, Device, Kind, portaudio
-from turnscope.capture.webrtc.signaling import CallSetupError
+from turnscope.errors import CallSetupError
 
 XRUN_FLAGS = ("input_overflow", "input_underflow", "output_underflow", "output_overflow")
 BLOCK_MS = 20

@@ -32,11 +32,12 @@ import numpy as np
 
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
+from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT
+from turnscope.capture.player import Player
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.script.speech import load_clip, speak
 from turnscope.capture.source import SourceInfo
-from turnscope.capture.webrtc.track import CallClock, Player
 from turnscope.pipeline import PipelineResult, Sink
 
 CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio

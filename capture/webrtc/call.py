@@ -21,19 +21,20 @@ from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.capture.call_source import CallSource
+from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
 from turnscope.capture.webrtc.signaling import (
-    CallSetupError,
     Signaling,
     SignalingSession,
     negotiate,
     rtc_configuration,
     use_loopback_only,
 )
-from turnscope.capture.webrtc.track import CallClock, PlaybackTrack
+from turnscope.capture.webrtc.track import PlaybackTrack
+from turnscope.errors import CallSetupError
 
 MAX_LOGGED_MESSAGES = 200
 # Caller frames handed to WebRTC later than this make the call's timing evidence degraded.

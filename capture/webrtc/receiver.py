@@ -17,9 +17,9 @@ from typing import Literal
 import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from turnscope.capture.clock import CallClock
 from turnscope.capture.file.decode import Resampler
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, to_int16
-from turnscope.capture.webrtc.track import CallClock
 
 LATENCY_STEP_MS = 40.0  # a lasting rise in arrival delay larger than this is re-anchored
 LATENCY_WINDOW = 50  # frames (about 1 s) over which the minimum delay is taken

@@ -15,11 +15,9 @@ from urllib.parse import urljoin
 import aiohttp
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
+from turnscope.errors import CallSetupError
+
 Signaling = Literal["smallwebrtc", "whip"]
-
-
-class CallSetupError(Exception):
-    """The call could not be set up (signaling refused, bad answer, ICE failed)."""
 
 
 _loopback_installed = False

@@ -3,7 +3,7 @@
 Used by the scripted caller and by the reference agent. It paces itself by the call clock (20 ms
 frames at 16 kHz), so the time a sample is sent is known exactly; every clip's true send start
 and stop are logged (the ground truth a test compares measurements against). ``Player`` is what
-the caller and the agent need from it; a sound device's output (device_playback.py) is another.
+the caller and the agent need from it (capture/player.py); a sound device's output is another.
 """
 
 from __future__ import annotations
@@ -11,93 +11,20 @@ from __future__ import annotations
 import asyncio
 import fractions
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from av import AudioFrame
 from av.packet import Packet
 
-from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms, to_int16
+from turnscope.capture.clock import CallClock
+from turnscope.capture.frames import SAMPLE_RATE, to_int16
+from turnscope.capture.player import Playback, SendRecord
 from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
 TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
 LATE_MS = 20.0  # a frame handed to WebRTC this much after its time counts as late
-
-
-class CallClock:
-    """The call's one clock: ``origin`` is the loop time of sample 0, set by the first user."""
-
-    def __init__(self) -> None:
-        self.origin: float | None = None
-
-    def start(self, at: float | None = None) -> float:
-        if self.origin is None:
-            self.origin = asyncio.get_running_loop().time() if at is None else at
-        return self.origin
-
-    def now_ms(self) -> float:
-        origin = self.start()
-        return (asyncio.get_running_loop().time() - origin) * 1000.0
-
-    def to_ms(self, loop_time: float) -> float:
-        return (loop_time - self.start()) * 1000.0
-
-
-@dataclass
-class SendRecord:
-    """When a clip really went out: call-clock sample indices of its first and last sample."""
-
-    label: str
-    start: int
-    end: int | None = None
-    stopped_early: bool = False
-    start_sent_at: float | None = None  # loop time its first sample was handed to the encoder
-    end_sent_at: float | None = None  # ... and its last
-
-    def to_dict(self) -> dict:
-        return {
-            "label": self.label,
-            "start_ms": round(samples_to_ms(self.start), 1),
-            "end_ms": None if self.end is None else round(samples_to_ms(self.end), 1),
-            "stopped_early": self.stopped_early,
-        }
-
-
-@dataclass
-class Playback:
-    """A clip being played; await ``done`` or call ``stop()``."""
-
-    label: str
-    audio: np.ndarray  # int16
-    done: asyncio.Future = field(repr=False)
-    record: SendRecord | None = None
-    pos: int = 0
-    stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
-
-    def stop(self, after_ms: float = 0.0) -> None:
-        """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
-        cut = self.pos + int(after_ms * SAMPLE_RATE / 1000)
-        self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
-
-
-class Player(Protocol):
-    """Plays clips into a call and logs when each really went out."""
-
-    log: list[SendRecord]
-    max_lag_ms: float
-    lead_ms: float  # a clip handed over now starts this much later (fixed, so it can be planned)
-
-    @property
-    def current(self) -> Playback | None: ...
-
-    def play(self, audio: np.ndarray, label: str) -> Playback: ...
-
-    def silence(self) -> None: ...
-
-    def stop(self) -> None: ...
 
 
 class PlaybackTrack(MediaStreamTrack):

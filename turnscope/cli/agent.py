@@ -17,11 +17,10 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.device import DeviceAgent, DeviceAgentOptions
 from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import number
 from turnscope.configs import config_path
-from turnscope.errors import InputError
+from turnscope.errors import CallSetupError, InputError
 from turnscope.jsonio import one_line
 
 DEVICE_GONE = 4  # a device stopped while serving

@@ -9,9 +9,8 @@ import typer
 
 from turnscope.capture.device.calibration import REPEATS, CalibrationError, calibrate_devices
 from turnscope.capture.device.io import choose_rate, find_device
-from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out
-from turnscope.errors import InputError
+from turnscope.errors import CallSetupError, InputError
 
 FAILED = 4  # the measurement could not be made
 

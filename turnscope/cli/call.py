@@ -15,11 +15,10 @@ from turnscope import redact
 from turnscope.capture.device.call import DeviceCallOptions
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.webrtc.call import CallOptions
-from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
-from turnscope.errors import InputError
+from turnscope.errors import CallSetupError, InputError
 from turnscope.live_call import place_call, scenario_contract, write_setup_failure
 from turnscope.outdir import output_dir
 from turnscope.runner import RunOutput

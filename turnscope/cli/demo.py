@@ -11,11 +11,11 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.webrtc.call import CallOptions
-from turnscope.capture.webrtc.signaling import CallSetupError
 from turnscope.cli.call import CALL_FAILED, report
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import PipelineOptions
 from turnscope.configs import config_path
+from turnscope.errors import CallSetupError
 from turnscope.jsonio import write_json
 from turnscope.live_call import place_call, scenario_contract
 from turnscope.outdir import output_dir
