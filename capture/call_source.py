@@ -8,7 +8,7 @@ call ends: frames are queued as they are placed, until the call ends once, for o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.source import SourceInfo
@@ -24,6 +24,9 @@ class CallSource:
         self.end_reason: str | None = None
         self._queue: asyncio.Queue[PcmFrame | None] = asyncio.Queue()
         self._closed = False
+        # Called with every frame as it is placed, before the pipeline reads it: the scripted
+        # caller listens to the agent through its own endpointer.
+        self.frame_listeners: list[Callable[[PcmFrame], None]] = []
         self._stopping: asyncio.Future | None = None
 
     async def frames(self) -> AsyncIterator[PcmFrame]:
@@ -46,6 +49,8 @@ class CallSource:
     def _emit(self, frame: PcmFrame) -> None:
         if not self._closed:
             self._queue.put_nowait(frame)
+            for listen in self.frame_listeners:
+                listen(frame)
 
     async def _max_duration(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -23,6 +23,14 @@ class SendRecord:
     start_sent_at: float | None = None  # loop time its first sample was handed to the encoder
     end_sent_at: float | None = None  # ... and its last
 
+    @property
+    def start_ms(self) -> float:
+        return samples_to_ms(self.start)
+
+    @property
+    def end_ms(self) -> float | None:
+        return None if self.end is None else samples_to_ms(self.end)
+
     def to_dict(self) -> dict:
         return {
             "label": self.label,

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from tests.conftest import ROOT, turnscope_exe
 from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.script.caller import line_audio
+from turnscope.capture.script.lines import line_audio
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.script.synth import render
 from turnscope.scoring.evidence.validate import validate_bundle

@@ -11,7 +11,8 @@ from rich.console import Console
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
-from turnscope.capture.script.caller import CallerLine, ScriptedCaller, caller_lines
+from turnscope.capture.script.caller import ScriptedCaller
+from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.scenario import Scenario, suite_file, task_contract
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError
@@ -154,7 +155,8 @@ async def place_call(
     )
     transcriber = Transcriber(settings.asr, settings.confirm)
     lines = await _set_up(call, scenario, transcriber)
-    caller = ScriptedCaller(scenario, call, lines)
+    caller = ScriptedCaller(scenario, call, settings, lines)
+    caller.start()
 
     def extra() -> dict[str, Any]:
         doc = {
@@ -176,7 +178,6 @@ async def place_call(
             outdir,
             evidence_class=LIVE_EVIDENCE,
             console=console,
-            extra_sinks=[caller],
             extra_result=extra,
         )
     finally:

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
+from turnscope.capture.frames import CHANNELS, samples_to_ms
 from turnscope.capture.source import Source
 from turnscope.errors import OutputError, TurnscopeError
 from turnscope.interrupts import stop_on_signals
@@ -104,7 +105,7 @@ def record_run(
     A write that fails (a full disk) does not stop the ones after it; the run then ends with
     one RunIncomplete error naming the folder and what is missing.
     """
-    channel_ms = {ch: recorder.samples(ch) / 16.0 for ch in ("caller", "agent")}
+    channel_ms = {ch: samples_to_ms(recorder.samples(ch)) for ch in CHANNELS}
     for ch, ms in channel_ms.items():
         if ms <= 0:
             result.info.degraded.append(f"the {ch} channel is missing (no audio captured)")

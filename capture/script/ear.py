@@ -1,0 +1,119 @@
+"""What the scripted caller hears of the agent: its own endpointer on the agent channel (the
+same settings as the pipeline's, so it decides what the turn detection decides), and the waits
+the script is made of (for the agent to start, to finish, to pause)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
+from turnscope.asr.settings import Settings
+from turnscope.capture.clock import CallClock
+from turnscope.capture.frames import AGENT, PcmFrame
+
+
+@dataclass
+class AgentSpeech:
+    """One agent speech start as the caller heard it, and the end of its utterance once
+    decided."""
+
+    start_ms: float
+    end_ms: float | None = None
+    decided_ms: float | None = None
+    forced: bool = False  # the utterance ran to max_utterance_ms without a pause
+
+    @property
+    def length_ms(self) -> float:
+        return (self.end_ms or self.start_ms) - self.start_ms
+
+
+class AgentEar:
+    """Feed it the call's frames (``hear``); it keeps every agent speech start and how each
+    utterance ended, and wakes the waits."""
+
+    def __init__(self, clock: CallClock, settings: Settings) -> None:
+        self.clock = clock
+        self.endpointer = Endpointer(
+            AGENT, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms
+        )
+        self.speeches: list[AgentSpeech] = []
+        self.speaking = False
+        self._changed = asyncio.Event()
+
+    def hear(self, frame: PcmFrame) -> None:
+        if frame.channel == AGENT:
+            for event in self.endpointer.push(frame):
+                self._on_event(event)
+
+    def _on_event(self, event: SpeechEvent) -> None:
+        if isinstance(event, SpeechStart):
+            # Every start counts, also speech resuming inside one utterance: an agent that
+            # yields and answers within the end-of-turn silence still answered.
+            self.speeches.append(AgentSpeech(event.at_ms))
+            self.speaking = True
+        elif isinstance(event, SpeechStop):
+            self.speaking = False
+        elif isinstance(event, EndOfTurn):
+            self.speaking = False
+            for speech in self.speeches:
+                if speech.decided_ms is None:
+                    speech.end_ms, speech.decided_ms = event.at_ms, event.decided_ms
+                    speech.forced = event.utterance.forced
+        self._changed.set()
+
+    # -- what is known ------------------------------------------------------------------------
+
+    def speech_after(self, after_ms: float) -> AgentSpeech | None:
+        """The first agent speech that started after ``after_ms``."""
+        return next((s for s in self.speeches if s.start_ms >= after_ms - 1), None)
+
+    def current(self) -> AgentSpeech | None:
+        """The start of the utterance the agent is in (speaking, or in a pause), if any."""
+        return next((s for s in self.speeches if s.decided_ms is None), None)
+
+    def typical_turn_ms(self) -> float | None:
+        """The median length of the agent's finished utterances so far (for ``mid``)."""
+        seen: dict[float, float] = {}
+        for s in self.speeches:
+            if s.end_ms is not None:
+                seen.setdefault(s.end_ms, s.length_ms)
+        lengths = [ms for ms in seen.values() if ms > 0]
+        return statistics.median(lengths) if lengths else None
+
+    # -- waiting ------------------------------------------------------------------------------
+
+    async def until(self, call_ms: float) -> None:
+        delay = (call_ms - self.clock.now_ms()) / 1000
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def wait_for(self, find: Callable[[], Any], deadline_ms: float | None = None) -> Any:
+        """``find()`` once it is truthy; None when the call clock passes ``deadline_ms``."""
+        while True:
+            found = find()
+            if found:
+                return found
+            self._changed.clear()
+            if deadline_ms is None:
+                await self._changed.wait()
+                continue
+            remaining = (deadline_ms - self.clock.now_ms()) / 1000
+            if remaining <= 0:
+                return find() or None
+            with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+    async def start_after(self, after_ms: float, timeout_ms: float) -> AgentSpeech | None:
+        """The agent's first speech after ``after_ms``, waited for at most ``timeout_ms``."""
+        return await self.wait_for(lambda: self.speech_after(after_ms), after_ms + timeout_ms)
+
+    async def end_of(self, speech: AgentSpeech) -> AgentSpeech:
+        """``speech`` once the utterance it belongs to has ended."""
+        await self.wait_for(lambda: speech.decided_ms is not None)
+        return speech

@@ -1,0 +1,70 @@
+"""The scripted caller's lines: their audio (spoken before the call starts, so synthesis never
+delays a barge-in) and the record of what happened to each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from turnscope.capture.frames import SAMPLE_RATE
+from turnscope.capture.script.scenario import Line, Scenario
+from turnscope.capture.script.speech import load_clip, speak
+
+CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
+Status = Literal["spoken", "not spoken"]
+
+
+def caller_lines(scenario: Scenario) -> list[CallerLine]:
+    """Every caller line of the script with its audio (espeak-ng runs here: call it off the
+    event loop when other calls are live)."""
+    return [
+        (i, line, line_audio(scenario, line))
+        for i, line in enumerate(scenario.script)
+        if line.speaker == "caller"
+    ]
+
+
+def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
+    """The audio of a caller line: its recording (the scenario resolved its path), or its text
+    spoken with espeak-ng."""
+    if line.audio is not None:
+        return load_clip(line.audio, SAMPLE_RATE)
+    spec = scenario.caller
+    return speak(
+        line.text, voice=line.voice or spec.voice, rate_wpm=spec.rate_wpm, pitch=spec.pitch
+    )
+
+
+def quote(text: str, limit: int = 40) -> str:
+    """A line's text as warnings name it (shortened)."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+@dataclass
+class LineRecord:
+    """What happened to one caller line."""
+
+    line: int
+    text: str
+    kind: str
+    trigger: str
+    trigger_ms: int | None
+    placement: str | None = None
+    status: Status = "not spoken"
+    spoken_as: str | None = None  # barge_in | backchannel | line (an unexercised barge-in: line)
+    into_agent_speech: bool | None = None
+    agent_turn_ms: float | None = None  # length of the agent turn a barge-in aimed at
+    waited_for_agent: bool | None = None  # None: the line did not wait for the agent
+    agent_answered: bool | None = None
+    queued_ms: float | None = None
+    sent: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def unspoken(cls, index: int, line: Line) -> LineRecord:
+        return cls(index, line.text, line.kind, *line.trigger, placement=line.placement)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != []}
