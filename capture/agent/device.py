@@ -26,13 +26,14 @@ from turnscope.capture.device.calibration import (
     Calibration,
     CalibrationError,
     RingDetector,
+    calibration_record,
     measure_via_loopback,
 )
 from turnscope.capture.device.call import UNCALIBRATED, loopback_for
 from turnscope.capture.device.input import Block, ChannelPlacer, InputCapture
 from turnscope.capture.device.io import choose_rate, find_device
 from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device.stream import DeviceStream, check_alive, settle
+from turnscope.capture.device.stream import DeviceStream, start_streams, watch_streams
 from turnscope.capture.frames import CALLER
 
 # An input monitoring an idle PulseAudio sink reports times that are off by up to ~600 ms, and
@@ -101,20 +102,25 @@ class DeviceAgent:
         prep = AgentCore(self.behaviour, self.settings, self.clock, self.player, self._hangup)
         await prep.prepare()
         self._clips = prep.clips
-        try:
-            self.player.open()  # output first: see device_call.py
-            await settle([self.player])
-            self.capture.open()
-            await settle([self.capture], hold_s=INPUT_HOLD_S, timeout_s=12.0)
-            await self._calibrate()
-            check_alive(self.streams, self.options.media_timeout_s)
-        except BaseException:
-            self.close()
-            raise
+        await start_streams(
+            self.player,
+            self.capture,
+            self._calibrate,
+            media_timeout_s=self.options.media_timeout_s,
+            input_hold_s=INPUT_HOLD_S,
+            input_timeout_s=12.0,
+        )
         for stream in self.streams:
             stream.on_ended = lambda s: self._gone(s, "its stream stopped")
         self.capture.listeners.append(self._heard)
-        self._watch = asyncio.ensure_future(self._watchdog())
+        self._watch = asyncio.ensure_future(
+            watch_streams(
+                self.streams,
+                self.options.media_timeout_s,
+                self._gone,
+                lambda: not self.stopped.is_set(),
+            )
+        )
 
     async def _calibrate(self) -> None:
         if not self.options.calibrate:
@@ -182,9 +188,9 @@ class DeviceAgent:
                 "transport": "desktop_audio",
                 "end_reason": reason,
                 "devices": {s.option.lstrip("-"): s.describe() for s in self.streams},
-                "calibration": {"applied": True, **self.calibration.to_dict()}
-                if self.calibration
-                else {"applied": False, "reason": f"{UNCALIBRATED} ({self.uncalibrated})"},
+                "calibration": calibration_record(
+                    self.calibration, f"{UNCALIBRATED} ({self.uncalibrated})"
+                ),
                 "clock": {
                     s.option.lstrip("-"): s.clock.to_dict(since=core.clock.origin)
                     for s in self.streams
@@ -197,17 +203,6 @@ class DeviceAgent:
 
     def _gone(self, stream: DeviceStream, problem: str) -> None:
         self.stop(f"{stream.option} {stream.name!r} stopped ({problem})")
-
-    async def _watchdog(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self.stopped.is_set():
-            await asyncio.sleep(0.25)
-            for stream in self.streams:
-                stream.sync_clock()
-                problem = stream.problem(loop.time(), self.options.media_timeout_s)
-                if problem:
-                    self._gone(stream, problem)
-                    return
 
     def stop(self, reason: str = "stopped") -> None:
         """End the current session and stop serving (idempotent)."""

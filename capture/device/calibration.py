@@ -255,3 +255,10 @@ class RingDetector:
             self.heard = []
             return True
         return False
+
+
+def calibration_record(calibration: Calibration | None, why_not: str | None) -> dict[str, Any]:
+    """What a result records about calibration: the measurement, or why there is none."""
+    if calibration is not None:
+        return {"applied": True, **calibration.to_dict()}
+    return {"applied": False, "reason": why_not}

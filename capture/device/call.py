@@ -27,6 +27,7 @@ from turnscope.capture.device.calibration import (
     Calibration,
     CalibrationError,
     LoopbackTap,
+    calibration_record,
     measure,
     measure_via_loopback,
     ring,
@@ -34,7 +35,7 @@ from turnscope.capture.device.calibration import (
 from turnscope.capture.device.input import Block, ChannelPlacer, InputCapture
 from turnscope.capture.device.io import Device, choose_rate, find_device, list_devices
 from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
-from turnscope.capture.device.stream import DeviceStream, check_alive, settle
+from turnscope.capture.device.stream import DeviceStream, start_streams, watch_streams
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import InputError
@@ -124,16 +125,12 @@ class DeviceCall(CallSource):
     async def connect(self) -> None:
         """Start the devices, calibrate, start the call clock; CallSetupError on failure."""
         self.ended = asyncio.get_running_loop().create_future()
-        try:
-            self.caller_track.open()
-            await settle([self.caller_track])
-            self.capture.open()
-            await settle([self.capture])
-            await self._calibrate()
-            check_alive(self.streams, self.options.media_timeout_s)
-        except BaseException:
-            self._close_streams()
-            raise
+        await start_streams(
+            self.caller_track,
+            self.capture,
+            self._calibrate,
+            media_timeout_s=self.options.media_timeout_s,
+        )
         for stream in self.streams:  # from here on a lost device ends the call, audio kept
             stream.on_ended = self._stream_ended
         correction = self.calibration.correction_ms / 1000 if self.calibration else 0.0
@@ -147,7 +144,14 @@ class DeviceCall(CallSource):
             stream.reset_stats()  # describe the call, not the start-up
         self.clock.start()
         self._tasks = [
-            asyncio.ensure_future(self._watch()),
+            asyncio.ensure_future(
+                watch_streams(
+                    self.streams,
+                    self.options.media_timeout_s,
+                    self._gone,
+                    lambda: not self._closed,
+                )
+            ),
             asyncio.ensure_future(self._max_duration(self.options.max_duration_s)),
         ]
 
@@ -206,17 +210,6 @@ class DeviceCall(CallSource):
 
     def _stream_ended(self, stream: DeviceStream) -> None:
         self._gone(stream, "its stream stopped")
-
-    async def _watch(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self._closed:
-            await asyncio.sleep(0.25)
-            for stream in self.streams:
-                stream.sync_clock()  # follows a step of the system clock PortAudio may use
-                problem = stream.problem(loop.time(), self.options.media_timeout_s)
-                if problem:
-                    self._gone(stream, problem)
-                    return
 
     # -- ending --------------------------------------------------------------------------------
 
@@ -293,6 +286,4 @@ class DeviceCall(CallSource):
 
     def calibration_record(self) -> dict[str, Any]:
         """What the result records about calibration: the measurement, or why there is none."""
-        if self.calibration is not None:
-            return {"applied": True, **self.calibration.to_dict()}
-        return {"applied": False, "reason": self.uncalibrated}
+        return calibration_record(self.calibration, self.uncalibrated)

@@ -103,49 +103,40 @@ def rescan(sd: ModuleType | None = None) -> None:
     sd._initialize()
 
 
+def _device(sd: ModuleType, index: int, d: Any) -> Device:
+    apis = [a["name"] for a in sd.query_hostapis()]
+    return Device(
+        index=index,
+        name=str(d["name"]),
+        hostapi=apis[d["hostapi"]] if d["hostapi"] < len(apis) else str(d["hostapi"]),
+        max_input_channels=int(d["max_input_channels"]),
+        max_output_channels=int(d["max_output_channels"]),
+        default_rate=float(d["default_samplerate"]),
+    )
+
+
 def list_devices() -> list[Device]:
     sd = portaudio()
-    apis = [a["name"] for a in sd.query_hostapis()]
-    return [
-        Device(
-            index=i,
-            name=str(d["name"]),
-            hostapi=apis[d["hostapi"]] if d["hostapi"] < len(apis) else str(d["hostapi"]),
-            max_input_channels=int(d["max_input_channels"]),
-            max_output_channels=int(d["max_output_channels"]),
-            default_rate=float(d["default_samplerate"]),
-        )
-        for i, d in enumerate(sd.query_devices())
-    ]
+    return [_device(sd, i, d) for i, d in enumerate(sd.query_devices())]
 
 
 def find_device(spec: str | int, kind: Kind, *, channels: int = 1, option: str) -> Device:
-    """The device ``spec`` (an index, an exact name, or a unique part of one) that can
-    ``kind`` with at least ``channels`` channels; InputError naming it and the fix otherwise."""
-    devices = list_devices()
+    """The device ``spec`` (an index, or a name or unique part of one, matched the way
+    sounddevice matches, preferring the devices that can ``kind``) with at least ``channels``
+    channels; InputError naming it and the fix otherwise."""
+    sd = portaudio()
     text = str(spec).strip()
     if text.isdigit():
-        index = int(text)
-        if index >= len(devices):
+        count = len(sd.query_devices())
+        if int(text) >= count:
             raise InputError(
                 f"{option} {text}: there is no sound device with index {text} "
-                f"({len(devices)} devices; {LIST_HINT})"
+                f"({count} devices; {LIST_HINT})"
             )
-        device = devices[index]
+        index = int(text)
     else:
-        exact = [d for d in devices if d.name.lower() == text.lower()]
-        partial = [d for d in devices if text.lower() in d.name.lower()]
-        usable = [d for d in (exact or partial) if d.channels(kind) >= 1]
-        candidates = usable or exact or partial
-        if not candidates:
-            raise InputError(f"{option} {text!r}: no sound device has that name ({LIST_HINT})")
-        if len(candidates) > 1:
-            names = ", ".join(f"{d.index}: {d.name}" for d in candidates[:6])
-            raise InputError(
-                f"{option} {text!r} matches several devices ({names}); give the index or the "
-                "full name"
-            )
-        device = candidates[0]
+        index = _match(sd, text, kind, option)
+    device = _device(sd, index, sd.query_devices(index))
     have = device.channels(kind)
     if have < channels:
         raise InputError(
@@ -153,6 +144,21 @@ def find_device(spec: str | int, kind: Kind, *, channels: int = 1, option: str) 
             f"{'' if have == 1 else 's'}, {channels} needed; pick another device ({LIST_HINT})"
         )
     return device
+
+
+def _match(sd: ModuleType, text: str, kind: Kind, option: str) -> int:
+    """sounddevice's name matching, among the devices that can ``kind`` first, then among all
+    (so a device that exists but cannot ``kind`` is named, with its channel count)."""
+    for among in (kind, None):
+        try:
+            return int(sd.query_devices(text, kind=among)["index"])
+        except ValueError as exc:
+            if str(exc).startswith("Multiple"):
+                raise InputError(
+                    f"{option} {text!r} matches several devices ({exc}); give the index or "
+                    "the full name"
+                ) from None
+    raise InputError(f"{option} {text!r}: no sound device has that name ({LIST_HINT})")
 
 
 def choose_rate(device: Device, kind: Kind, channels: int, rate: int | None, option: str) -> int:

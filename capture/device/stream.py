@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from turnscope.capture.device.clock import StreamClock
@@ -242,3 +242,46 @@ def check_alive(streams: list[DeviceStream], timeout_s: float = 2.0) -> None:
                 f"{stream.option} {stream.name!r}: {problem} while starting "
                 "(unplugged, or its sound server went away?)"
             )
+
+
+async def start_streams(
+    output: DeviceStream,
+    inp: DeviceStream,
+    calibrate: Callable[[], Awaitable[None]],
+    *,
+    media_timeout_s: float,
+    input_hold_s: float = 0.5,
+    input_timeout_s: float = 10.0,
+) -> None:
+    """Open and settle the output, then the input (an input opened first can be starved while
+    the output primes), calibrate, and check both still run; on any failure both are closed."""
+    try:
+        output.open()
+        await settle([output])
+        inp.open()
+        await settle([inp], hold_s=input_hold_s, timeout_s=input_timeout_s)
+        await calibrate()
+        check_alive([output, inp], media_timeout_s)
+    except BaseException:
+        for stream in (output, inp):
+            stream.close()
+        raise
+
+
+async def watch_streams(
+    streams: list[DeviceStream],
+    media_timeout_s: float,
+    gone: Callable[[DeviceStream, str], None],
+    running: Callable[[], bool],
+) -> None:
+    """While ``running()``, notice a stream that stopped or went silent (``gone(stream, why)``,
+    once) and follow a step of the system clock PortAudio may use."""
+    loop = asyncio.get_running_loop()
+    while running():
+        await asyncio.sleep(0.25)
+        for stream in streams:
+            stream.sync_clock()
+            problem = stream.problem(loop.time(), media_timeout_s)
+            if problem:
+                gone(stream, problem)
+                return
