@@ -5,34 +5,27 @@ through a player, and logs the true times it started and stopped sending each pr
 Behaviour knobs make it well-behaved or deliberately bad, to test the harness: response
 latency, talking over the caller, yielding to barge-ins (or not), never answering, hanging up
 mid-call, dropping outgoing audio frames. ``AgentCore`` is the behaviour, whatever carries the
-audio; ``AgentSession`` is a WebRTC peer around it, capture/device_agent.py the sound-device one.
+audio; agent/session.py is a WebRTC peer around it, agent/device.py the sound-device one.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from aiortc import RTCPeerConnection, RTCSessionDescription
-from aiortc.mediastreams import MediaStreamTrack
 from pydantic import BaseModel, ConfigDict, Field
 
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
-from turnscope.asr.settings import Settings, load_settings
+from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, PcmFrame
 from turnscope.capture.player import Playback, Player
 from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.script.speech import load_clip, speak
-from turnscope.capture.webrtc.opus import sending_codec
-from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
-from turnscope.capture.webrtc.signaling import rtc_configuration
-from turnscope.capture.webrtc.track import PlaybackTrack
 from turnscope.offload import offload
 
 Ms = Annotated[int, Field(ge=0)]
@@ -269,80 +262,3 @@ class AgentCore:
         for task in self._tasks:
             if task is not asyncio.current_task():
                 task.cancel()
-
-
-class AgentSession:
-    """One WebRTC call with the reference agent: listens, decides, speaks, logs the truth."""
-
-    def __init__(
-        self,
-        behaviour: AgentBehaviour,
-        settings: Settings | None = None,
-        on_end: Callable[[AgentSession], None] | None = None,
-    ) -> None:
-        self.behaviour = behaviour
-        base = settings or load_settings()
-        self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
-        self.clock = CallClock()
-        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
-        self.track = PlaybackTrack(self.clock, drop=drop, codec=lambda: sending_codec(self.pc))
-        self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
-        self.pc = RTCPeerConnection(rtc_configuration())
-        self.stats = ReceiveStats()
-        self.on_end = on_end
-        self.closed = False
-
-    @property
-    def endpointer(self) -> Endpointer:
-        return self.core.endpointer
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return self.core.events
-
-    # -- set-up --------------------------------------------------------------------------------
-
-    async def answer(self, offer_sdp: str) -> str:
-        """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
-        await self.core.prepare()
-        self.pc.addTrack(self.track)
-
-        @self.pc.on("track")
-        def on_track(track: MediaStreamTrack) -> None:
-            if track.kind == "audio":
-                self.core._tasks.append(asyncio.ensure_future(self._listen(track)))
-
-        @self.pc.on("connectionstatechange")
-        async def on_state() -> None:
-            if self.pc.connectionState == "connected":
-                self.core.start()
-            elif self.pc.connectionState in ("failed", "closed"):
-                await self.close()
-
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
-        await self.pc.setLocalDescription(await self.pc.createAnswer())
-        return self.pc.localDescription.sdp
-
-    # -- listening ------------------------------------------------------------------------------
-
-    async def _listen(self, track: MediaStreamTrack) -> None:
-        await receive_track(
-            track, self.clock, CALLER, self.core.hear, self.stats, media_timeout_s=30.0
-        )
-        await self.close()
-
-    # -- ground truth and ending ---------------------------------------------------------------
-
-    def truth(self) -> dict[str, Any]:
-        """The agent's own log (see AgentCore.truth)."""
-        return self.core.truth(received_frames=self.stats.frames)
-
-    async def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.core.close()
-        with contextlib.suppress(Exception):
-            await self.pc.close()
-        if self.on_end is not None:
-            self.on_end(self)

@@ -15,7 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from turnscope.capture.agent.core import AgentBehaviour, AgentSession
+from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.agent.session import AgentSession
 from turnscope.capture.webrtc.signaling import use_loopback_only
 
 HOST = "127.0.0.1"

@@ -1,0 +1,99 @@
+"""The reference agent as a WebRTC peer: one call, answered from an offer, the agent's
+behaviour (AgentCore) between its receiving and sending tracks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamTrack
+
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.settings import Settings, load_settings
+from turnscope.capture.agent.core import AgentBehaviour, AgentCore
+from turnscope.capture.clock import CallClock
+from turnscope.capture.frames import CALLER
+from turnscope.capture.webrtc.opus import sending_codec
+from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.signaling import rtc_configuration
+from turnscope.capture.webrtc.track import PlaybackTrack
+
+
+class AgentSession:
+    """One WebRTC call with the reference agent: listens, decides, speaks, logs the truth."""
+
+    def __init__(
+        self,
+        behaviour: AgentBehaviour,
+        settings: Settings | None = None,
+        on_end: Callable[[AgentSession], None] | None = None,
+    ) -> None:
+        self.behaviour = behaviour
+        base = settings or load_settings()
+        self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
+        self.clock = CallClock()
+        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
+        self.track = PlaybackTrack(self.clock, drop=drop, codec=lambda: sending_codec(self.pc))
+        self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
+        self.pc = RTCPeerConnection(rtc_configuration())
+        self.stats = ReceiveStats()
+        self.on_end = on_end
+        self.closed = False
+
+    @property
+    def endpointer(self) -> Endpointer:
+        return self.core.endpointer
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.core.events
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    async def answer(self, offer_sdp: str) -> str:
+        """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
+        await self.core.prepare()
+        self.pc.addTrack(self.track)
+
+        @self.pc.on("track")
+        def on_track(track: MediaStreamTrack) -> None:
+            if track.kind == "audio":
+                self.core._tasks.append(asyncio.ensure_future(self._listen(track)))
+
+        @self.pc.on("connectionstatechange")
+        async def on_state() -> None:
+            if self.pc.connectionState == "connected":
+                self.core.start()
+            elif self.pc.connectionState in ("failed", "closed"):
+                await self.close()
+
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        return self.pc.localDescription.sdp
+
+    # -- listening ------------------------------------------------------------------------------
+
+    async def _listen(self, track: MediaStreamTrack) -> None:
+        await receive_track(
+            track, self.clock, CALLER, self.core.hear, self.stats, media_timeout_s=30.0
+        )
+        await self.close()
+
+    # -- ground truth and ending ---------------------------------------------------------------
+
+    def truth(self) -> dict[str, Any]:
+        """The agent's own log (see AgentCore.truth)."""
+        return self.core.truth(received_frames=self.stats.frames)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.core.close()
+        with contextlib.suppress(Exception):
+            await self.pc.close()
+        if self.on_end is not None:
+            self.on_end(self)
