@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,7 +74,8 @@ _window = threading.local()
 FRAMES_PER_SECOND = 100  # Whisper log-mel frames
 
 
-class encoder_window:
+@contextlib.contextmanager
+def encoder_window(seconds: int | None) -> Iterator[None]:
     """Within this block, this thread's transcriptions encode ``seconds`` of audio, not 30 s.
 
     faster-whisper pads every window to 30 s of log-mel frames before the encoder; the padding is
@@ -80,16 +83,12 @@ class encoder_window:
     the encoder would see for a shorter recording, at a fraction of the cost. CTranslate2's
     Whisper encoder accepts any length up to 3000 frames.
     """
-
-    def __init__(self, seconds: int | None):
-        self.frames = None if seconds is None else int(seconds * FRAMES_PER_SECOND)
-
-    def __enter__(self) -> None:
-        self._saved = getattr(_window, "frames", None)
-        _window.frames = self.frames
-
-    def __exit__(self, *exc: object) -> None:
-        _window.frames = self._saved
+    saved = getattr(_window, "frames", None)
+    _window.frames = None if seconds is None else int(seconds * FRAMES_PER_SECOND)
+    try:
+        yield
+    finally:
+        _window.frames = saved
 
 
 def _windowed_model_class() -> type:
@@ -105,7 +104,7 @@ def _windowed_model_class() -> type:
     return WindowedWhisperModel
 
 
-def load_model(spec: ModelSpec) -> WhisperModel:
+def load_whisper(spec: ModelSpec) -> WhisperModel:
     """The loaded WhisperModel for ``spec``; loaded once per process and shared."""
     with _lock:
         if spec not in _cache:

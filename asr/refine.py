@@ -5,19 +5,23 @@ boundaries are quantised and late. Within the neighbourhood of a VAD boundary, t
 point where a short RMS envelope rises above a threshold is a much better estimate. The threshold
 is relative to the utterance's own peak (so it means "audible relative to this speech") but never
 below the channel's noise floor plus a margin (so noise does not extend the boundary).
+``SpanRefiner`` applies this to the endpointer's utterances, its final spans and its live guesses.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from turnscope.asr.settings import RefineSettings
 from turnscope.capture.frames import SAMPLE_RATE
 
 HOP = SAMPLE_RATE // 1000  # 1 ms
 _FLOOR_DB = -120.0
+_Envelope = Callable[[int, int], np.ndarray]  # (lo, hi) -> pcm_envelope_db(audio, window, lo, hi)
 
 
 def envelope_db(
@@ -175,3 +179,141 @@ def _walk(levels: np.ndarray, thresh: float, max_dip: float) -> int:
                 if dip > max_dip:
                     return reach
     return reach
+
+
+class SpanRefiner:
+    """Moves the VAD boundaries of an utterance onto its envelope, for the endpointer.
+
+    Audio comes as the endpointer keeps it: int16 runs of VAD frames with one energy (mean
+    square) per frame, boundaries as call-clock sample indices. Only the envelope around the
+    boundaries and the loudest frame is computed, so a boundary costs the same however long the
+    utterance is.
+    """
+
+    def __init__(self, refine: RefineSettings, frame_ms: int) -> None:
+        self._params = RefineParams(
+            refine.below_peak_db,
+            refine.noise_margin_db,
+            refine.search_ms,
+            refine.max_dip_ms,
+        )
+        self._window_ms = refine.window_ms
+        self._flen = SAMPLE_RATE * frame_ms // 1000
+        reach_ms = refine.search_ms + 2 * int(refine.max_dip_ms)  # a search plus a dip each side
+        self._tail_frames = reach_ms // frame_ms + 2
+        self._radius = (reach_ms + 10) * HOP
+
+    def spans(
+        self,
+        pcm: np.ndarray,
+        base: int,
+        spans: list[list[int]],
+        energies: list[float],
+        noise_db: float | None,
+    ) -> list[list[int]]:
+        """``spans`` of the utterance whose audio ``pcm`` starts at sample ``base`` (one energy
+        per frame), refined: ordered, and merged where refinement closed a pause."""
+        peak_window = self._peak_window(energies)
+        searched = [self._search_window(edge - base) for span in spans for edge in span]
+        envelope = self._envelope(pcm, [peak_window, *searched])
+        thresh = threshold_db(self._peak_db(envelope, peak_window), noise_db, self._params)
+        out: list[list[int]] = []
+        prev_end = base
+        for s, e in spans:
+            rs = base + self._refine_at(envelope, s - base, thresh, start=True)
+            re_ = base + self._refine_at(envelope, e - base, thresh, start=False)
+            rs = max(rs, prev_end)
+            re_ = max(re_, rs)
+            out.append([rs, re_])
+            prev_end = re_
+        merged: list[list[int]] = []
+        for span in out:
+            if merged and span[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], span[1])
+            else:
+                merged.append(span)
+        return merged
+
+    def live(
+        self,
+        runs: list[np.ndarray],
+        energies: list[float],
+        end: int,
+        sample: int,
+        noise_db: float | None,
+        *,
+        start: bool,
+    ) -> int:
+        """Best estimate of the boundary at ``sample`` from the audio of an open utterance so far
+        (``runs`` of frames ending at sample ``end``, one energy per frame); the final one comes
+        with the utterance, refined against its whole envelope (``spans``)."""
+        tail = self._tail(runs)
+        pcm = tail.reshape(-1)
+        base = end - len(pcm)
+        sample = max(0, sample - base)
+        peak_window = self._peak_window(energies[-len(tail) :])
+        envelope = self._envelope(pcm, [peak_window, self._search_window(sample)])
+        thresh = threshold_db(self._peak_db(envelope, peak_window), noise_db, self._params)
+        refined = base + self._refine_at(envelope, sample, thresh, start=start)
+        return min(max(refined, base), end)
+
+    def _tail(self, runs: list[np.ndarray]) -> np.ndarray:
+        """The last frames of ``runs`` a live boundary can be moved across (all if fewer), as
+        (n, frame length)."""
+        kept, frames = [], 0
+        for run in reversed(runs):
+            kept.append(run)
+            frames += len(run)
+            if frames >= self._tail_frames:
+                break
+        tail = kept[0] if len(kept) == 1 else np.concatenate(kept[::-1])
+        return tail[-self._tail_frames :]
+
+    def _peak_window(self, energies: list[float]) -> tuple[int, int] | None:
+        """Samples around the loudest VAD frame (the first, as np.argmax), where the peak is."""
+        if not energies:
+            return None
+        k = energies.index(max(energies))
+        return (k - 1) * self._flen, (k + 2) * self._flen
+
+    def _search_window(self, sample: int) -> tuple[int, int]:
+        """Samples whose envelope _refine_at reads to refine a boundary at ``sample``."""
+        return max(0, sample - self._radius), sample + self._radius
+
+    def _peak_db(self, envelope: _Envelope, window: tuple[int, int] | None) -> float:
+        """Peak of the envelope, looked for around the loudest VAD frame only."""
+        env = envelope(*window) if window else np.zeros(0)
+        return float(env.max()) if len(env) else _FLOOR_DB
+
+    def _refine_at(self, envelope: _Envelope, sample: int, thresh: float, *, start: bool) -> int:
+        """Refine one boundary (a sample index into the enveloped audio) on its local envelope."""
+        lo, hi = self._search_window(sample)
+        env = envelope(lo, hi)
+        coarse = (sample - lo) // HOP
+        hop = (refine_start if start else refine_end)(env, coarse, thresh, self._params)
+        return lo + hop * HOP
+
+    def _envelope(self, pcm: np.ndarray, windows: list[tuple[int, int] | None]) -> _Envelope:
+        """pcm_envelope_db of ``pcm`` over any of ``windows``, computed once per overlapping run
+        of them: the windows of one utterance overlap, and a value depends only on the audio and
+        its hop's centre, so slices of the wider envelope hold the very same values."""
+        n, window_ms = len(pcm), self._window_ms
+        runs: list[list[int]] = []
+        for lo, hi in sorted((max(0, w[0]), min(w[1], n)) for w in windows if w):
+            if hi <= lo:
+                continue
+            if runs and lo <= runs[-1][1] and (lo - runs[-1][0]) % HOP == 0:
+                runs[-1][1] = max(runs[-1][1], hi)
+            else:
+                runs.append([lo, hi])
+        envs = [(lo, hi, pcm_envelope_db(pcm, window_ms, lo, hi)) for lo, hi in runs]
+
+        def envelope(lo: int, hi: int) -> np.ndarray:
+            lo, hi = max(0, lo), min(hi, n)
+            for run_lo, run_hi, env in envs:
+                if run_lo <= lo < hi <= run_hi and (lo - run_lo) % HOP == 0:
+                    first = (lo - run_lo) // HOP
+                    return env[first : first - (-(hi - lo) // HOP)]
+            return pcm_envelope_db(pcm, window_ms, lo, hi)  # not asked for up front
+
+        return envelope

@@ -19,7 +19,6 @@ class _Strict(BaseModel):
 
 
 class AudioSettings(_Strict):
-    sample_rate: Literal[16000]
     chunk_ms: int = Field(gt=0, le=1000)
 
 

@@ -1,34 +1,28 @@
 """Transcription of finished utterances with faster-whisper, off the event loop.
 
 ``transcribe_utterance`` is a plain function (testable without asyncio); ``Transcriber`` runs it
-in a single worker process so audio capture and endpointing never wait for the model. One worker
-is enough: CTranslate2 already uses ``cpu_threads`` cores per call, and a queue keeps order.
+on the process's ASR worker (``worker.py``), so audio capture and endpointing never wait for the
+model. Whether an utterance is decoded after the previous one is ``context.py``'s policy; the
+clean-up of Whisper's text is ``text.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import multiprocessing
-import os
-import re
-import signal
-import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from turnscope.asr.context import Context
 from turnscope.asr.events import Utterance
-from turnscope.asr.model import ModelSpec, encoder_window, load_model
+from turnscope.asr.model import ModelSpec, encoder_window, load_whisper
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
-from turnscope.capture.frames import SAMPLE_RATE
-from turnscope.errors import EnvironmentProblem
+from turnscope.asr.text import after_prefix, collapse_repetition, collapse_runs, repeats_context
+from turnscope.asr.worker import _loaded, _on_worker, _worker_errors
+from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -66,71 +60,6 @@ class Transcription:
         return float(np.mean([w.probability for w in self.words]))
 
 
-@dataclass(frozen=True)
-class Context:
-    """What Whisper hears just before an utterance: the speaker's previous utterance, its
-    audio (with padding) and the text it was transcribed as."""
-
-    audio: np.ndarray
-    text: str
-
-
-def wants_context(previous: Utterance | None, utt: Utterance, asr: AsrSettings) -> bool:
-    """Whether ``utt`` is decoded after the same speaker's ``previous`` utterance: when both are
-    short (at most ``context_max_ms``), close (at most ``context_gap_ms`` apart) and ``utt`` is at
-    least ``context_min_ms`` long. Times only, so replay and live calls, fast or paced, decode
-    every utterance the same way.
-
-    A blip shorter than that is decoded alone: after a forced prefix Whisper's no-speech check no
-    longer applies (the context is speech), and it heard a 95 ms click at 10 dB SNR as the end
-    of the previous turn again ("Sorry, please go on." ... "Please go on.").
-
-    Long utterances are decoded alone: they carry their own context, and after a forced prefix
-    Whisper tiny sometimes ends a long window early (measured: a 12 s agent turn decoded as its
-    first two words)."""
-    return (
-        previous is not None
-        and asr.context_max_ms > 0
-        and previous.channel == utt.channel
-        and previous.duration_ms <= asr.context_max_ms
-        and asr.context_min_ms <= utt.duration_ms <= asr.context_max_ms
-        and utt.start_ms - previous.end_ms <= asr.context_gap_ms
-    )
-
-
-def context_for(
-    previous: Utterance | None, heard: Transcription, utt: Utterance, asr: AsrSettings
-) -> Context | None:
-    """The context of ``utt`` (``wants_context``), if ``previous`` was heard as words."""
-    if previous is None or not wants_context(previous, utt, asr):
-        return None
-    if heard.rejected or not heard.text.strip():
-        return None
-    return Context(previous.audio, heard.text.strip())
-
-
-def _after_prefix(text: str, prefix: str) -> str:
-    """Whisper's output for a window decoded after ``prefix`` without the prefix (faster-whisper
-    returns the forced prefix tokens with the new ones)."""
-    text, prefix = text.strip(), prefix.strip()
-    if text.startswith(prefix):
-        rest = text[len(prefix) :]
-    else:  # not expected (the tokenizer round-trips), but never keep the previous turn's words
-        rest = " ".join(text.split()[len(prefix.split()) :])
-    return rest.lstrip(" ,.;:!?-")
-
-
-def repeats_context(text: str, context: str) -> bool:
-    """Whether ``text`` only says the end of ``context`` again (Whisper, forced to start with the
-    previous turn, repeating its last words instead of hearing new ones)."""
-    new, old = _norm_words(text), _norm_words(context)
-    return bool(new) and len(new) <= len(old) and old[-len(new) :] == new
-
-
-def _norm_words(text: str) -> list[str]:
-    return [w for w in (re.sub(r"[^\w']", "", t.lower()) for t in text.split()) if w]
-
-
 def model_spec(asr: AsrSettings) -> ModelSpec:
     return ModelSpec(model=asr.model, compute_type=asr.compute_type, cpu_threads=asr.cpu_threads)
 
@@ -143,59 +72,6 @@ def window_seconds(duration_s: float, asr: AsrSettings) -> int:
     (short-turn calls: WER 0.226 at 10 s, 0.204 at 15 s, 20 s and 30 s)."""
     need = math.ceil(duration_s + asr.window_pad_s)
     return max(asr.min_window_s, min(30, need))
-
-
-_MIN_REPEATED_WORDS = 3
-
-
-def collapse_repetition(text: str) -> tuple[str, int]:
-    """``text`` without a decoder loop: when the whole text is one phrase of at least three words
-    said k >= 2 times over ("When will it arrive? When will it arrive?"), the phrase once, and k.
-
-    Whisper's decoder falls into such loops on short utterances (more often with a short encoder
-    window and a prompt); on the benchmark corpus they were a third of the turn-level WER. A
-    caller really repeating a whole multi-word sentence inside one utterance is rarer than the
-    loop; short repeats ("no no", "yeah yeah") are left alone.
-    """
-    words = text.split()
-    norm = [re.sub(r"\W", "", w.lower()) for w in words]
-    n = len(words)
-    for k in range(n // _MIN_REPEATED_WORDS, 1, -1):
-        if n % k == 0 and all(norm[i] == norm[i % (n // k)] for i in range(n)):
-            return " ".join(words[: n // k]), k
-    return text, 1
-
-
-_LOOP_RUN = 5  # a one- or two-word unit said this many times in a row is a decoder loop
-
-
-def collapse_runs(text: str) -> tuple[str, list[int]]:
-    """``text`` with decoder loops inside it cut to one unit ("Yes, no, no, no, no, no, no, no."
-    -> "Yes, no."), and the indices of the words kept.
-
-    Whisper tiny loops like this on noisy speech (at 10 dB SNR: 8 of an agent turn's 9 words);
-    a person saying the same word five times in a row is rarer. Shorter runs ("no no no",
-    "yeah yeah yeah yeah") are left alone.
-    """
-    words = text.split()
-    norm = [re.sub(r"\W", "", w.lower()) for w in words]
-    kept: list[int] = []
-    i = 0
-    while i < len(words):
-        for unit in (1, 2):
-            run = 1
-            while norm[i : i + unit] == norm[i + run * unit : i + (run + 1) * unit]:
-                run += 1
-            if run >= _LOOP_RUN and all(norm[i : i + unit]):
-                kept += range(i + (run - 1) * unit, i + run * unit)  # the last: its punctuation
-                i += run * unit
-                break
-        else:
-            kept.append(i)
-            i += 1
-    if len(kept) == len(words):
-        return text, kept
-    return " ".join(words[k] for k in kept), kept
 
 
 def silero_speech_ratio(audio: np.ndarray) -> float:
@@ -233,7 +109,7 @@ def transcribe_utterance(
                 rejected=f"second opinion: Silero VAD found {ratio:.0%} speech",
                 speech_ratio=ratio,
             )
-    model = load_model(model_spec(asr))
+    model = load_whisper(model_spec(asr))
     out = _decode(model, utt, asr, context)
     if context is not None and repeats_context(out.text, context.text):
         out = _decode(model, utt, asr, None)
@@ -247,7 +123,7 @@ def _decode(
     audio, lead_ms = utt.audio, 0.0
     if context is not None:
         audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
-        lead_ms = len(context.audio) * 1000.0 / SAMPLE_RATE
+        lead_ms = samples_to_ms(len(context.audio))
     window = window_seconds(len(audio) / SAMPLE_RATE, asr)
     short = utt.duration_ms <= asr.short_max_ms and asr.short_prompt
     with encoder_window(window):
@@ -288,7 +164,7 @@ def _decode(
             )
     joined = " ".join(seg.text.strip() for seg in segments).strip()
     if context is not None and segments:
-        joined = _after_prefix(joined, context.text)
+        joined = after_prefix(joined, context.text)
     text, repeats = collapse_repetition(joined)
     if repeats > 1 and len(words) % repeats == 0:
         words = words[: len(words) // repeats]
@@ -309,108 +185,8 @@ def _decode(
     )
 
 
-ASR_NICENESS = 19
-
-
-def _asr_process_init() -> None:
-    """The ASR process runs below the live call and leaves Ctrl-C to its parent (which ends
-    the call cleanly and still needs the model for the turns already captured).
-
-    SCHED_IDLE where Linux offers it: a waking event loop then preempts the model at once (with
-    nice 19 alone, 8 concurrent calls still sent twice as many frames late); the model's
-    threads, created later from this one, inherit it.
-    """
-    with contextlib.suppress(AttributeError, OSError):
-        os.nice(ASR_NICENESS)
-    with contextlib.suppress(AttributeError, OSError):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-
-
-def _exit_with_parent(parent: int) -> None:
-    """A worker whose parent was killed (SIGKILL, a timeout) must not live on, model loaded."""
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
-
-
 def _load(spec: ModelSpec) -> None:
-    load_model(spec)  # in the ASR process; the model itself never crosses back
-
-
-_pool_lock = threading.Lock()
-_shared_pool: ProcessPoolExecutor | None = None
-
-
-def asr_pool() -> ProcessPoolExecutor:
-    """The process's one ASR worker, a separate process: concurrent calls queue for the model
-    instead of fighting over the cores (CTranslate2 already uses cpu_threads per transcription).
-
-    A process, not a thread: faster-whisper runs Python between the model's calls, and a
-    low-priority thread holding the GIL stalls the event loop whenever the machine is busy
-    (measured: 8 concurrent live calls on 2 cores sent caller audio up to 6.6 s late with a
-    niced ASR thread; the GIL is only the live loop's now).
-    """
-    global _shared_pool
-    with _pool_lock:
-        if _shared_pool is None:
-            _shared_pool = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded process
-                initializer=_asr_process_init,
-            )
-        return _shared_pool
-
-
-_loaded: set[ModelSpec] = set()  # models the current ASR process has loaded
-
-
-def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
-    global _shared_pool
-    with _pool_lock:
-        if _shared_pool is pool:
-            _shared_pool = None
-            _loaded.clear()
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore[no-untyped-def]
-    """Submit to the ASR process; one that died (killed, out of memory) is replaced, and the
-    work it lost is one clear error (``_worker_errors``), not a traceback."""
-    pool = asr_pool()
-    try:
-        return pool, pool.submit(fn, *args)
-    except BrokenProcessPool:
-        _reset_broken_pool(pool)
-        pool = asr_pool()
-        return pool, pool.submit(fn, *args)
-
-
-@contextlib.contextmanager
-def _worker_errors(pool: ProcessPoolExecutor) -> Iterator[None]:
-    """A worker that died under ``pool`` (killed, out of memory): the pool is dropped, so the
-    next submit starts a new one, and the loss is one clear error."""
-    try:
-        yield
-    except BrokenProcessPool as exc:
-        _reset_broken_pool(pool)
-        raise EnvironmentProblem(
-            f"the ASR worker process died ({exc}); out of memory? "
-            "Fewer concurrent calls or a smaller --threads may help"
-        ) from None
-
-
-def _usage() -> tuple[float, float]:
-    import resource
-
-    return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def asr_process_usage() -> tuple[float, float]:
-    """The ASR process's CPU time so far (s, all its threads) and peak RSS (MB); benchmarks."""
-    _pool, future = _on_worker(_usage)
-    return future.result()
+    load_whisper(spec)  # in the ASR process; the model itself never crosses back
 
 
 @dataclass
@@ -445,6 +221,3 @@ class Transcriber:
         pool, future = _on_worker(transcribe_utterance, utt, self.asr, self.confirm, context)
         with _worker_errors(pool):
             return await asyncio.wrap_future(future)
-
-    def close(self) -> None:
-        """Nothing to release: the worker is shared by every call of the process."""

@@ -40,7 +40,7 @@ from common import (
 )
 
 from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.model import load_model
+from turnscope.asr.model import load_whisper
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.asr.transcriber import Transcriber, model_spec
 from turnscope.capture.file.source import FileSource
@@ -96,7 +96,7 @@ def faster_whisper_alone(
     telephone band, this corpus); the greedy one is repeatable and differs from ours only in
     the segmentation and our per-utterance context (``asr.context_*``).
     """
-    model = load_model(model_spec(settings.asr))
+    model = load_whisper(model_spec(settings.asr))
     texts = {}
     extra = {"temperature": list(settings.asr.temperature)} if greedy else {}
     t0 = time.perf_counter()
@@ -192,7 +192,6 @@ def main() -> None:
             a["wer_fw_greedy"].append(measure_wer(reference, greedy).overall)
             a["wall_fw"].append(fw_wall)
         print(f"  {call.name}: {ours['wall']:.1f} s", flush=True)
-    transcriber.close()
     rows = []
     for cond in CONDITIONS:
         if cond not in agg:

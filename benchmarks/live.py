@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import order_call_scenario  # noqa: E402
 
 from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.asr.transcriber import asr_process_usage  # noqa: E402
+from turnscope.asr.worker import asr_process_usage  # noqa: E402
 from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call, scenario_contract  # noqa: E402

@@ -27,7 +27,8 @@ SAMPLE = ROOT / "recordings" / "refund-call.wav"
 CHILD = r"""
 import asyncio, json, resource, sys, time
 from turnscope.asr.settings import load_settings
-from turnscope.asr.transcriber import Transcriber, asr_process_usage
+from turnscope.asr.transcriber import Transcriber
+from turnscope.asr.worker import asr_process_usage
 from turnscope.capture.file.source import FileSource
 from turnscope.pipeline import run_pipeline
 settings = load_settings()

@@ -9,16 +9,12 @@ import numpy as np
 import pytest
 
 from tests.speech import SR, clip, ms
+from turnscope.asr.context import context_for, wants_context
 from turnscope.asr.events import Span, Utterance
 from turnscope.asr.settings import load_settings
-from turnscope.asr.transcriber import (
-    Transcriber,
-    Transcription,
-    _after_prefix,
-    context_for,
-    repeats_context,
-    wants_context,
-)
+from turnscope.asr.text import after_prefix as _after_prefix
+from turnscope.asr.text import repeats_context
+from turnscope.asr.transcriber import Transcriber, Transcription
 
 PAD = np.zeros(int(0.15 * SR), dtype=np.float32)
 

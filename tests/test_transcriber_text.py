@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnscope.asr.transcriber import collapse_repetition, collapse_runs
+from turnscope.asr.text import collapse_repetition, collapse_runs
 
 
 @pytest.mark.parametrize(

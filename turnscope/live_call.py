@@ -182,7 +182,6 @@ async def place_call(
         )
     finally:
         await call.hangup("the call ended")
-        transcriber.close()
     return run, call, caller
 
 

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
+from turnscope.asr.context import context_for, wants_context
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
 from turnscope.asr.settings import Settings
-from turnscope.asr.transcriber import Transcriber, Transcription, context_for, wants_context
+from turnscope.asr.transcriber import Transcriber, Transcription
 from turnscope.capture.frames import CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
 
@@ -191,7 +192,6 @@ async def run_pipeline(
     transcriber: Transcriber | None = None,
 ) -> PipelineResult:
     """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
-    own = transcriber is None
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
     await transcriber.ready()  # at once when already loaded
     run = _Run(source, settings, sinks, transcriber)
@@ -218,8 +218,6 @@ async def run_pipeline(
     finally:
         for task in list(run.pending):
             task.cancel()
-        if own:
-            transcriber.close()
     run.assembly = assemble(run.heard, settings.assembly)
     run.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in run.endpointers.values())

@@ -1,0 +1,123 @@
+"""The ASR worker: one spawned process per harness process, below the live call, shared by
+every call (``asr_pool``).
+
+The transcriber submits with ``_on_worker`` and awaits under ``_worker_errors``; ``_loaded`` is
+what the current worker has loaded (forgotten when a dead worker is replaced).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
+
+from turnscope.errors import EnvironmentProblem
+
+if TYPE_CHECKING:
+    from turnscope.asr.model import ModelSpec
+
+ASR_NICENESS = 19
+
+
+def _asr_process_init() -> None:
+    """The ASR process runs below the live call and leaves Ctrl-C to its parent (which ends
+    the call cleanly and still needs the model for the turns already captured).
+
+    SCHED_IDLE where Linux offers it: a waking event loop then preempts the model at once (with
+    nice 19 alone, 8 concurrent calls still sent twice as many frames late); the model's
+    threads, created later from this one, inherit it.
+    """
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(ASR_NICENESS)
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent was killed (SIGKILL, a timeout) must not live on, model loaded."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+_pool_lock = threading.Lock()
+_shared_pool: ProcessPoolExecutor | None = None
+
+
+def asr_pool() -> ProcessPoolExecutor:
+    """The process's one ASR worker, a separate process: concurrent calls queue for the model
+    instead of fighting over the cores (CTranslate2 already uses cpu_threads per transcription).
+
+    A process, not a thread: faster-whisper runs Python between the model's calls, and a
+    low-priority thread holding the GIL stalls the event loop whenever the machine is busy
+    (measured: 8 concurrent live calls on 2 cores sent caller audio up to 6.6 s late with a
+    niced ASR thread; the GIL is only the live loop's now).
+    """
+    global _shared_pool
+    with _pool_lock:
+        if _shared_pool is None:
+            _shared_pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded process
+                initializer=_asr_process_init,
+            )
+        return _shared_pool
+
+
+_loaded: set[ModelSpec] = set()  # models the current ASR process has loaded
+
+
+def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
+    global _shared_pool
+    with _pool_lock:
+        if _shared_pool is pool:
+            _shared_pool = None
+            _loaded.clear()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore[no-untyped-def]
+    """Submit to the ASR process; one that died (killed, out of memory) is replaced, and the
+    work it lost is one clear error (``_worker_errors``), not a traceback."""
+    pool = asr_pool()
+    try:
+        return pool, pool.submit(fn, *args)
+    except BrokenProcessPool:
+        _reset_broken_pool(pool)
+        pool = asr_pool()
+        return pool, pool.submit(fn, *args)
+
+
+@contextlib.contextmanager
+def _worker_errors(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """A worker that died under ``pool`` (killed, out of memory): the pool is dropped, so the
+    next submit starts a new one, and the loss is one clear error."""
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        _reset_broken_pool(pool)
+        raise EnvironmentProblem(
+            f"the ASR worker process died ({exc}); out of memory? "
+            "Fewer concurrent calls or a smaller --threads may help"
+        ) from None
+
+
+def _usage() -> tuple[float, float]:
+    import resource
+
+    return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def asr_process_usage() -> tuple[float, float]:
+    """The ASR process's CPU time so far (s, all its threads) and peak RSS (MB); benchmarks."""
+    _pool, future = _on_worker(_usage)
+    return future.result()
