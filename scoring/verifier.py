@@ -71,10 +71,20 @@ class Facts:
     harmful: tuple[int, ...]  # agent turns overlapped by the caller with no interrupt among them
     keywords_found: tuple[str, ...]
     keywords_missing: tuple[str, ...]
+    # Interrupts that overlapped no agent turn: no barge-in to score, but views still mark them.
+    unmet_interrupts: tuple[int, ...] = ()
 
     @property
     def barge_ins(self) -> tuple[Overlap, ...]:
         return tuple(o for o in self.overlaps if o.interrupt)
+
+    def barge_ins_of(self, caller: int) -> tuple[Overlap, ...]:
+        """The barge-ins one caller turn (list index) made, in the agent turns' list order."""
+        return tuple(o for o in self.barge_ins if o.caller == caller)
+
+    def gap_of(self, agent: int) -> Gap | None:
+        """The latency pairing of one agent turn (list index); None when it was not timed."""
+        return next((g for g in self.gaps if g.agent == agent), None)
 
     def components(self) -> dict[str, float]:
         """The four sub-scores (rounded as the contract rounds them)."""
@@ -150,6 +160,11 @@ def verifier_facts(
         gaps=tuple(_gaps(turns, max_latency)),
         overlaps=tuple(overlaps),
         harmful=tuple(harmful),
+        unmet_interrupts=tuple(
+            i
+            for i, t in enumerate(turns)
+            if t.speaker == "caller" and t.interrupt and not any(o.caller == i for o in overlaps)
+        ),
         keywords_found=tuple(kw for kw in required if kw.lower() in spoken),
         keywords_missing=tuple(kw for kw in required if kw.lower() not in spoken),
     )

@@ -1,25 +1,35 @@
 """report.html and timeline.png: built from a real replay bundle, self-contained, rendered by
 headless Chromium with the turns, verdict, barge-in and latency marks visible; a degraded bundle
-still renders and says why; a 10-minute call stays small; a non-bundle is one line, exit 2."""
+still renders and says why; a 10-minute call stays small; a non-bundle is one line, exit 2; the
+report, the live view and the timeline markers show the verifier's own facts."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import soundfile as sf
 from PIL import Image
+from rich.console import Console
 
 from tests.conftest import ROOT
+from turnscope.asr.assembly import Assembly, Turn
+from turnscope.live_view import LiveView
+from turnscope.pipeline import TurnUpdate
+from turnscope.records import timeline_document
 from turnscope.scoring.evidence.bundle import BundleIds, empty_wav, write_bundle
 from turnscope.scoring.report.html import build_report
-from turnscope.scoring.verifier import failed_floors, score_voice_episode
+from turnscope.scoring.report.model import read_report
+from turnscope.scoring.report.timeline import PLOT
+from turnscope.scoring.verifier import failed_floors, score_voice_episode, verifier_facts
 from turnscope.scoring.wer import measure_wer
 
 SAMPLE = ROOT / "recordings" / "refund-call.wav"
@@ -309,3 +319,78 @@ def test_ten_minute_call_stays_small_and_wraps_a_minute_per_row(tmp_path):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
     img = Image.open(png_path)
     assert img.width < 2000 and img.height < 3000
+
+
+# --- every view renders the verifier's facts --------------------------------------------------
+
+
+def _turn(speaker: str, start: float, end: float, interrupt: bool = False) -> dict:
+    return {
+        "speaker": speaker,
+        "start_ms": start,
+        "end_ms": end,
+        "text": "",
+        "interrupt": interrupt,
+    }
+
+
+# An interrupt that overlaps two agent turns, one that starts before the agent does, one that
+# meets no agent speech, a talk-over, another speaker, and times that round (the verifier's ints).
+EDGE = [
+    _turn("agent", 0, 800),
+    _turn("caller", 500, 2000.6),
+    _turn("agent", 1900, 5000.4),
+    _turn("caller", 4000.5, 5200, True),
+    _turn("agent", 5100, 7000),
+    _turn("caller", 7500, 7600, True),
+    _turn("caller", 8000, 8500, True),
+    _turn("system", 8100, 8200),
+    _turn("agent", 8300.6, 9900),
+    _turn("caller", 9999.5, 10500),
+    _turn("agent", 10499.6, 12000),
+]
+
+
+def test_report_renders_the_verifiers_facts(tmp_path):
+    fake = fake_bundle(tmp_path / "edge", turns=EDGE, seconds=13)
+    m = read_report(fake, PLOT)
+    facts = verifier_facts(EDGE, budgets={"max_latency_ms": 1200})
+    assert [(g.caller, g.agent, g.gap_ms, g.ok) for g in m.gaps] == [
+        (g.caller, g.agent, g.gap_ms, g.ok) for g in facts.gaps
+    ]
+    assert sorted((b.caller, b.agent, b.yield_ms, b.ok) for b in m.barge_ins if b.agent) == sorted(
+        (b.caller, b.agent, b.yield_ms, b.handled) for b in facts.barge_ins
+    )
+    assert [b.caller for b in m.barge_ins if b.agent is None] == list(facts.unmet_interrupts)
+    assert m.harmful == set(facts.harmful)
+    page = build_report(fake)[0].read_text(encoding="utf-8")
+    handled = sum(bool(b.handled) for b in facts.barge_ins)
+    assert f"{handled} of {len(facts.barge_ins)} barge-ins: agent stopped within" in page
+    for b in facts.barge_ins:
+        verb = "yielded in" if b.handled else "kept talking for"
+        assert f"barge-in: agent #{b.agent} {verb} {b.yield_ms} ms" in page
+
+
+def test_live_view_and_timeline_markers_render_the_verifiers_facts():
+    turns = [Turn(t["speaker"], t["start_ms"], t["end_ms"], "", t["interrupt"]) for t in EDGE]
+    assembly = Assembly(turns=turns)
+    facts = verifier_facts(assembly.dialogue(), budgets={"max_latency_ms": 1200})
+    out = io.StringIO()
+    view = LiveView(Console(file=out, width=400, color_system=None), budget_ms=1200)
+    view.on_update(TurnUpdate(assembly, list(turns), [], 1e9))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(turns)  # EDGE is in start order: one line per turn, in list order
+    for i, line in enumerate(lines):
+        gap = facts.gap_of(i)
+        shown = re.findall(r"\[latency (-?\d+) ms\]", line)
+        assert shown == ([] if gap is None else [str(gap.gap_ms)]), line
+        yields = re.findall(r"barge-in: agent (?:yielded after|kept talking) (\d+) ms", line)
+        assert yields == [str(b.yield_ms) for b in facts.barge_ins_of(i)], line
+    doc = timeline_document(SimpleNamespace(assembly=assembly), [], {})
+    stopped = {
+        m["turn_index"]: m.get("agent_stopped_after_ms")
+        for m in doc["markers"]
+        if m["key"] == "barge_in"
+    }
+    first = {i: facts.barge_ins_of(i)[:1] for i, t in enumerate(turns) if t.interrupt}
+    assert stopped == {i: b[0].yield_ms if b else None for i, b in first.items()}

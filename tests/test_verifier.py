@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnscope.scoring import score_voice_episode
+from turnscope.scoring.verifier import Gap, Overlap, verifier_facts
 
 REFERENCE_DIALOGUE = [
     {"speaker": "caller", "start_ms": 0, "end_ms": 1500, "text": "I want a refund please"},
@@ -333,3 +334,35 @@ def test_invariants(dialogue, budget, required):
         score_voice_episode(flagless)["result"]["components"]["turn_taking"]
         <= res["components"]["turn_taking"]
     )
+
+
+# --- the facts the views render -----------------------------------------------------------------
+
+
+def test_facts_pair_each_turn_and_name_interrupts_that_met_no_agent():
+    d = [
+        c(0, 1000),
+        a(1200, 3000),
+        c(2500, 2600, interrupt=True),
+        c(4000, 4100, interrupt=True),
+        a(4050, 5000),
+        c(6000, 6100, interrupt=True),
+    ]
+    f = verifier_facts(d)
+    assert f.gap_of(1) == Gap(0, 1, 200, True)
+    assert f.gap_of(4) == Gap(3, 4, -50, False)
+    assert f.gap_of(0) is None and f.gap_of(2) is None
+    assert f.barge_ins_of(2) == (Overlap(2, 1, True, 500, True),)
+    assert f.barge_ins_of(3) == (Overlap(3, 4, True, 1000, False),)
+    assert f.barge_ins_of(5) == () and f.unmet_interrupts == (5,)
+
+
+@settings(max_examples=500, deadline=None)
+@given(dialogues)
+def test_every_interrupt_is_a_barge_in_or_unmet(dialogue):
+    f = verifier_facts(dialogue)
+    interrupts = {i for i, t in enumerate(dialogue) if t["speaker"] == "caller" and t["interrupt"]}
+    met = {b.caller for b in f.barge_ins}
+    assert met | set(f.unmet_interrupts) == interrupts
+    assert not met & set(f.unmet_interrupts)
+    assert sum(len(f.barge_ins_of(i)) for i in interrupts) == len(f.barge_ins)

@@ -18,7 +18,7 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
-from turnscope.scoring.verifier import BARGE_IN_YIELD_MS, DEFAULT_MAX_LATENCY_MS
+from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
 
 _STYLE = {CALLER: "cyan", AGENT: "magenta"}
@@ -29,32 +29,29 @@ def _clock(ms: float) -> str:
     return f"{int(s // 60):02d}:{s % 60:06.3f}"
 
 
-def describe_turn(turn: Turn, before: list[Turn], agents: list[Turn], budget_ms: int) -> Text:
-    """One line for a turn: time span, speaker, text, and what the verifier will think of it.
+def describe_turn(turn: Turn, index: int, facts: Facts) -> Text:
+    """One line for a turn: time span, speaker, text, and what the verifier makes of it.
 
-    ``before`` are the turns that started earlier; ``agents`` every agent turn known so far.
+    ``facts`` are the verifier's on the dialogue so far; ``index`` is the turn's place in it.
     """
     line = Text()
     line.append(f"{_clock(turn.start_ms)}-{_clock(turn.end_ms)} ", style="dim")
     line.append(f"{turn.speaker:<6} ", style=_STYLE.get(turn.speaker, ""))
     notes: list[tuple[str, str]] = []
-    callers = [t for t in before if t.speaker == CALLER]
-    if turn.speaker == AGENT and callers:
-        gap = turn.start_ms - callers[-1].end_ms
-        ok = 0 <= gap <= budget_ms
-        notes.append((f"latency {gap:.0f} ms", "green" if ok else "bold red"))
-        if gap < 0:
+    gap = facts.gap_of(index)
+    if gap is not None:
+        notes.append((f"latency {gap.gap_ms} ms", "green" if gap.ok else "bold red"))
+        if gap.gap_ms < 0:
             notes.append(("started before the caller finished", "red"))
     if turn.speaker == CALLER and turn.interrupt:
-        note, style = "barge-in", "yellow"
-        talking = [a for a in agents if a.start_ms < turn.start_ms < a.end_ms]
-        if talking:
-            held = talking[-1].end_ms - turn.start_ms
-            if held <= BARGE_IN_YIELD_MS:
-                note, style = f"barge-in: agent yielded after {held:.0f} ms", "green"
+        barge_ins = facts.barge_ins_of(index)
+        if not barge_ins:
+            notes.append(("barge-in", "yellow"))
+        for b in barge_ins:  # the verifier scores one barge-in per agent turn it overlapped
+            if b.handled:
+                notes.append((f"barge-in: agent yielded after {b.yield_ms} ms", "green"))
             else:
-                note, style = f"barge-in: agent kept talking {held:.0f} ms", "bold red"
-        notes.append((note, style))
+                notes.append((f"barge-in: agent kept talking {b.yield_ms} ms", "bold red"))
     line.append(turn.text or "(no words)")
     for note, style in notes:
         line.append("  [")
@@ -124,11 +121,13 @@ class LiveView(Sink):
 
     def on_update(self, update: TurnUpdate) -> None:
         self._tell()
+        turns = update.assembly.turns
+        if update.new_final:
+            budgets = {"max_latency_ms": self.budget}
+            facts = verifier_facts(update.assembly.dialogue(), budgets=budgets)
         for turn in sorted(update.new_final, key=lambda t: t.start_ms):
-            turns = update.assembly.turns
-            before = [t for t in turns if t.start_ms < turn.start_ms]
-            agents = [t for t in turns if t.speaker == AGENT]
-            self.console.print(describe_turn(turn, before, agents, self.budget), soft_wrap=True)
+            line = describe_turn(turn, turns.index(turn), facts)
+            self.console.print(line, soft_wrap=True)
             self.printed.append(turn)
         for bc in update.new_backchannels:
             self.console.print(

@@ -20,6 +20,7 @@ from turnscope import __version__
 from turnscope.pipeline import PipelineResult
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.outcome import Outcome
+from turnscope.scoring.verifier import verifier_facts
 
 
 def _r(x: float | None, nd: int = 1) -> float | None:
@@ -169,6 +170,7 @@ def timeline_document(
                 }
             )
     turns = result.assembly.turns
+    facts = verifier_facts(result.assembly.dialogue())  # the dialogue the verifier scores
     for i, t in enumerate(turns):
         if t.speaker == "agent":
             for a, b in zip(t.spans, t.spans[1:], strict=False):
@@ -181,12 +183,10 @@ def timeline_document(
                     }
                 )
         if t.interrupt:
-            talking = [
-                a for a in turns if a.speaker == "agent" and a.start_ms < t.start_ms < a.end_ms
-            ]
             marker = {"key": "barge_in", "offset_ms": _r(t.start_ms), "turn_index": i}
-            if talking:
-                marker["agent_stopped_after_ms"] = _r(talking[-1].end_ms - t.start_ms)
+            barge_ins = facts.barge_ins_of(i)  # one per agent turn it overlapped; the first
+            if barge_ins:
+                marker["agent_stopped_after_ms"] = barge_ins[0].yield_ms
             markers.append(marker)
     for b in result.assembly.backchannels:
         markers.append(

@@ -1,38 +1,33 @@
 """What a bundle's report shows, read once from the bundle: envelopes, turns, and the verifier's
 view of them (latency gaps, barge-ins, overlaps) with the scores, WER and continuity beside.
 
-The analysis follows the verifier's semantics (list order, its budgets and the 600 ms yield) so
-the picture explains the score rather than a second opinion of it. Every optional piece may be
+The verifier's view is ``verifier_facts`` on the bundle's turns, in their list order, so the
+picture explains the score rather than a second opinion of it. Every optional piece may be
 missing or malformed; the report then says so in ``notes`` instead of failing.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 
-from turnscope.errors import InputError
-from turnscope.scoring.evidence.bundle import FILES, MANIFEST
 from turnscope.scoring.exercise import Exercise, exercise_from_dict
-from turnscope.scoring.verifier import BARGE_IN_YIELD_MS, DEFAULT_MAX_LATENCY_MS
+from turnscope.scoring.report.reading import (
+    Envelope,
+    check_bundle,
+    envelope,
+    number,
+    read_json,
+    wav_ms,
+)
+from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.scoring.verifier import failed_floors as verifier_failed_floors
 
 CHANNELS = ("caller", "agent")
-REQUIRED = ("transcript_json", "waveform_timeline_json")
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """Peak amplitude per bin, normalised to the channel's loudest bin (0..1)."""
-
-    bin_ms: float
-    peaks: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ class LatencyGap:
     agent: int
     caller_end_ms: float
     agent_start_ms: float
-    gap_ms: float
+    gap_ms: int
     ok: bool
 
 
@@ -64,7 +59,7 @@ class BargeIn:
     caller: int
     agent: int | None
     at_ms: float
-    yield_ms: float | None
+    yield_ms: int | None
     ok: bool | None
 
 
@@ -102,6 +97,7 @@ class ReportModel:
     envelopes: dict[str, Envelope | None]
     voiced: dict[str, list[tuple[float, float]]]
     turns: list[TurnView]
+    facts: Facts  # the verifier's pairs and counts on these turns; the rest renders them
     gaps: list[LatencyGap]
     barge_ins: list[BargeIn]
     overlaps: list[Overlap]
@@ -121,105 +117,6 @@ class ReportModel:
     notes: list[str] = field(default_factory=list)
     exercise: dict[str, Exercise] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
-
-
-# --- reading -----------------------------------------------------------------------------------
-
-
-def bundle_files(bundle: Path) -> dict[str, Path]:
-    """Artifact kind -> file, from the manifest where it names one inside the bundle."""
-    paths = {kind: bundle / spec[0] for kind, spec in FILES.items()}
-    try:
-        manifest = json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
-        artifacts = manifest.get("artifacts") or []
-    except (OSError, ValueError, AttributeError):
-        return paths
-    root = bundle.resolve()
-    for a in artifacts:
-        if not isinstance(a, Mapping) or a.get("kind") not in paths or not a.get("path"):
-            continue
-        p = (bundle / str(a["path"])).resolve()
-        if p.is_relative_to(root):  # a manifest never sends the report outside its folder
-            paths[str(a["kind"])] = p
-    return paths
-
-
-def check_bundle(bundle: Path) -> dict[str, Path]:
-    """The bundle's files; InputError naming what is missing when this is not a bundle."""
-    fix = "give the output folder of turnscope replay, call or demo"
-    if not bundle.exists():
-        raise InputError("no such bundle folder", path=bundle, fix=fix)
-    if not bundle.is_dir():
-        raise InputError("is a file, not a bundle folder", path=bundle, fix=fix)
-    paths = bundle_files(bundle)
-    missing = [MANIFEST] if not (bundle / MANIFEST).is_file() else []
-    missing += [paths[k].name for k in REQUIRED if not paths[k].is_file()]
-    if missing:
-        raise InputError(
-            f"not a voice artifact bundle: missing {', '.join(missing)}", path=bundle, fix=fix
-        )
-    return paths
-
-
-def _wav_ms(path: Path) -> float:
-    try:
-        info = sf.info(path)
-    except (OSError, RuntimeError, sf.LibsndfileError):
-        return 0.0
-    return info.frames * 1000.0 / info.samplerate if info.samplerate else 0.0
-
-
-def _json(path: Path, notes: list[str]) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        notes.append(f"{path.name} could not be read ({type(exc).__name__}); shown without it")
-        return {}
-    if not isinstance(doc, dict):
-        notes.append(f"{path.name} is not a JSON object; shown without it")
-        return {}
-    return doc
-
-
-def number(x: Any, default: float = 0.0) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return default
-    return v if np.isfinite(v) else default
-
-
-def envelope(path: Path, bin_ms: float, notes: list[str]) -> Envelope | None:
-    """Peak envelope of a wav, read in blocks so a long call never sits in memory."""
-    if not path.is_file():
-        notes.append(f"{path.name} is missing: no waveform for that channel")
-        return None
-    try:
-        with sf.SoundFile(path) as f:
-            rate = f.samplerate
-            hop = max(1, round(rate * bin_ms / 1000))
-            block = hop * max(1, (rate * 10) // hop)  # ~10 s per read, whole bins only
-            peaks: list[np.ndarray] = []
-            rest = np.zeros(0, dtype=np.float32)
-            while True:
-                x = f.read(block, dtype="float32", always_2d=True)
-                if not len(x):
-                    break
-                x = np.concatenate([rest, np.abs(x).max(axis=1)])
-                whole = len(x) // hop * hop
-                peaks.append(x[:whole].reshape(-1, hop).max(axis=1))
-                rest = x[whole:]
-            if len(rest):
-                peaks.append(rest.max(keepdims=True))
-    except (RuntimeError, sf.LibsndfileError) as exc:
-        notes.append(f"{path.name} could not be decoded ({exc}); no waveform for that channel")
-        return None
-    p = np.concatenate(peaks) if peaks else np.zeros(0, dtype=np.float32)
-    # Normalise per channel, but never blow a near-silent channel's hiss up to full height.
-    scale = max(float(p.max()) if len(p) else 0.0, 0.05)
-    return Envelope(bin_ms, np.clip(p / scale, 0.0, 1.0))
 
 
 def _turns(doc: Mapping[str, Any]) -> list[TurnView]:
@@ -256,56 +153,54 @@ def _voiced(doc: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
 # --- the verifier's view ----------------------------------------------------------------------
 
 
-def latency_gaps(turns: Sequence[TurnView], max_latency_ms: int) -> list[LatencyGap]:
-    """Each agent turn against the last caller turn before it in the list, as the verifier does.
+def facts_of(turns: Sequence[TurnView], max_latency_ms: int, required: Sequence[str]) -> Facts:
+    """The verifier's facts on the turns shown; their list indices are positions in ``turns``."""
+    dialogue = [
+        {
+            "speaker": t.speaker,
+            "start_ms": t.start_ms,
+            "end_ms": t.end_ms,
+            "text": t.text,
+            "interrupt": t.interrupt,
+        }
+        for t in turns
+    ]
+    budgets = {"max_latency_ms": max_latency_ms}
+    return verifier_facts(dialogue, budgets=budgets, required_content=required)
 
-    Times are cast to int as the verifier casts them, so the ms shown is the ms scored.
-    """
-    out = []
-    last: TurnView | None = None
-    for t in turns:
-        if t.speaker == "caller":
-            last = t
-        elif t.speaker == "agent" and last is not None:
-            gap = int(t.start_ms) - int(last.end_ms)
-            out.append(
-                LatencyGap(
-                    last.index, t.index, last.end_ms, t.start_ms, gap, 0 <= gap <= max_latency_ms
-                )
-            )
-    return out
+
+def latency_gaps(turns: Sequence[TurnView], facts: Facts) -> list[LatencyGap]:
+    """Each latency pairing the verifier timed, placed on the turns' own times."""
+    return [
+        LatencyGap(
+            turns[g.caller].index,
+            turns[g.agent].index,
+            turns[g.caller].end_ms,
+            turns[g.agent].start_ms,
+            g.gap_ms,
+            g.ok,
+        )
+        for g in facts.gaps
+    ]
 
 
 def overlaps(
-    turns: Sequence[TurnView],
+    turns: Sequence[TurnView], facts: Facts
 ) -> tuple[list[Overlap], list[BargeIn], set[int]]:
     """Overlaps, barge-ins with how fast the agent yielded, and the harmful agent turns."""
-    agents = [t for t in turns if t.speaker == "agent"]
-    callers = [t for t in turns if t.speaker == "caller"]
     found: list[Overlap] = []
     barges: list[BargeIn] = []
-    harmful: set[int] = set()
-    for a in agents:
-        hits = [
-            c
-            for c in callers
-            if int(c.start_ms) < int(a.end_ms) and int(c.end_ms) > int(a.start_ms)
-        ]
-        for c in hits:
-            kind = "barge_in" if c.interrupt else "talk_over"
-            lo, hi = max(a.start_ms, c.start_ms), min(a.end_ms, c.end_ms)
-            found.append(Overlap(c.index, a.index, lo, hi, kind))
-            if c.interrupt:
-                y = int(a.end_ms) - int(c.start_ms)
-                barges.append(BargeIn(c.index, a.index, c.start_ms, y, y <= BARGE_IN_YIELD_MS))
-        if hits and not any(c.interrupt for c in hits):
-            harmful.add(a.index)
-    seen = {b.caller for b in barges}
-    for c in callers:  # an interrupt that met no agent speech: marked, but the verifier skips it
-        if c.interrupt and c.index not in seen:
-            barges.append(BargeIn(c.index, None, c.start_ms, None, None))
+    for o in facts.overlaps:
+        c, a = turns[o.caller], turns[o.agent]
+        kind = "barge_in" if o.interrupt else "talk_over"
+        lo, hi = max(a.start_ms, c.start_ms), min(a.end_ms, c.end_ms)
+        found.append(Overlap(c.index, a.index, lo, hi, kind))
+        if o.interrupt:
+            barges.append(BargeIn(c.index, a.index, c.start_ms, o.yield_ms, o.handled))
+    for i in facts.unmet_interrupts:  # marked, though the verifier has nothing to score
+        barges.append(BargeIn(turns[i].index, None, turns[i].start_ms, None, None))
     barges.sort(key=lambda b: (b.at_ms, b.caller))
-    return found, barges, harmful
+    return found, barges, {turns[i].index for i in facts.harmful}
 
 
 # --- assembling the model ---------------------------------------------------------------------
@@ -336,19 +231,19 @@ def seconds_per_row(duration_ms: float) -> float:
     return 60_000.0 * max(1.0, float(np.ceil(duration_ms / (30 * 60_000.0))))
 
 
-def load_model(bundle: Path, plot_px: int) -> ReportModel:
+def read_report(bundle: Path, plot_px: int) -> ReportModel:
     """Read everything the report needs; ``plot_px`` sets the envelope resolution (~1 bin/px)."""
     paths = check_bundle(bundle)
     notes: list[str] = []
-    transcript = _json(paths["transcript_json"], notes)
-    timeline = _json(paths["waveform_timeline_json"], notes)
-    structured = _json(paths["structured_output_json"], notes).get("output") or {}
-    continuity_doc = _json(paths["live_continuity_report_json"], notes)
-    result = _json(bundle / "result.json", notes)
+    transcript = read_json(paths["transcript_json"], notes)
+    timeline = read_json(paths["waveform_timeline_json"], notes)
+    structured = read_json(paths["structured_output_json"], notes).get("output") or {}
+    continuity_doc = read_json(paths["live_continuity_report_json"], notes)
+    result = read_json(bundle / "result.json", notes)
 
     turns = _turns(transcript)
     wavs = {ch: paths[f"{ch}_audio"] for ch in CHANNELS}
-    duration = max(_duration(timeline, transcript, turns), *(_wav_ms(p) for p in wavs.values()))
+    duration = max(_duration(timeline, transcript, turns), *(wav_ms(p) for p in wavs.values()))
     bin_ms = max(10.0, round(seconds_per_row(duration) / plot_px))
     envelopes = {ch: envelope(p, bin_ms, notes) for ch, p in wavs.items()}
 
@@ -359,7 +254,9 @@ def load_model(bundle: Path, plot_px: int) -> ReportModel:
         budget = (verifier.get("raw") or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS)
     max_latency = int(number(budget, DEFAULT_MAX_LATENCY_MS))
 
-    found, barges, harmful = overlaps(turns)
+    required = [str(k) for k in task.get("required_content") or []]
+    facts = facts_of(turns, max_latency, required)
+    found, barges, harmful = overlaps(turns, facts)
     run = structured.get("run") or {}
     continuity = {
         **(structured.get("continuity") or {}),
@@ -380,7 +277,8 @@ def load_model(bundle: Path, plot_px: int) -> ReportModel:
         envelopes=envelopes,
         voiced=_voiced(transcript),
         turns=turns,
-        gaps=latency_gaps(turns, max_latency),
+        facts=facts,
+        gaps=latency_gaps(turns, facts),
         barge_ins=barges,
         overlaps=found,
         harmful=harmful,
@@ -409,7 +307,7 @@ def load_model(bundle: Path, plot_px: int) -> ReportModel:
             or result.get("failed_floors")
             or verifier_failed_floors(verifier.get("result") or {})
         ),
-        required_content=[str(k) for k in task.get("required_content") or []],
+        required_content=required,
         wer=structured.get("wer") if "wer" in structured else result.get("wer"),
         continuity=continuity,
         degraded=degraded,

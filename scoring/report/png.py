@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from turnscope.scoring.report.timeline import Figure, Label, Line, Poly, Rect
+from turnscope.scoring.report.figure import Figure, Label, Line, Poly, Rect
 
 _ANCHOR = {"start": "ls", "middle": "ms", "end": "rs"}
 

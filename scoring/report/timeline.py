@@ -1,5 +1,5 @@
-"""The timeline picture as drawing primitives, laid out once and rendered twice (inline SVG for
-report.html, Pillow for timeline.png) so both show exactly the same thing.
+"""The timeline's layout: the report model laid out once as figures (figure.py), which svg.py
+and png.py render, so report.html and timeline.png show exactly the same thing.
 
 Layout: one row per stretch of call (a short call fills one row, long calls wrap a minute per
 row); in each row the caller lane sits above the agent lane, each with its turn bars, waveform
@@ -8,18 +8,19 @@ envelope and VAD voiced spans, and latency gaps are annotated in the band betwee
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from turnscope.scoring.report.model import Envelope, ReportModel, seconds_per_row
+from turnscope.scoring.report.figure import TEXT, Figure, Label, Line, Poly, Rect, Shape
+from turnscope.scoring.report.model import ReportModel, seconds_per_row
+from turnscope.scoring.report.reading import Envelope
+from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 
 LEFT, PLOT, RIGHT = 70, 1200, 20
 WIDTH = LEFT + PLOT + RIGHT
 ROW_H = 202
 DASH = "\u2013"  # en dash between two times
-CHAR_W = 0.6  # estimated glyph width per font px, for truncating SVG text to a bar
 
 # Row geometry (y offsets inside a row); the two lanes mirror around the latency band.
 AXIS_Y = 18
@@ -44,69 +45,12 @@ COLOUR = {
     "muted": "#6b7280",
     "grid": "#e5e7eb",
     "axis": "#9ca3af",
-    "text": "#111827",
+    "text": TEXT,
     "barge": "#f59e0b",
     "talk_over": "#ef4444",
     "backchannel": "#d97706",
     "gap": "#6b7280",
 }
-
-
-@dataclass(frozen=True)
-class Rect:
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str
-    opacity: float = 1.0
-    stroke: str | None = None
-    title: str | None = None
-    mark: str | None = None
-
-
-@dataclass(frozen=True)
-class Line:
-    x1: float
-    y1: float
-    x2: float
-    y2: float
-    color: str
-    width: float = 1.0
-    dash: bool = False
-    mark: str | None = None
-
-
-@dataclass(frozen=True)
-class Poly:
-    points: tuple[tuple[float, float], ...]
-    fill: str
-    opacity: float = 1.0
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float  # baseline
-    text: str
-    color: str = COLOUR["text"]
-    size: int = 11
-    anchor: str = "start"  # start | middle | end
-    bold: bool = False
-    max_w: float | None = None
-    mark: str | None = None
-
-
-Shape = Rect | Line | Poly | Label
-
-
-@dataclass
-class Figure:
-    width: int
-    height: int
-    shapes: list[Shape] = field(default_factory=list)
-    id: str | None = None
-    title: str = ""
 
 
 def clock(ms: float, *, tenths: bool = True) -> str:
@@ -116,14 +60,6 @@ def clock(ms: float, *, tenths: bool = True) -> str:
     m, t = divmod(rem, 600)
     secs = f"{t // 10:02d}.{t % 10}" if tenths else f"{t // 10:02d}"
     return f"{h}:{m:02d}:{secs}" if h else f"{m}:{secs}"
-
-
-def fit(text: str, max_w: float | None, size: int) -> str:
-    """Text cut (with an ellipsis) to an estimated width; empty when not even a glyph fits."""
-    if max_w is None or len(text) * size * CHAR_W <= max_w:
-        return text
-    n = int(max_w / (size * CHAR_W)) - 1
-    return text[:n].rstrip() + "…" if n >= 2 else ""
 
 
 # --- layout ------------------------------------------------------------------------------------
@@ -422,65 +358,14 @@ def legend_figure(m: ReportModel) -> Figure:
             LEFT,
             38,
             f"latency budget {m.max_latency_ms} ms (caller end -> agent start, "
-            "as the verifier pairs them); barge-in: the agent must stop within 600 ms; "
+            "as the verifier pairs them); "
+            f"barge-in: the agent must stop within {BARGE_IN_YIELD_MS} ms; "
             "thin strips under/over the envelopes are VAD voiced spans",
             COLOUR["muted"],
             10,
         )
     )
     return Figure(WIDTH, 46, s, id="legend")
-
-
-# --- SVG ---------------------------------------------------------------------------------------
-
-
-def _n(v: float) -> str:
-    r = round(float(v), 1)
-    return str(int(r)) if r == int(r) else str(r)
-
-
-def _attr(mark: str | None) -> str:
-    return f' data-mark="{mark}"' if mark else ""
-
-
-def to_svg(fig: Figure) -> str:
-    """Inline SVG (no xmlns URL needed inside HTML; nothing external is referenced)."""
-    e = html.escape
-    out = [
-        f'<svg width="{fig.width}" height="{fig.height}" viewBox="0 0 {fig.width} {fig.height}"'
-        f' role="img" aria-label="{e(fig.title or "timeline")}">'
-    ]
-    for sh in fig.shapes:
-        if isinstance(sh, Rect):
-            extra = f' fill-opacity="{sh.opacity}"' if sh.opacity < 1 else ""
-            extra += f' stroke="{sh.stroke}" stroke-width="2"' if sh.stroke else ""
-            body = f"<title>{e(sh.title)}</title></rect>" if sh.title else "</rect>"
-            out.append(
-                f'<rect x="{_n(sh.x)}" y="{_n(sh.y)}" width="{_n(sh.w)}" height="{_n(sh.h)}"'
-                f' fill="{sh.fill}"{extra}{_attr(sh.mark)}>{body}'
-            )
-        elif isinstance(sh, Line):
-            dash = ' stroke-dasharray="4 3"' if sh.dash else ""
-            out.append(
-                f'<line x1="{_n(sh.x1)}" y1="{_n(sh.y1)}" x2="{_n(sh.x2)}" y2="{_n(sh.y2)}"'
-                f' stroke="{sh.color}" stroke-width="{_n(sh.width)}"{dash}{_attr(sh.mark)}/>'
-            )
-        elif isinstance(sh, Poly):
-            pts = " ".join(f"{_n(px)},{_n(py)}" for px, py in sh.points)
-            op = f' fill-opacity="{sh.opacity}"' if sh.opacity < 1 else ""
-            out.append(f'<polygon points="{pts}" fill="{sh.fill}"{op}/>')
-        else:
-            text = fit(sh.text, sh.max_w, sh.size)
-            if not text:
-                continue
-            weight = ' font-weight="bold"' if sh.bold else ""
-            anchor = f' text-anchor="{sh.anchor}"' if sh.anchor != "start" else ""
-            out.append(
-                f'<text x="{_n(sh.x)}" y="{_n(sh.y)}" font-size="{sh.size}" fill="{sh.color}"'
-                f"{anchor}{weight}{_attr(sh.mark)}>{e(text)}</text>"
-            )
-    out.append("</svg>")
-    return "".join(out)
 
 
 def header_figure(m: ReportModel) -> Figure:

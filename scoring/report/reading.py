@@ -1,0 +1,123 @@
+"""Reading a bundle's files for the report: which file is which (the manifest's word), JSON that
+may be missing or malformed (a note, never a failure), and the waveform envelopes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from turnscope.errors import InputError
+from turnscope.scoring.evidence.bundle import FILES, MANIFEST
+
+REQUIRED = ("transcript_json", "waveform_timeline_json")
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Peak amplitude per bin, normalised to the channel's loudest bin (0..1)."""
+
+    bin_ms: float
+    peaks: np.ndarray
+
+
+def bundle_files(bundle: Path) -> dict[str, Path]:
+    """Artifact kind -> file, from the manifest where it names one inside the bundle."""
+    paths = {kind: bundle / spec[0] for kind, spec in FILES.items()}
+    try:
+        manifest = json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
+        artifacts = manifest.get("artifacts") or []
+    except (OSError, ValueError, AttributeError):
+        return paths
+    root = bundle.resolve()
+    for a in artifacts:
+        if not isinstance(a, Mapping) or a.get("kind") not in paths or not a.get("path"):
+            continue
+        p = (bundle / str(a["path"])).resolve()
+        if p.is_relative_to(root):  # a manifest never sends the report outside its folder
+            paths[str(a["kind"])] = p
+    return paths
+
+
+def check_bundle(bundle: Path) -> dict[str, Path]:
+    """The bundle's files; InputError naming what is missing when this is not a bundle."""
+    fix = "give the output folder of turnscope replay, call or demo"
+    if not bundle.exists():
+        raise InputError("no such bundle folder", path=bundle, fix=fix)
+    if not bundle.is_dir():
+        raise InputError("is a file, not a bundle folder", path=bundle, fix=fix)
+    paths = bundle_files(bundle)
+    missing = [MANIFEST] if not (bundle / MANIFEST).is_file() else []
+    missing += [paths[k].name for k in REQUIRED if not paths[k].is_file()]
+    if missing:
+        raise InputError(
+            f"not a voice artifact bundle: missing {', '.join(missing)}", path=bundle, fix=fix
+        )
+    return paths
+
+
+def wav_ms(path: Path) -> float:
+    try:
+        info = sf.info(path)
+    except (OSError, RuntimeError, sf.LibsndfileError):
+        return 0.0
+    return info.frames * 1000.0 / info.samplerate if info.samplerate else 0.0
+
+
+def read_json(path: Path, notes: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        notes.append(f"{path.name} could not be read ({type(exc).__name__}); shown without it")
+        return {}
+    if not isinstance(doc, dict):
+        notes.append(f"{path.name} is not a JSON object; shown without it")
+        return {}
+    return doc
+
+
+def number(x: Any, default: float = 0.0) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return default
+    return v if np.isfinite(v) else default
+
+
+def envelope(path: Path, bin_ms: float, notes: list[str]) -> Envelope | None:
+    """Peak envelope of a wav, read in blocks so a long call never sits in memory."""
+    if not path.is_file():
+        notes.append(f"{path.name} is missing: no waveform for that channel")
+        return None
+    try:
+        with sf.SoundFile(path) as f:
+            rate = f.samplerate
+            hop = max(1, round(rate * bin_ms / 1000))
+            block = hop * max(1, (rate * 10) // hop)  # ~10 s per read, whole bins only
+            peaks: list[np.ndarray] = []
+            rest = np.zeros(0, dtype=np.float32)
+            while True:
+                x = f.read(block, dtype="float32", always_2d=True)
+                if not len(x):
+                    break
+                x = np.concatenate([rest, np.abs(x).max(axis=1)])
+                whole = len(x) // hop * hop
+                peaks.append(x[:whole].reshape(-1, hop).max(axis=1))
+                rest = x[whole:]
+            if len(rest):
+                peaks.append(rest.max(keepdims=True))
+    except (RuntimeError, sf.LibsndfileError) as exc:
+        notes.append(f"{path.name} could not be decoded ({exc}); no waveform for that channel")
+        return None
+    p = np.concatenate(peaks) if peaks else np.zeros(0, dtype=np.float32)
+    # Normalise per channel, but never blow a near-silent channel's hiss up to full height.
+    scale = max(float(p.max()) if len(p) else 0.0, 0.05)
+    return Envelope(bin_ms, np.clip(p / scale, 0.0, 1.0))
