@@ -44,7 +44,8 @@ from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.configs import config_path  # noqa: E402
-from turnscope.live_call import place_call, scenario_contract  # noqa: E402
+from turnscope.live_call import place_call  # noqa: E402
+from turnscope.scoring.contract import scenario_contract  # noqa: E402
 from turnscope.scoring.verifier import verifier_facts  # noqa: E402
 
 LATENCY_MS = 600

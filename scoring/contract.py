@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnscope.capture.frames import CHANNELS
+from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 from turnscope.scoring.exercise import Plan
 from turnscope.scoring.suites.suite import find_task, load_suite
 from turnscope.scoring.transcript import validate_dialogue
 from turnscope.scoring.wer import channel_texts
+
+if TYPE_CHECKING:
+    from turnscope.capture.script.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -90,21 +94,116 @@ def load_reference(path: str | Path) -> Reference:
     return reference_from_obj(read_json(path, what="reference file"), source=str(path))
 
 
-def contract_from_suite(suite_path: str | Path, task_id: str) -> Contract:
-    """The contract of task ``task_id`` in a suite file; its reference_dialogue is the reference."""
-    suite = load_suite(suite_path)
-    task = find_task(suite, task_id, source=suite_path)
-    ref = None
-    if task.get("reference_dialogue"):
+def task_contract(
+    task: Mapping[str, Any],
+    *,
+    suite: dict[str, Any] | None = None,
+    suite_path: str | Path | None = None,
+    reference: Reference | None = None,
+    plan: Plan | None = None,
+) -> Contract:
+    """A suite task's contract: its budgets and required content, its reference_dialogue as
+    the reference unless another is given. Every entry path (a replay against a suite task, a
+    fixture, a scenario naming a suite) builds its contract here."""
+    if reference is None and task.get("reference_dialogue"):
         turns = list(task["reference_dialogue"])
-        ref = Reference(channel_texts(turns), turns, f"{suite_path}#{task_id}")
+        reference = Reference(channel_texts(turns), turns, f"{suite_path or 'suite'}#{task['id']}")
     return Contract(
         budgets=task.get("budgets"),
         required_content=task.get("required_content"),
         task_id=str(task["id"]),
         suite=suite,
-        suite_path=str(suite_path),
+        suite_path=None if suite_path is None else str(suite_path),
+        reference=reference,
+        plan=plan,
+    )
+
+
+def contract_from_suite(suite_path: str | Path, task_id: str) -> Contract:
+    """The contract of task ``task_id`` in a suite file; its reference_dialogue is the reference."""
+    suite = load_suite(suite_path)
+    task = find_task(suite, task_id, source=suite_path)
+    return task_contract(task, suite=suite, suite_path=suite_path)
+
+
+# --- a scenario's task (a scripted call's contract) -------------------------------------------
+
+
+def suite_reference(suite: str, base_dir: Path | None) -> Path:
+    """The suite file a scenario names: a shipped suite's name, or a path relative to it."""
+    if suite.endswith(".json") or "/" in suite:
+        path = Path(suite)
+        return path if path.is_absolute() or base_dir is None else base_dir / path
+    return config_path("suites", f"{suite}.json")
+
+
+def scenario_task(scenario: Scenario) -> dict[str, Any] | None:
+    """``{id, suite, budgets, required_content}`` of the scenario's task, the suite resolved
+    (local ``budgets``/``required_content`` override the suite task's); None without a task."""
+    task = scenario.task
+    if task is None:
+        return None
+    budgets: dict[str, Any] = {}
+    required: list[str] | None = None
+    if task.suite is not None:
+        path = suite_reference(task.suite, _base(scenario))
+        if not path.is_file():
+            raise InputError(
+                f"task.suite: no shipped suite {task.suite!r} and no file {path}",
+                path=scenario.source,
+                fix="give a shipped suite name (voice_starter) or a path relative to the scenario",
+            )
+        try:
+            found = find_task(load_suite(path), str(task.id), source=path)
+        except InputError as exc:
+            raise InputError(f"task: {exc}", path=scenario.source) from None
+        budgets = dict(found.get("budgets") or {})
+        required = [str(k) for k in found.get("required_content") or []] or None
+    if task.budgets is not None:
+        budgets.update(task.budgets.model_dump(exclude_none=True))
+    if task.required_content is not None:
+        required = list(task.required_content)
+    return {"id": task.id, "suite": task.suite, "budgets": budgets, "required_content": required}
+
+
+def _base(scenario: Scenario) -> Path | None:
+    return scenario.source.parent if scenario.source else None
+
+
+def scenario_plan(scenario: Scenario) -> Plan:
+    """The barge-ins and backchannels the scenario's caller will try."""
+    kinds = [line.kind for line in scenario.script if line.speaker == "caller"]
+    return Plan(
+        barge_ins=kinds.count("barge_in"),
+        backchannels=kinds.count("backchannel"),
+        source=f"scenario {scenario.name}",
+    )
+
+
+def scenario_contract(scenario: Scenario, reference: Reference | None = None) -> Contract:
+    """The task contract a scenario carries (or names), with the caller's lines as the caller
+    channel's WER reference (we know exactly what the caller said)."""
+    task = scenario_task(scenario) or {}
+    plan = scenario_plan(scenario)
+    caller_text = " ".join(line.text for line in scenario.script if line.speaker == "caller")
+    ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
+    if scenario.task is not None and scenario.task.suite is not None and task.get("id"):
+        suite_path = suite_reference(scenario.task.suite, _base(scenario))
+        base = contract_from_suite(suite_path, str(task["id"]))
+        return Contract(
+            budgets=task.get("budgets") or base.budgets,
+            required_content=task.get("required_content") or base.required_content,
+            task_id=base.task_id,
+            suite=base.suite,
+            suite_path=base.suite_path,
+            reference=ref,
+            plan=plan,
+        )
+    return Contract(
+        budgets=task.get("budgets") or None,
+        required_content=task.get("required_content"),
         reference=ref,
+        plan=plan,
     )
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnscope.capture.script.scenario import load_scenario, task_contract
+from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.script.synth import render
+from turnscope.scoring.contract import scenario_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "configs" / "suites"
@@ -64,7 +65,7 @@ def main() -> None:
     for fid, scen, settings, tags in FIXTURES:
         path = ROOT / "configs" / "scenarios" / f"{scen}.yaml"
         sc = load_scenario(path)
-        contract = task_contract(sc) or {}
+        contract = scenario_task(sc) or {}
         call = render(sc, **settings)
         truth = call.truth()
         base = {

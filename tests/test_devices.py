@@ -26,7 +26,8 @@ from turnscope.capture.device import pulse as device_pulse
 from turnscope.capture.device.call import UNCALIBRATED, DeviceCallOptions
 from turnscope.capture.device.clock import StreamClock
 from turnscope.capture.script.scenario import load_scenario
-from turnscope.live_call import place_call, scenario_contract
+from turnscope.live_call import place_call
+from turnscope.scoring.contract import scenario_contract
 from turnscope.scoring.evidence.validate import validate_bundle
 
 SCENARIO = """

@@ -25,7 +25,8 @@ from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.errors import CallSetupError
-from turnscope.live_call import place_call, scenario_contract
+from turnscope.live_call import place_call
+from turnscope.scoring.contract import scenario_contract
 
 SCENARIO = """
 name: short-refund

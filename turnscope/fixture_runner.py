@@ -19,7 +19,7 @@ from typing import Any
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError
-from turnscope.scoring.contract import Contract, Reference, load_reference
+from turnscope.scoring.contract import Reference, load_reference, task_contract
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
 from turnscope.scoring.suites.fixtures import Fixture, parse_fixture, resolve
@@ -142,12 +142,7 @@ async def run_fixture(
             audio = synthesized(fx, suite_path)
         except TurnscopeError as exc:
             return _void(task, fx, kind, str(exc))
-    contract = Contract(
-        budgets=task.get("budgets"),
-        required_content=task.get("required_content"),
-        task_id=str(task["id"]),
-        reference=_reference(task, fx, suite_path, audio),
-    )
+    contract = task_contract(task, reference=_reference(task, fx, suite_path, audio))
     evidence = EVIDENCE[kind]
     if kind == "transcript":
         # No audio, no ASR: there is no WER to measure (not a perfect 0.000).
@@ -172,7 +167,8 @@ async def run_fixture(
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
             from turnscope.capture.script.scenario import load_scenario
             from turnscope.capture.webrtc.call import CallOptions
-            from turnscope.live_call import place_call, scenario_plan
+            from turnscope.live_call import place_call
+            from turnscope.scoring.contract import scenario_plan
 
             options = CallOptions(agent_url, loopback_only=loopback_only)
             sc = load_scenario(audio)

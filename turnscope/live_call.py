@@ -13,7 +13,7 @@ from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
-from turnscope.capture.script.scenario import Scenario, suite_file, task_contract
+from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError
 from turnscope.interrupts import stop_on_signals
@@ -21,49 +21,11 @@ from turnscope.jsonio import write_json
 from turnscope.offload import offload
 from turnscope.records import redaction_document
 from turnscope.runner import RunOutput, run_and_record
-from turnscope.scoring.contract import Contract, Reference, contract_from_suite
+from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.bundle import BundleIds, write_bundle
 from turnscope.scoring.evidence.continuity import continuity_report
-from turnscope.scoring.exercise import Plan
 
 LIVE_EVIDENCE = "live_lane"
-
-
-def scenario_plan(scenario: Scenario) -> Plan:
-    """The barge-ins and backchannels the scenario's caller will try."""
-    kinds = [line.kind for line in scenario.script if line.speaker == "caller"]
-    return Plan(
-        barge_ins=kinds.count("barge_in"),
-        backchannels=kinds.count("backchannel"),
-        source=f"scenario {scenario.name}",
-    )
-
-
-def scenario_contract(scenario: Scenario, reference: Reference | None = None) -> Contract:
-    """The task contract a scenario carries (or names), with the caller's lines as the caller
-    channel's WER reference (we know exactly what the caller said)."""
-    task = task_contract(scenario) or {}
-    plan = scenario_plan(scenario)
-    caller_text = " ".join(line.text for line in scenario.script if line.speaker == "caller")
-    ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
-    suite_path = suite_file(scenario)
-    if suite_path is not None and task.get("id"):
-        base = contract_from_suite(suite_path, str(task["id"]))
-        return Contract(
-            budgets=task.get("budgets") or base.budgets,
-            required_content=task.get("required_content") or base.required_content,
-            task_id=base.task_id,
-            suite=base.suite,
-            suite_path=base.suite_path,
-            reference=ref,
-            plan=plan,
-        )
-    return Contract(
-        budgets=task.get("budgets") or None,
-        required_content=task.get("required_content"),
-        reference=ref,
-        plan=plan,
-    )
 
 
 def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, error: str) -> Path:

@@ -9,7 +9,7 @@ trigger saying when they start; agent lines start a latency after the call goes 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,7 +24,6 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line, read_yaml
 
@@ -326,54 +325,6 @@ def _message(exc: ValidationError) -> str:
     return text[2:] if text.startswith(": ") else text
 
 
-def _suite_file(suite: str, base_dir: Path | None) -> Path:
-    if suite.endswith(".json") or "/" in suite:
-        path = Path(suite)
-        return path if path.is_absolute() or base_dir is None else base_dir / path
-    return config_path("suites", f"{suite}.json")
-
-
-def suite_file(scenario: Scenario) -> Path | None:
-    """The suite JSON the scenario's task names (shipped name or path), if any."""
-    if scenario.task is None or scenario.task.suite is None:
-        return None
-    return _suite_file(scenario.task.suite, scenario.source.parent if scenario.source else None)
-
-
-def task_contract(scenario: Scenario) -> dict[str, Any] | None:
-    """``{id, suite, budgets, required_content}`` of the scenario's task, the suite resolved.
-
-    Local ``budgets``/``required_content`` override the suite task's. None without a task.
-    """
-    from turnscope.scoring.suites.suite import find_task, load_suite
-
-    task = scenario.task
-    if task is None:
-        return None
-    budgets: dict[str, Any] = {}
-    required: list[str] | None = None
-    if task.suite is not None:
-        base = scenario.source.parent if scenario.source else None
-        path = _suite_file(task.suite, base)
-        if not path.is_file():
-            raise InputError(
-                f"task.suite: no shipped suite {task.suite!r} and no file {path}",
-                path=scenario.source,
-                fix="give a shipped suite name (voice_starter) or a path relative to the scenario",
-            )
-        try:
-            found = find_task(load_suite(path), str(task.id), source=path)
-        except InputError as exc:
-            raise InputError(f"task: {exc}", path=scenario.source) from None
-        budgets = dict(found.get("budgets") or {})
-        required = [str(k) for k in found.get("required_content") or []] or None
-    if task.budgets is not None:
-        budgets.update(task.budgets.model_dump(exclude_none=True))
-    if task.required_content is not None:
-        required = list(task.required_content)
-    return {"id": task.id, "suite": task.suite, "budgets": budgets, "required_content": required}
-
-
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML file (and its task's suite, if any).
 
@@ -391,5 +342,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except ValidationError as exc:
         raise InputError(_message(exc), path=p) from None
     scenario._source = p
-    task_contract(scenario)  # fail now, not after synthesis, on a bad suite reference
+    from turnscope.scoring.contract import scenario_task
+
+    scenario_task(scenario)  # fail now, not after synthesis, on a bad suite reference
     return scenario

@@ -36,7 +36,7 @@ import soundfile as sf
 from turnscope.capture.script import speech as tts
 from turnscope.capture.script.conditions import pink_noise, telephone_channel
 from turnscope.capture.script.placement import Renderer
-from turnscope.capture.script.scenario import Kind, Scenario, task_contract
+from turnscope.capture.script.scenario import Kind, Scenario
 from turnscope.errors import InputError
 from turnscope.jsonio import write_json
 
@@ -179,6 +179,8 @@ def render(
     then passes both channels through a mu-law telephone channel. Ground truth always comes
     from the clean clips' placement, so it is identical across these settings.
     """
+    from turnscope.scoring.contract import scenario_task
+
     if snr_db is not None and not np.isfinite(snr_db):
         raise InputError(f"--snr-db must be a finite number of dB, not {snr_db}")
     if seed < 0:
@@ -258,7 +260,7 @@ def render(
             "telephone": telephone,
             "seed": seed,
         },
-        task=task_contract(scenario),
+        task=scenario_task(scenario),  # resolving its suite is scoring's job
     )
 
 

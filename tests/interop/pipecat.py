@@ -195,7 +195,8 @@ async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, An
     from turnscope.asr.settings import load_settings
     from turnscope.capture.script.scenario import load_scenario
     from turnscope.capture.webrtc.call import CallOptions
-    from turnscope.live_call import place_call, scenario_contract
+    from turnscope.live_call import place_call
+    from turnscope.scoring.contract import scenario_contract
 
     sc = load_scenario(scenario)
     return await place_call(

@@ -19,9 +19,10 @@ from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import CallSetupError, InputError
-from turnscope.live_call import place_call, scenario_contract, write_setup_failure
+from turnscope.live_call import place_call, write_setup_failure
 from turnscope.outdir import output_dir
 from turnscope.runner import RunOutput
+from turnscope.scoring.contract import scenario_contract
 
 CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
 

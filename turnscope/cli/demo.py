@@ -17,8 +17,9 @@ from turnscope.cli.options import PipelineOptions
 from turnscope.configs import config_path
 from turnscope.errors import CallSetupError
 from turnscope.jsonio import write_json
-from turnscope.live_call import place_call, scenario_contract
+from turnscope.live_call import place_call
 from turnscope.outdir import output_dir
+from turnscope.scoring.contract import scenario_contract
 from turnscope.scoring.evidence.bundle import seal
 
 
