@@ -44,7 +44,7 @@ from turnscope.asr.model import load_whisper
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.asr.transcriber import Transcriber, model_spec
 from turnscope.capture.file.source import FileSource
-from turnscope.capture.frames import PcmFrame, to_int16
+from turnscope.capture.frames import PcmFrame, samples_to_ms, to_int16
 from turnscope.offline import ensure_offline
 from turnscope.pipeline import run_pipeline
 from turnscope.scoring.wer import measure_wer, pooled
@@ -120,7 +120,13 @@ def silero_segments(audio: np.ndarray, *, pad_ms: int | None = None) -> list[dic
     out = []
     for i, ch in enumerate(("caller", "agent")):
         for s in get_speech_timestamps(np.ascontiguousarray(audio[:, i]), opts):
-            out.append({"speaker": ch, "start_ms": s["start"] / 16, "end_ms": s["end"] / 16})
+            out.append(
+                {
+                    "speaker": ch,
+                    "start_ms": samples_to_ms(s["start"]),
+                    "end_ms": samples_to_ms(s["end"]),
+                }
+            )
     return out
 
 

@@ -39,11 +39,6 @@ class PcmFrame:
         return self.end * 1000.0 / SAMPLE_RATE
 
 
-def ms_to_samples(ms: float) -> int:
-    """Call-clock milliseconds to a sample index at SAMPLE_RATE (rounded)."""
-    return round(ms * SAMPLE_RATE / 1000.0)
-
-
 def samples_to_ms(samples: int | float) -> float:
     """A sample index at SAMPLE_RATE to call-clock milliseconds."""
     return samples * 1000.0 / SAMPLE_RATE

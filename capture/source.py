@@ -19,6 +19,9 @@ class SourceInfo:
     description: str
     realtime: bool
     duration_ms: float | None = None
+    # How the source placed audio on the call clock, in words (the bundle's timing evidence):
+    # each source states its own, so a new transport needs no table downstream.
+    timing_evidence: str = ""
     warnings: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)  # reasons the evidence is incomplete
     details: dict[str, Any] = field(default_factory=dict)

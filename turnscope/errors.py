@@ -35,6 +35,17 @@ class CallSetupError(TurnscopeError):
     exit_code = 4
 
 
+class CalibrationError(TurnscopeError):
+    """The marker did not come back (or not consistently): the timing stays uncalibrated
+    (exit 4 where a measurement was asked for)."""
+
+    exit_code = 4
+
+
+class BenchError(TurnscopeError, ValueError):
+    """A bench run that cannot start: wrong control mode, no submission, unknown evidence class."""
+
+
 class EnvironmentProblem(TurnscopeError):
     """Something the machine lacks (a library, a model, a device); the message names the fix."""
 

@@ -141,6 +141,7 @@ async def place_call(
             evidence_class=LIVE_EVIDENCE,
             console=console,
             extra_result=extra,
+            transcriber=transcriber,  # readied before the call connected
         )
     finally:
         await call.hangup("the call ended")

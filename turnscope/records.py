@@ -230,11 +230,7 @@ def producer_metadata(result: PipelineResult) -> dict[str, Any]:
     """Who produced the evidence and how (seed 003's producer metadata)."""
     s = result.settings
     info = result.info
-    timing = {
-        "file": "sample positions in the recording",
-        "webrtc": "caller: send time on the call clock; agent: arrival, placed by RTP timestamps",
-        "desktop_audio": "PortAudio stream time (ADC/DAC)",
-    }[info.transport]
+    timing = info.timing_evidence or "not stated by the source"
     return {
         "producer": "turnscope",
         "producer_version": __version__,
@@ -293,9 +289,7 @@ def structured_output_document(
     }
 
 
-def raw_trace_document(
-    result: PipelineResult, producer: dict[str, Any], extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def raw_trace_document(result: PipelineResult, producer: dict[str, Any]) -> dict[str, Any]:
     """Signaling, ICE/RTP statistics, frame loss, device timing: everything the transport saw."""
     details = {k: v for k, v in result.info.details.items() if k != "header_names"}
     return {
@@ -305,7 +299,6 @@ def raw_trace_document(
         "details": details,
         "gaps_ms": {k: _r(v) for k, v in result.gaps_ms.items()},
         "producer": producer,
-        **(extra or {}),
     }
 
 

@@ -28,6 +28,7 @@ from turnscope.capture.device.input import Block, InputCapture
 from turnscope.capture.device.io import Device
 from turnscope.capture.device.playback import DeviceClip, DevicePlayer
 from turnscope.capture.device.stream import settle
+from turnscope.errors import CalibrationError
 
 MARKER_MS = 40
 SPACING_S = 0.3
@@ -35,10 +36,6 @@ REPEATS = 5
 WINDOW_S = 0.15  # a marker is looked for this far either side of where the stream times put it
 MIN_MATCH = 0.5  # normalised correlation a found marker must reach
 MAX_SPREAD_MS = 5.0
-
-
-class CalibrationError(Exception):
-    """The marker did not come back (or not consistently): the timing stays uncalibrated."""
 
 
 def marker(rate: int) -> np.ndarray:

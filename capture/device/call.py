@@ -40,6 +40,8 @@ from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import InputError
 
+DEVICE_TIMING = "PortAudio stream time (ADC/DAC)"
+
 UNCALIBRATED = "device timing is not calibrated"
 
 
@@ -100,6 +102,7 @@ class DeviceCall(CallSource):
         self.capture = InputCapture(inp, in_rate, channels, option=in_option)
         self.info = SourceInfo(
             transport="desktop_audio",
+            timing_evidence=DEVICE_TIMING,
             description=f"sound devices: caller -> {out.name!r}, "
             + (
                 f"both parties <- {inp.name!r} (2 channels)"

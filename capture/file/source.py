@@ -19,6 +19,8 @@ from turnscope.capture.frames import AGENT, CALLER, SAMPLE_RATE, PcmFrame, to_in
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import InputError
 
+FILE_TIMING = "sample positions in the recording"
+
 CLIP_LEVEL = 0.999
 CLIP_WARN_SHARE = 0.001
 MISMATCH_WARN_MS = 100
@@ -203,6 +205,7 @@ class FileSource:
         side = "left" if caller_channel == 0 else "right"
         info = SourceInfo(
             transport="file",
+            timing_evidence=FILE_TIMING,
             description=f"{reader.path.name} (stereo, caller on the {side})",
             realtime=realtime,
             duration_ms=_duration_ms(reader),
@@ -247,6 +250,7 @@ class FileSource:
                 )
         info = SourceInfo(
             transport="file",
+            timing_evidence=FILE_TIMING,
             description=(
                 f"{readers[CALLER].path.name} (caller) + {readers[AGENT].path.name} (agent)"
             ),

@@ -36,6 +36,8 @@ from turnscope.capture.webrtc.signaling import (
 from turnscope.capture.webrtc.track import PlaybackTrack
 from turnscope.errors import CallSetupError
 
+WEBRTC_TIMING = "caller: send time on the call clock; agent: arrival, placed by RTP timestamps"
+
 MAX_LOGGED_MESSAGES = 200
 # Caller frames handed to WebRTC later than this make the call's timing evidence degraded.
 MAX_SEND_LAG_MS = 200.0
@@ -64,6 +66,7 @@ class WebRTCCall(CallSource):
         self.clock = CallClock()
         self.info = SourceInfo(
             transport="webrtc",
+            timing_evidence=WEBRTC_TIMING,
             description=f"WebRTC call to {options.url} ({options.signaling})",
             realtime=True,
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.asr.assembly import Backchannel
 from turnscope.scoring.exercise import Exercise, exercise_from_dict
 from turnscope.scoring.report.reading import (
     Envelope,
@@ -72,14 +73,6 @@ class Overlap:
     start_ms: float
     end_ms: float
     kind: str  # "barge_in" | "talk_over"
-
-
-@dataclass(frozen=True)
-class Backchannel:
-    speaker: str
-    start_ms: float
-    end_ms: float
-    text: str
 
 
 @dataclass(frozen=True)
@@ -288,6 +281,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
                 number(b.get("start_ms")),
                 number(b.get("end_ms")),
                 str(b.get("text") or ""),
+                str(b.get("utterance") or ""),
             )
             for b in transcript.get("backchannels") or []
             if isinstance(b, Mapping)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from turnscope.errors import BenchError
 from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.verifier import score_voice_episode
 
@@ -17,10 +18,6 @@ BENCH_RESULT_KIND = "agent-learning.bench-result.v1"
 EVIDENCE_CLASSES = ("local_gate", "live_lane", "live_stressed", "captured_fixture")
 LIVE_EVIDENCE_CLASSES = ("live_lane", "live_stressed")
 NO_TRANSCRIPT = "no transcript submitted"
-
-
-class BenchError(ValueError):
-    """A bench run that cannot start: wrong control mode, no submission, unknown evidence class."""
 
 
 def _row_head(task: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from turnscope.cli.console import out, warn_line
 from turnscope.cli.options import PipelineOptions
 from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
-from turnscope.errors import InputError
+from turnscope.errors import BenchError, InputError
 from turnscope.fixture_runner import run_suite_fixtures
 from turnscope.jsonio import write_json, write_text
 from turnscope.outdir import clear_run, holds_a_run, output_dir
 from turnscope.scoring.exercise import task_exercise
-from turnscope.scoring.suites.bench import BenchError, bench_result, check_evidence_class, run_bench
+from turnscope.scoring.suites.bench import bench_result, check_evidence_class, run_bench
 from turnscope.scoring.suites.fixtures import parse_fixture
 from turnscope.scoring.suites.scorecard import scorecard
 from turnscope.scoring.suites.suite import load_suite
@@ -34,6 +34,15 @@ def collect_transcripts(suite: dict[str, Any], directory: Path) -> dict[str, lis
         if path.exists():
             found[str(task["id"])] = load_dialogue(path)
     return found
+
+
+def bench_exit(result: dict[str, Any]) -> int:
+    """0 when every scored task passed, 1 when one failed or nothing was scored (said so)."""
+    agg = result["aggregate"]
+    if agg["scored"] == 0:
+        out.print("every task is void: nothing was scored, so nothing passed")
+        return 1
+    return 0 if agg["passed"] == agg["scored"] else 1
 
 
 def bench(
@@ -110,11 +119,7 @@ def bench(
         out.print(bench_table(result, seen))
         if output is not None:
             out.print(f"wrote {output}")
-    agg = result["aggregate"]
-    if agg["scored"] == 0:
-        out.print("every task is void: nothing was scored, so nothing passed")
-        return 1
-    return 0 if agg["passed"] == agg["scored"] else 1
+    return bench_exit(result)
 
 
 def run_fixtures(
@@ -191,11 +196,7 @@ def run_fixtures(
         if r.scores.verdict == "void":
             warn_line(f"task {r.scores.task_id} is void: {r.scores.note}")
     out.print(f"scorecard: {card_path} (and .html); per-task bundles in {runs_dir}")
-    agg = result["aggregate"]
-    if agg["scored"] == 0:
-        out.print("every task is void: nothing was scored, so nothing passed")
-        return 1
-    return 0 if agg["passed"] == agg["scored"] else 1
+    return bench_exit(result)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,10 +7,10 @@ import json
 
 import typer
 
-from turnscope.capture.device.calibration import REPEATS, CalibrationError, calibrate_devices
+from turnscope.capture.device.calibration import REPEATS, calibrate_devices
 from turnscope.capture.device.io import choose_rate, find_device
 from turnscope.cli.console import fail_line, out
-from turnscope.errors import CallSetupError, InputError
+from turnscope.errors import CalibrationError, CallSetupError, InputError
 
 FAILED = 4  # the measurement could not be made
 
