@@ -1,3 +1,63 @@
-"""turnscope: test voice agents the way their callers meet them."""
+"""turnscope: test voice agents the way their callers meet them.
+
+The public API (everything else is internal and may move)::
+
+    import turnscope
+
+    run = turnscope.replay("call.wav", reference="call.reference.json")
+    print(run.outcome.passed, run.outcome.verifier["result"]["components"], run.outdir)
+
+- ``replay``, ``call``: the two run paths (a recording; a live agent with a scripted caller);
+- ``run_pipeline``, ``Source``, ``SourceInfo``, ``PcmFrame``, ``Sink``: the one pipeline and
+  its interfaces, for a transport or an observer of your own;
+- ``load_settings``, ``Settings``: every knob of the pipeline;
+- ``score_voice_episode``, ``verifier_facts``: the temporal verifier and the pairs it scores;
+- ``run_bench``: a voice suite against a ``{task_id: dialogue}`` submission;
+- ``load_scenario``: a scripted call;
+- ``TurnscopeError`` and its kinds (``InputError``, ``CallSetupError``, ...): what can go wrong.
+
+Names are imported when first used, so ``import turnscope`` (and the CLI) stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "replay": "turnscope.api",
+    "call": "turnscope.api",
+    "RunOutput": "turnscope.runner",
+    "run_pipeline": "turnscope.pipeline",
+    "Sink": "turnscope.pipeline",
+    "PipelineResult": "turnscope.pipeline",
+    "Source": "turnscope.capture.source",
+    "SourceInfo": "turnscope.capture.source",
+    "PcmFrame": "turnscope.capture.frames",
+    "load_settings": "turnscope.asr.settings",
+    "Settings": "turnscope.asr.settings",
+    "score_voice_episode": "turnscope.scoring.verifier",
+    "verifier_facts": "turnscope.scoring.verifier",
+    "run_bench": "turnscope.scoring.suites.bench",
+    "load_scenario": "turnscope.capture.script.scenario",
+    "TurnscopeError": "turnscope.errors",
+    "InputError": "turnscope.errors",
+    "OutputError": "turnscope.errors",
+    "CallSetupError": "turnscope.errors",
+    "EnvironmentProblem": "turnscope.errors",
+    "BenchError": "turnscope.errors",
+}
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turnscope' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

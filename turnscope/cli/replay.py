@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
 
-from turnscope.capture.file.source import FileSource
+from turnscope import api
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
-from turnscope.outdir import output_dir
-from turnscope.runner import run_and_record
-from turnscope.scoring.contract import resolve_contract
 
 _CHANNEL = {"left": 0, "right": 1, "0": 0, "1": 1}
 DEGRADED = 4  # the evidence cannot be fully trusted (what was captured is kept)
@@ -70,34 +66,22 @@ def replay(
         frame_ms,
         silero,
     ).settings()
-    contract = resolve_contract(
-        suite=suite, task=task, reference=reference, max_latency_ms=max_latency_ms, require=require
-    )
-    chunk_ms = settings.audio.chunk_ms if realtime else max(settings.audio.chunk_ms, 200)
-    if call is not None and (caller or agent):
-        raise InputError("give either one stereo CALL file or --caller and --agent, not both")
-    if call is not None:
-        source = FileSource.stereo(
-            call, caller_channel=_CHANNEL[caller_channel], chunk_ms=chunk_ms, realtime=realtime
-        )
-        stem = call.stem
-    elif caller and agent:
-        source = FileSource.two_mono(
-            caller, agent, agent_offset_ms=agent_offset_ms, chunk_ms=chunk_ms, realtime=realtime
-        )
-        stem = caller.stem
-    else:
-        raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
-    outdir = output_dir(output, stem, force=force)
-    run = asyncio.run(
-        run_and_record(
-            source,
-            settings,
-            contract,
-            outdir,
-            evidence_class="captured_fixture",
-            console=None if quiet else out,
-        )
+    run = api.replay(
+        call,
+        caller=caller,
+        agent=agent,
+        caller_channel=_CHANNEL[caller_channel],
+        agent_offset_ms=agent_offset_ms,
+        reference=reference,
+        suite=suite,
+        task=task,
+        max_latency_ms=max_latency_ms,
+        require=require,
+        settings=settings,
+        outdir=output,
+        force=force,
+        realtime=realtime,
+        console=None if quiet else out,
     )
     for w in run.result.warnings:
         warn_line(w)

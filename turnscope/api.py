@@ -1,0 +1,110 @@
+"""The public API's two run paths, as plain functions: replay a recording, call an agent.
+
+Both run the one pipeline (the same code the CLI runs) and write the run's bundle; both
+return a ``RunOutput`` (the turns, the verdict, the WER, where the bundle is). A script that
+calls them needs the usual ``if __name__ == "__main__":`` guard: the ASR worker is a spawned
+process that imports the main module again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from turnscope.asr.settings import Settings, load_settings
+from turnscope.capture.file.source import FileSource
+from turnscope.errors import InputError
+from turnscope.outdir import output_dir
+from turnscope.runner import RunOutput, run_and_record
+from turnscope.scoring.contract import Contract, resolve_contract
+
+
+def replay(
+    call: str | Path | None = None,
+    *,
+    caller: str | Path | None = None,
+    agent: str | Path | None = None,
+    caller_channel: int = 0,
+    agent_offset_ms: float = 0.0,
+    reference: str | Path | None = None,
+    suite: str | Path | None = None,
+    task: str | None = None,
+    max_latency_ms: int | None = None,
+    require: Sequence[str] = (),
+    settings: Settings | None = None,
+    outdir: str | Path | None = None,
+    force: bool = False,
+    realtime: bool = False,
+    console: Console | None = None,
+) -> RunOutput:
+    """Replay a recorded call (one stereo file, ``caller_channel`` 0 = left is the caller; or
+    ``caller=`` and ``agent=`` mono files) through the pipeline, score it (against
+    ``suite``/``task``, ``reference``, a latency budget, required words, when given) and write its
+    bundle (``outdir``, or a new folder under ``runs/``). InputError for bad input."""
+    settings = settings or load_settings()
+    contract = resolve_contract(
+        suite=suite, task=task, reference=reference, max_latency_ms=max_latency_ms, require=require
+    )
+    chunk_ms = settings.audio.chunk_ms if realtime else max(settings.audio.chunk_ms, 200)
+    if call is not None and (caller or agent):
+        raise InputError("give either one stereo CALL file or --caller and --agent, not both")
+    if call is not None:
+        source = FileSource.stereo(
+            call, caller_channel=caller_channel, chunk_ms=chunk_ms, realtime=realtime
+        )
+        stem = Path(call).stem
+    elif caller and agent:
+        source = FileSource.two_mono(
+            caller, agent, agent_offset_ms=agent_offset_ms, chunk_ms=chunk_ms, realtime=realtime
+        )
+        stem = Path(caller).stem
+    else:
+        raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
+    folder = output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
+    return asyncio.run(
+        run_and_record(
+            source, settings, contract, folder, evidence_class="captured_fixture", console=console
+        )
+    )
+
+
+def call(
+    url: str,
+    scenario: str | Path,
+    *,
+    headers: Mapping[str, str] | None = None,
+    loopback_only: bool = False,
+    settings: Settings | None = None,
+    contract: Contract | None = None,
+    outdir: str | Path | None = None,
+    force: bool = False,
+) -> RunOutput:
+    """Call the agent at ``url`` (a SmallWebRTC ``/api/offer``) with the scripted caller of
+    ``scenario`` (a YAML path), score the call and write its bundle. Raises CallSetupError when
+    the call cannot be set up."""
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.live_call import place_call
+    from turnscope.redact import register
+    from turnscope.scoring.contract import scenario_contract
+
+    sc = load_scenario(scenario)
+    register((headers or {}).values())  # never written, wherever they turn up
+    options = CallOptions(url, headers=dict(headers or {}), loopback_only=loopback_only)
+    folder = output_dir(
+        Path(outdir) if outdir is not None else None, f"call-{sc.name}", force=force
+    )
+    run, _, _ = asyncio.run(
+        place_call(
+            options,
+            sc,
+            settings or load_settings(),
+            contract or scenario_contract(sc),
+            folder,
+            console=None,
+        )
+    )
+    return run
