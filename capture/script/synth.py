@@ -46,7 +46,7 @@ PEAK_LIMIT = 0.99
 
 
 @dataclass(frozen=True)
-class Utterance:
+class PlacedLine:
     """One placed clip. ``start``/``end`` are sample indices on the call clock (end exclusive).
 
     ``text`` is what was spoken (for a cut line, the words before the cut, estimated);
@@ -74,7 +74,7 @@ class SynthCall:
     agent: np.ndarray
     clean_caller: np.ndarray  # the speech alone, at the same gain as in ``caller``
     clean_agent: np.ndarray
-    utterances: list[Utterance]
+    utterances: list[PlacedLine]
     settings: dict[str, Any]
     task: dict[str, Any] | None = None
 
@@ -149,11 +149,11 @@ def _ms(samples: int, sr: int) -> float:
     return round(samples * 1000 / sr, 4)
 
 
-def _joined(utterances: list[Utterance], speaker: Speaker) -> str:
+def _joined(utterances: list[PlacedLine], speaker: Speaker) -> str:
     return " ".join(u.text for u in utterances if u.speaker == speaker and u.text)
 
 
-def _voiced_mask(n: int, utterances: list[Utterance], speaker: Speaker) -> np.ndarray:
+def _voiced_mask(n: int, utterances: list[PlacedLine], speaker: Speaker) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     for u in utterances:
         if u.speaker == speaker:
@@ -198,7 +198,7 @@ def render(
 
     utterances = sorted(
         (
-            Utterance(
+            PlacedLine(
                 speaker=c.speaker,
                 start=c.start,
                 end=c.end,

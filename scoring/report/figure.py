@@ -23,7 +23,7 @@ class Rect:
 
 
 @dataclass(frozen=True)
-class Line:
+class Stroke:
     x1: float
     y1: float
     x2: float
@@ -54,7 +54,7 @@ class Label:
     mark: str | None = None
 
 
-Shape = Rect | Line | Poly | Label
+Shape = Rect | Stroke | Poly | Label
 
 
 @dataclass

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from turnscope.scoring.report.figure import Figure, Label, Line, Poly, Rect
+from turnscope.scoring.report.figure import Figure, Label, Poly, Rect, Stroke
 
 _ANCHOR = {"start": "ls", "middle": "ms", "end": "rs"}
 
@@ -46,7 +46,7 @@ def _fit(text: str, max_w: float | None, font) -> str:
     return text[:lo].rstrip() + "…" if lo >= 2 else ""
 
 
-def _dashed(draw: ImageDraw.ImageDraw, sh: Line, fill) -> None:
+def _dashed(draw: ImageDraw.ImageDraw, sh: Stroke, fill) -> None:
     length = max(abs(sh.x2 - sh.x1), abs(sh.y2 - sh.y1))
     pos = 0.0
     while pos < length:
@@ -70,10 +70,12 @@ def draw_figure(draw: ImageDraw.ImageDraw, fig: Figure, dy: int) -> None:
             draw.rectangle(box, fill=_rgba(sh.fill, sh.opacity))
             if sh.stroke:
                 draw.rectangle(box, outline=_rgba(sh.stroke), width=2)
-        elif isinstance(sh, Line):
+        elif isinstance(sh, Stroke):
             fill = _rgba(sh.color)
             if sh.dash:
-                _dashed(draw, Line(sh.x1, sh.y1 + dy, sh.x2, sh.y2 + dy, sh.color, sh.width), fill)
+                _dashed(
+                    draw, Stroke(sh.x1, sh.y1 + dy, sh.x2, sh.y2 + dy, sh.color, sh.width), fill
+                )
             else:
                 pts = [(sh.x1, sh.y1 + dy), (sh.x2, sh.y2 + dy)]
                 draw.line(pts, fill=fill, width=round(sh.width))

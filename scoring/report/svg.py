@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from turnscope.scoring.report.figure import Figure, Line, Poly, Rect
+from turnscope.scoring.report.figure import Figure, Poly, Rect, Stroke
 
 CHAR_W = 0.6  # estimated glyph width per font px, for truncating SVG text to a bar
 
@@ -42,7 +42,7 @@ def to_svg(fig: Figure) -> str:
                 f'<rect x="{_n(sh.x)}" y="{_n(sh.y)}" width="{_n(sh.w)}" height="{_n(sh.h)}"'
                 f' fill="{sh.fill}"{extra}{_attr(sh.mark)}>{body}'
             )
-        elif isinstance(sh, Line):
+        elif isinstance(sh, Stroke):
             dash = ' stroke-dasharray="4 3"' if sh.dash else ""
             out.append(
                 f'<line x1="{_n(sh.x1)}" y1="{_n(sh.y1)}" x2="{_n(sh.x2)}" y2="{_n(sh.y2)}"'

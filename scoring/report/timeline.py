@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from turnscope.scoring.report.figure import TEXT, Figure, Label, Line, Poly, Rect, Shape
+from turnscope.scoring.report.figure import TEXT, Figure, Label, Poly, Rect, Shape, Stroke
 from turnscope.scoring.report.model import ReportModel, seconds_per_row
 from turnscope.scoring.report.reading import Envelope
 from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
@@ -103,12 +103,12 @@ def _frame(row: _Row, step: float) -> list[Shape]:
         h = lane["bottom"] - lane["top"]
         s.append(Rect(LEFT, lane["top"], end_x - LEFT, h, COLOUR[f"{ch}_bg"]))
         s.append(Label(LEFT - 8, lane["env"] + 4, ch, COLOUR[ch], 12, "end", bold=True))
-    s.append(Line(LEFT, AXIS_Y, end_x, AXIS_Y, COLOUR["axis"]))
+    s.append(Stroke(LEFT, AXIS_Y, end_x, AXIS_Y, COLOUR["axis"]))
     t = float(np.ceil(row.r0 / step) * step)
     while t <= row.r1 + 1e-6:
         xt = row.x(t)
-        s.append(Line(xt, AXIS_Y, xt, LANE["agent"]["bottom"], COLOUR["grid"]))
-        s.append(Line(xt, AXIS_Y - 4, xt, AXIS_Y, COLOUR["axis"]))
+        s.append(Stroke(xt, AXIS_Y, xt, LANE["agent"]["bottom"], COLOUR["grid"]))
+        s.append(Stroke(xt, AXIS_Y - 4, xt, AXIS_Y, COLOUR["axis"]))
         s.append(Label(xt, AXIS_Y - 6, clock(t, tenths=False), COLOUR["muted"], 10, "middle"))
         t += step
     return s
@@ -247,10 +247,10 @@ def _latency(m: ReportModel, row: _Row) -> list[Shape]:
             continue
         colour = COLOUR["ok" if g.ok else "bad"]
         xa, xb = sp[0], sp[0] + sp[1]
-        s.append(Line(xa, LAT_Y, xb, LAT_Y, colour, 2, dash=g.gap_ms < 0, mark="latency"))
+        s.append(Stroke(xa, LAT_Y, xb, LAT_Y, colour, 2, dash=g.gap_ms < 0, mark="latency"))
         for edge, xe in ((lo, xa), (hi, xb)):
             if row.has(edge):
-                s.append(Line(xe, LAT_Y - 4, xe, LAT_Y + 4, colour, 2))
+                s.append(Stroke(xe, LAT_Y - 4, xe, LAT_Y + 4, colour, 2))
         if row.has(g.agent_start_ms):  # labelled once, in the row where the agent starts
             if g.gap_ms < 0:
                 text = f"{g.gap_ms:.0f} ms early"
@@ -283,7 +283,7 @@ def _barge_ins(m: ReportModel, row: _Row) -> list[Shape]:
             continue
         colour = COLOUR["muted"] if b.ok is None else COLOUR["ok" if b.ok else "bad"]
         xb = row.x(b.at_ms)
-        s.append(Line(xb, top - 2, xb, bottom, colour, 2, mark="barge-in"))
+        s.append(Stroke(xb, top - 2, xb, bottom, colour, 2, mark="barge-in"))
         s.append(Poly(((xb - 5, top - 7), (xb + 5, top - 7), (xb, top)), colour))
         if b.agent is not None and b.yield_ms is not None:
             sp = row.span(b.at_ms, turns[b.agent].end_ms)
@@ -348,7 +348,7 @@ def legend_figure(m: ReportModel) -> Figure:
     xx = LEFT
     for text, key, kind in LEGEND:
         if kind == "line":
-            s.append(Line(xx, 14, xx + 16, 14, COLOUR[key], 3))
+            s.append(Stroke(xx, 14, xx + 16, 14, COLOUR[key], 3))
         else:
             s.append(Rect(xx, 7, 16, 14, COLOUR[key], 0.35 if kind == "shade" else 1.0))
         s.append(Label(xx + 21, 18, text, COLOUR["text"], 11))
