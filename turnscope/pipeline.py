@@ -88,7 +88,10 @@ class PipelineResult:
         return self.wall_s / (self.audio_ms / 1000.0) if self.audio_ms else 0.0
 
 
-class _Run:
+class _Stages:
+    """The pipeline's stages while a source streams through them: the endpointers, the
+    transcriptions in flight, the assembly so far, what is final."""
+
     def __init__(self, source: Source, settings: Settings, sinks: Sequence[Sink],
                  transcriber: Transcriber):  # fmt: skip
         self.source = source
@@ -194,52 +197,52 @@ async def run_pipeline(
     """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
     await transcriber.ready()  # at once when already loaded
-    run = _Run(source, settings, sinks, transcriber)
-    for s in run.sinks:
+    stages = _Stages(source, settings, sinks, transcriber)
+    for s in stages.sinks:
         s.on_start(source.info, settings)
     t0 = time.perf_counter()
     backpressure = not source.info.realtime
     try:
         async for frame in source.frames():
-            for s in run.sinks:
+            for s in stages.sinks:
                 s.on_frame(frame)
-            run.dispatch(run.endpointers[frame.channel].push(frame))
-            run.check_final()
-            if run.failure:
-                raise run.failure
-            while backpressure and len(run.pending) >= settings.asr.max_pending:
-                await asyncio.wait(list(run.pending), return_when=asyncio.FIRST_COMPLETED)
-        for ep in run.endpointers.values():
-            run.dispatch(ep.flush())
-        if run.pending:
-            await asyncio.wait(list(run.pending))
-        if run.failure:
-            raise run.failure
+            stages.dispatch(stages.endpointers[frame.channel].push(frame))
+            stages.check_final()
+            if stages.failure:
+                raise stages.failure
+            while backpressure and len(stages.pending) >= settings.asr.max_pending:
+                await asyncio.wait(list(stages.pending), return_when=asyncio.FIRST_COMPLETED)
+        for ep in stages.endpointers.values():
+            stages.dispatch(ep.flush())
+        if stages.pending:
+            await asyncio.wait(list(stages.pending))
+        if stages.failure:
+            raise stages.failure
     finally:
-        for task in list(run.pending):
+        for task in list(stages.pending):
             task.cancel()
-    run.assembly = assemble(run.heard, settings.assembly)
-    run.check_final(force=True, horizon=float("inf"))
-    audio_ms = max(ep.position_ms for ep in run.endpointers.values())
-    gaps = {ch: ep.gap_ms for ch, ep in run.endpointers.items()}
+    stages.assembly = assemble(stages.heard, settings.assembly)
+    stages.check_final(force=True, horizon=float("inf"))
+    audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
+    gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
     findings: list[str] = []
     for ch in CHANNELS:
-        if not any(h.channel == ch for h in run.heard):
+        if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or
             # file in a replay, a mute agent or a dead audio path in a call.
             source.info.degraded.append(f"no speech found on the {ch} channel")
     result = PipelineResult(
-        assembly=run.assembly,
-        heard=sorted(run.heard, key=lambda h: (h.start_ms, h.channel)),
+        assembly=stages.assembly,
+        heard=sorted(stages.heard, key=lambda h: (h.start_ms, h.channel)),
         info=source.info,
         settings=settings,
         audio_ms=audio_ms,
         wall_s=time.perf_counter() - t0,
-        asr_compute_s=sum(h.transcription.asr_ms for h in run.heard) / 1000.0,
-        events=run.events,
+        asr_compute_s=sum(h.transcription.asr_ms for h in stages.heard) / 1000.0,
+        events=stages.events,
         gaps_ms=gaps,
         findings=findings,
     )
-    for s in run.sinks:
+    for s in stages.sinks:
         s.on_finish(result)
     return result
