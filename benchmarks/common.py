@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,11 +45,15 @@ def build_corpus(
     calls = []
     for condition in conditions:
         for scenario in scenarios:
+            path = config_path("scenarios", f"{scenario}.yaml")
             for k, (cv, av) in enumerate(voice_pairs):
+                # Keyed by what the call is rendered from: an edited scenario is rendered again.
+                recipe = f"{path.read_text()}|{cv}|{av}|{k}|{CONDITIONS[condition]}"
+                key = hashlib.sha256(recipe.encode()).hexdigest()[:10]
                 name = f"{scenario}-{condition}-v{k}"
-                outdir = root / name
+                outdir = root / f"{name}-{key}"
                 if not (outdir / "truth.json").exists():
-                    sc = load_scenario(config_path("scenarios", f"{scenario}.yaml"))
+                    sc = load_scenario(path)
                     call = render(
                         sc, caller_voice=cv, agent_voice=av, seed=k, **CONDITIONS[condition]
                     )

@@ -100,7 +100,10 @@ class CallerSpec(_Strict):
     voice: str = "en-us"
     rate_wpm: Wpm | None = None
     pitch: Pitch | None = None
-    timeout_s: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] = 60.0
+    # Long enough for a real agent's pace (endpointing near a second, replies of several
+    # sentences): at 60 s, 9 of the 40 calls of the shipped scenarios against a pipecat bot
+    # that answers were cut short (benchmarks/interop.py --sweep).
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] = 120.0
     hangup_after_ms: Ms = 1500
     greeting_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 3000
     reply_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 8000
