@@ -101,7 +101,7 @@ class CallerSpec(_Strict):
     rate_wpm: Wpm | None = None
     pitch: Pitch | None = None
     # Long enough for a real agent's pace (endpointing near a second, replies of several
-    # sentences): at 60 s, 9 of the 40 calls of the shipped scenarios against a pipecat bot
+    # sentences): at 60 s, 9 of the 32 calls of the shipped scenarios against a pipecat bot
     # that answers were cut short (benchmarks/interop.py --sweep).
     timeout_s: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] = 120.0
     hangup_after_ms: Ms = 1500
