@@ -11,9 +11,21 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from tests.conftest import ROOT, SHARED
-from turnscope.scoring.evidence.validate import check_separation, check_video_sync, validate_bundle
+from turnscope.capture.webrtc.call import CallOptions
+from turnscope.live_call import write_setup_failure
+from turnscope.scoring.evidence.documents import LiveContinuityReport, Transcript, WaveformTimeline
+from turnscope.scoring.evidence.manifest import Manifest
+from turnscope.scoring.evidence.report_rules import check_separation, check_video_sync
+from turnscope.scoring.evidence.results import (
+    RawProviderTrace,
+    RedactionMetadata,
+    ResultDocument,
+    StructuredOutput,
+)
+from turnscope.scoring.evidence.validate import validate_bundle
 
 SCHEMAS = SHARED / "contracts" / "agentclash-schemas"
 SAMPLE = ROOT / "recordings" / "refund-call.wav"
@@ -282,7 +294,7 @@ SEPARATION = {
 
 
 def _problems(check, doc):
-    from turnscope.scoring.evidence.validate import _Problems
+    from turnscope.scoring.evidence.rules import Problems as _Problems
 
     p = _Problems("report.json")
     check(doc, p)
@@ -405,3 +417,78 @@ def test_validate_cli(bundle, tmp_path, cli):
     assert code == 2 and "no such bundle" in err
     code, out, _ = cli("validate", str(tmp_path))
     assert code == 1 and "not a voice artifact bundle" in out
+
+
+# --- the documents' models ----------------------------------------------------------------------
+
+MODELS = {
+    "voice_artifact_manifest.json": Manifest,
+    "transcript.json": Transcript,
+    "result.json": ResultDocument,
+    "waveform_timeline.json": WaveformTimeline,
+    "structured_output.json": StructuredOutput,
+    "live_continuity_report.json": LiveContinuityReport,
+    "raw_provider_trace.json": RawProviderTrace,
+    "redaction_metadata.json": RedactionMetadata,
+}
+
+
+def _round_trip(bundle: Path) -> None:
+    """Each document read back through its model (strictly: no unknown key, no wrong type) and
+    written again is the same bytes; reading it tolerantly repairs nothing."""
+    for name, model in MODELS.items():
+        text = (bundle / name).read_text(encoding="utf-8")
+        doc = model.model_validate_json(text)
+        again = json.dumps(doc.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        assert again == text, name
+        repaired: list[str] = []
+        assert model.read(json.loads(text), repaired) == doc and repaired == [], name
+
+
+def test_every_document_round_trips_through_its_model(bundle):
+    _round_trip(bundle)
+
+
+def test_a_failed_set_up_writes_the_same_models_with_empty_values(tmp_path):
+    options = CallOptions(url="http://127.0.0.1:9/api/offer", headers={"X-Api-Key": "k"})
+    write_setup_failure(tmp_path, options, "cannot reach the agent")
+    assert validate_bundle(tmp_path) == []
+    _round_trip(tmp_path)
+    result = ResultDocument.model_validate_json((tmp_path / "result.json").read_text())
+    assert result.verdict == "error" and result.degraded == ["cannot reach the agent"]
+    assert result.counts is None and result.verifier == {} and result.source.realtime
+    structured = json.loads((tmp_path / "structured_output.json").read_text())["output"]
+    assert structured["continuity"]["status"] == "degraded"
+    assert structured["run"]["degraded"] == ["cannot reach the agent"]
+    redaction = json.loads((tmp_path / "redaction_metadata.json").read_text())
+    assert [r["what"] for r in redaction["redacted"]] == ["HTTP header X-Api-Key"]
+    trace = json.loads((tmp_path / "raw_provider_trace.json").read_text())
+    assert "header_names" not in trace["details"] and trace["error"] == "cannot reach the agent"
+
+
+def test_building_a_document_with_an_unknown_or_mistyped_field_fails():
+    with pytest.raises(ValidationError):
+        ResultDocument(verdict="pass", scenaro="typo")
+    with pytest.raises(ValidationError):
+        Transcript(turns=[{"speaker": "caller", "start_ms": "soon"}])
+
+
+def test_tolerant_reading_keeps_what_is_well_formed_and_names_the_rest():
+    repaired: list[str] = []
+    doc = Transcript.read(
+        {
+            "turns": [
+                {"speaker": "caller", "start_ms": "soon", "end_ms": 900, "x-extra": 1},
+                "not a turn",
+                {"speaker": "agent", "start_ms": 1000.5, "end_ms": 2000},
+            ],
+            "duration_ms": [],
+            "producer_specific": {"kept": "out"},
+        },
+        repaired,
+    )
+    assert [(t.speaker, t.start_ms, t.end_ms) for t in doc.turns] == [
+        ("caller", 0, 900),
+        ("agent", 1000.5, 2000),
+    ]
+    assert doc.duration_ms == 0.0 and set(repaired) == {"start_ms", "turns", "duration_ms"}

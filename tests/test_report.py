@@ -386,7 +386,7 @@ def test_live_view_and_timeline_markers_render_the_verifiers_facts():
         assert shown == ([] if gap is None else [str(gap.gap_ms)]), line
         yields = re.findall(r"barge-in: agent (?:yielded after|kept talking) (\d+) ms", line)
         assert yields == [str(b.yield_ms) for b in facts.barge_ins_of(i)], line
-    doc = timeline_document(SimpleNamespace(assembly=assembly), [], {})
+    doc = timeline_document(SimpleNamespace(assembly=assembly), [], {}).model_dump(mode="json")
     stopped = {
         m["turn_index"]: m.get("agent_stopped_after_ms")
         for m in doc["markers"]
@@ -394,3 +394,24 @@ def test_live_view_and_timeline_markers_render_the_verifiers_facts():
     }
     first = {i: facts.barge_ins_of(i)[:1] for i, t in enumerate(turns) if t.interrupt}
     assert stopped == {i: b[0].yield_ms if b else None for i, b in first.items()}
+
+
+def test_malformed_pieces_are_named_and_the_rest_is_shown(tmp_path):
+    fake = fake_bundle(tmp_path / "bad", turns=EDGE[:3], seconds=6)
+    path = fake / "transcript.json"
+    doc = json.loads(path.read_text())
+    doc["turns"][1]["start_ms"] = "soon"
+    doc["turns"].append("not a turn")
+    doc["backchannels"] = {"not": "a list"}
+    path.write_text(json.dumps(doc))
+    m = read_report(fake, PLOT)
+    assert [(t.speaker, t.start_ms) for t in m.turns] == [
+        ("agent", 0.0),
+        ("caller", 0.0),
+        ("agent", 1900.0),
+    ]
+    assert m.backchannels == []
+    note = next(n for n in m.notes if n.startswith("transcript.json has malformed values"))
+    assert "start_ms" in note and "backchannels" in note and "turns" in note
+    page = build_report(fake)[0].read_text(encoding="utf-8")
+    assert "Not shown (missing or unreadable)" in page and "malformed values" in page

@@ -17,22 +17,24 @@ from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError
 from turnscope.interrupts import stop_on_signals
-from turnscope.jsonio import write_json
 from turnscope.offload import offload
-from turnscope.records import redaction_document
+from turnscope.records import bundle_documents, timeline_channels
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract
-from turnscope.scoring.evidence.bundle import BundleIds, write_bundle
+from turnscope.scoring.evidence.bundle import BundleIds, write_bundle, write_document
 from turnscope.scoring.evidence.continuity import continuity_report
+from turnscope.scoring.evidence.documents import Transcript, WaveformTimeline
+from turnscope.scoring.evidence.manifest import ManifestMetadata
+from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
 
 LIVE_EVIDENCE = "live_lane"
 
 
 def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, error: str) -> Path:
-    """A call that never started still leaves a readable, valid bundle that says why."""
+    """A call that never started still leaves a readable, valid bundle that says why: the run's
+    own documents with their empty values, the error and the degraded continuity beside."""
     outdir.mkdir(parents=True, exist_ok=True)
     transport = "desktop_audio" if isinstance(options, DeviceCallOptions) else "webrtc"
-    headers: list[str] = []
     if isinstance(options, DeviceCallOptions):
         details: dict[str, Any] = {
             "devices": {
@@ -49,52 +51,25 @@ def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, 
     else:
         headers = sorted(options.headers)
         details = {"url": options.url, "signaling": options.signaling, "header_names": headers}
-    result = {
-        "schema": "turnscope.result.v1",
-        "verdict": "error",
-        "error": error,
-        "degraded": [error],
-        "evidence_class": LIVE_EVIDENCE,
-        "source": {"transport": transport, "details": details},
-    }
-    write_json(outdir / "result.json", result)
-    continuity = continuity_report([], [], [], degraded_reasons=[error]).to_dict()
-    channels = [
-        {"channel": ch, "artifact_key": f"{ch}-audio", "duration_ms": 0}
-        for ch in ("caller", "agent")
-    ]
-    documents = {
-        "transcript_json": {
-            "schema": "turnscope.transcript.v1",
-            "turns": [],
-            "backchannels": [],
-            "utterances": [],
-            "events": [],
-        },
-        "waveform_timeline_json": {
-            "schema": "turnscope.waveform_timeline.v1",
-            "channels": channels,
-            "markers": [],
-            "turns": [],
-        },
-        "structured_output_json": {
-            "schema_ref": "turnscope.structured_output.v1",
-            "output": {"verdict": "error", "error": error},
-        },
-        "live_continuity_report_json": continuity,
-        "raw_provider_trace_json": {
-            "schema": "turnscope.raw_trace.v1",
-            "transport": transport,
-            "error": error,
-            "details": details,
-        },
-        "redaction_metadata_json": redaction_document(headers),
-    }
+    result = ResultDocument(
+        verdict="error",
+        error=error,
+        degraded=[error],
+        evidence_class=LIVE_EVIDENCE,
+        source=SourceRecord(transport=transport, realtime=True, details=details),
+    )
+    write_document(outdir / "result.json", result)
+    documents = bundle_documents(
+        Transcript(),
+        WaveformTimeline(channels=timeline_channels({})),
+        result,
+        continuity_report([], [], [], degraded_reasons=[error]),
+    )
     return write_bundle(
         outdir,
         documents,
         ids=BundleIds.new(f"turnscope-{outdir.name}"),
-        metadata={"provider": "turnscope", "transport": transport},
+        metadata=ManifestMetadata(provider="turnscope", transport=transport),
     )
 
 

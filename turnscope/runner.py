@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 
 from turnscope.asr.settings import Settings
@@ -23,18 +24,24 @@ from turnscope.live_view import LiveView
 from turnscope.offload import offload
 from turnscope.pipeline import PipelineResult, Sink, run_pipeline
 from turnscope.records import (
+    bundle_documents,
     producer_metadata,
-    raw_trace_document,
-    redaction_document,
     result_document,
-    structured_output_document,
     timeline_document,
     transcript_document,
-    transcript_for_bundle,
 )
 from turnscope.scoring.contract import Contract
-from turnscope.scoring.evidence.bundle import MANIFEST, BundleIds, seal, write_bundle
-from turnscope.scoring.evidence.continuity import ContinuityThresholds, continuity_report
+from turnscope.scoring.evidence.bundle import (
+    MANIFEST,
+    BundleIds,
+    seal,
+    write_bundle,
+    write_document,
+)
+from turnscope.scoring.evidence.continuity import continuity_report
+from turnscope.scoring.evidence.documents import ContinuityThresholds, LiveContinuityReport
+from turnscope.scoring.evidence.manifest import ManifestMetadata
+from turnscope.scoring.evidence.results import ResultDocument
 from turnscope.scoring.outcome import Outcome, score_outcome
 from turnscope.sinks import ChannelRecorder, EventLog, LiveVerifier
 
@@ -112,21 +119,18 @@ def record_run(
     if recorder.failure is not None:
         result.info.degraded.append(recorder.failure)
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
-    transcript_doc = transcript_document(result, events)
     result_doc = result_document(
         result, contract, outcome, evidence_class=evidence_class, extra=extra
     )
     writer = OrderedWriter(outdir)
-    documents = bundle_documents(
-        outdir, result, outcome, contract, transcript_doc, result_doc, events, channel_ms
-    )
+    documents = run_documents(result, outcome, contract, result_doc, events, channel_ms)
     files = {"caller_audio": recorder.paths["caller"], "agent_audio": recorder.paths["agent"]}
     transcript = documents.pop("transcript_json")
     files["transcript"] = writer.attempt(
-        "transcript.json", lambda: write_json(outdir / "transcript.json", transcript)
+        "transcript.json", lambda: write_document(outdir / "transcript.json", transcript)
     )
     files["result"] = writer.attempt(
-        "result.json", lambda: write_json(outdir / "result.json", result_doc)
+        "result.json", lambda: write_document(outdir / "result.json", result_doc)
     )
     if outcome.bench is not None:
         files["bench"] = writer.attempt(
@@ -187,17 +191,27 @@ class OrderedWriter:
         )
 
 
-def bundle_documents(
-    outdir: Path,
+def run_documents(
     result: PipelineResult,
     outcome: Outcome,
     contract: Contract,
-    transcript_doc: dict[str, Any],
-    result_doc: dict[str, Any],
+    result_doc: ResultDocument,
     events: list[dict[str, Any]],
     channel_ms: dict[str, float],
-) -> dict[str, Any]:
-    """The bundle's JSON documents, by artifact kind, the transcript first."""
+) -> dict[str, BaseModel]:
+    """The bundle's JSON documents of a run, by artifact kind, the transcript first."""
+    return bundle_documents(
+        transcript_document(result, events),
+        timeline_document(result, events, channel_ms),
+        result_doc,
+        run_continuity(result, contract),
+        producer=producer_metadata(result),
+        wer_alignment=outcome.wer.to_dict(with_alignment=True) if outcome.wer else None,
+    )
+
+
+def run_continuity(result: PipelineResult, contract: Contract) -> LiveContinuityReport:
+    """The continuity report, with the thresholds of the suite's task when it sets them."""
     a = result.assembly
     task = None
     if contract.suite is not None and contract.task_id is not None:
@@ -205,37 +219,25 @@ def bundle_documents(
             (t for t in contract.suite.get("tasks") or [] if str(t.get("id")) == contract.task_id),
             None,
         )
-    continuity = continuity_report(
+    return continuity_report(
         a.dialogue(),
         [b.to_dict() for b in a.backchannels],
         [[(s.start_ms, s.end_ms) for s in t.spans] for t in a.turns if t.speaker == "agent"],
         degraded_reasons=result.degraded,
         warnings=result.warnings,
         thresholds=ContinuityThresholds.from_task(task),
-    ).to_dict()
-    producer = producer_metadata(result)
-    wer = outcome.wer.to_dict(with_alignment=True) if outcome.wer else None
-    return {
-        "transcript_json": transcript_for_bundle(transcript_doc),
-        "waveform_timeline_json": timeline_document(result, events, channel_ms),
-        "structured_output_json": structured_output_document(result_doc, continuity, producer, wer),
-        "live_continuity_report_json": continuity,
-        "raw_provider_trace_json": raw_trace_document(result, producer),
-        "redaction_metadata_json": redaction_document(
-            list(result.info.details.get("header_names") or [])
-        ),
-    }
+    )
 
 
-def bundle_metadata(result: PipelineResult) -> dict[str, Any]:
-    return {
-        "provider": "turnscope",
-        "model": result.settings.asr.model,
-        "input_language": result.settings.asr.language,
-        "output_language": result.settings.asr.language,
-        "transport": result.info.transport,
-        "streaming_mode": producer_metadata(result)["streaming_mode"],
-    }
+def bundle_metadata(result: PipelineResult) -> ManifestMetadata:
+    return ManifestMetadata(
+        provider="turnscope",
+        model=result.settings.asr.model,
+        input_language=result.settings.asr.language,
+        output_language=result.settings.asr.language,
+        transport=result.info.transport,
+        streaming_mode=producer_metadata(result).streaming_mode,
+    )
 
 
 def write_report(outdir: Path) -> None:

@@ -15,42 +15,25 @@ import json
 import os
 import uuid
 import wave
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import soundfile as sf
+from pydantic import BaseModel
 
 from turnscope.errors import OutputError
 from turnscope.jsonio import write_json
-
-SCHEMA_VERSION = "2026-05-13"
-MANIFEST = "voice_artifact_manifest.json"
-
-# kind -> (file name, artifact key, content type)
-FILES: dict[str, tuple[str, str, str]] = {
-    "caller_audio": ("caller.wav", "caller-audio", "audio/wav"),
-    "agent_audio": ("agent.wav", "agent-audio", "audio/wav"),
-    "mixed_audio": ("mixed.wav", "mixed-audio", "audio/wav"),
-    "transcript_json": ("transcript.json", "transcript", "application/json"),
-    "waveform_timeline_json": ("waveform_timeline.json", "timeline", "application/json"),
-    "structured_output_json": ("structured_output.json", "structured-output", "application/json"),
-    "live_continuity_report_json": (
-        "live_continuity_report.json",
-        "live-continuity",
-        "application/json",
-    ),
-    "raw_provider_trace_json": ("raw_provider_trace.json", "raw-trace", "application/json"),
-    "redaction_metadata_json": ("redaction_metadata.json", "redaction", "application/json"),
-}
-REQUIRED_KINDS = (
-    "caller_audio",
-    "agent_audio",
-    "transcript_json",
-    "waveform_timeline_json",
-    "structured_output_json",
+from turnscope.scoring.evidence.manifest import (
+    EXTRA_FILES,
+    FILES,
+    MANIFEST,
+    ArtifactRef,
+    FileEntry,
+    Manifest,
+    ManifestMetadata,
 )
 
 
@@ -120,17 +103,6 @@ class BundleIds:
         return cls(str(uuid.uuid4()), str(uuid.uuid4()), session)
 
 
-# Files a producer writes beside the contract's artifacts; the manifest covers them too (its
-# "files" list, a turnscope extension the contract allows), so editing a verdict is detected.
-EXTRA_FILES = (
-    "result.json",
-    "bench.json",
-    "report.html",
-    "timeline.png",
-    "agent_truth.json",
-    "report-error.txt",
-)
-
 Attempt = Callable[[str, Callable[[], Any]], Any]
 
 
@@ -138,18 +110,24 @@ def _now(name: str, write: Callable[[], Any]) -> Any:
     return write()
 
 
+def write_document(path: Path, doc: BaseModel | Mapping[str, Any]) -> Path:
+    """A document as JSON (scrubbed, atomic); a plain mapping is written as it is (a bundle
+    put together by hand, as the tests do)."""
+    return write_json(path, doc.model_dump(mode="json") if isinstance(doc, BaseModel) else doc)
+
+
 def write_bundle(
     outdir: Path,
-    documents: dict[str, Any],
+    documents: Mapping[str, BaseModel | Mapping[str, Any]],
     *,
     ids: BundleIds,
-    metadata: dict[str, Any],
+    metadata: ManifestMetadata | Mapping[str, Any],
     attempt: Attempt = _now,
 ) -> Path:
     """Write the JSON documents (by kind, in the order given), the mixed audio, and the
     manifest over everything.
 
-    ``documents`` maps JSON artifact kinds to their content; the channel wavs must already be in
+    ``documents`` maps JSON artifact kinds to their models; the channel wavs must already be in
     ``outdir`` (they are written while the audio arrives). ``attempt(name, write)`` runs each
     write: the default raises at the first failure; a caller that must keep going on a full
     disk passes one that notes the failure and goes on (the manifest then lists what exists).
@@ -161,7 +139,7 @@ def write_bundle(
             attempt(path.name, lambda path=path: empty_wav(path))
     for kind, doc in documents.items():
         name = FILES[kind][0]
-        attempt(name, lambda name=name, doc=doc: write_json(outdir / name, doc))
+        attempt(name, lambda name=name, doc=doc: write_document(outdir / name, doc))
     attempt(
         FILES["mixed_audio"][0],
         lambda: mix_channels(
@@ -170,45 +148,46 @@ def write_bundle(
             outdir / FILES["mixed_audio"][0],
         ),
     )
-    return attempt(MANIFEST, lambda: write_manifest(outdir, ids=ids, metadata=metadata))
+    meta = ManifestMetadata.model_validate(metadata)
+    return attempt(MANIFEST, lambda: write_manifest(outdir, ids=ids, metadata=meta))
 
 
-def _entry(path: Path) -> dict[str, Any]:
+def _sizes(path: Path) -> dict[str, Any]:
     return {"size_bytes": path.stat().st_size, "checksum_sha256": sha256_file(path)}
 
 
-def write_manifest(outdir: Path, *, ids: BundleIds, metadata: dict[str, Any]) -> Path:
-    """The manifest over every artifact (and every other output) in ``outdir``."""
-    artifacts = []
-    for kind, (name, key, content_type) in FILES.items():
-        path = outdir / name
-        if not path.exists():
-            continue
-        artifacts.append(
-            {
-                "key": key,
-                "kind": kind,
-                "location": "local_path",
-                "path": name,
-                "content_type": content_type,
-                **_entry(path),
-            }
+def write_manifest(outdir: Path, *, ids: BundleIds, metadata: ManifestMetadata) -> Path:
+    """The manifest over every artifact (and every other output) in ``outdir``. An artifact
+    that could not be written (a full disk) is left out: validate then names what is missing."""
+    artifacts = [
+        ArtifactRef(
+            key=key,
+            kind=kind,
+            location="local_path",
+            path=name,
+            content_type=content_type,
+            **_sizes(outdir / name),
         )
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": ids.run_id,
-        "run_agent_id": ids.run_agent_id,
-        "voice_session_id": ids.voice_session_id,
-        "artifacts": artifacts,
-        "metadata": metadata,
-        "files": _extra_entries(outdir),
-    }
-    return write_json(outdir / MANIFEST, manifest)
+        for kind, (name, key, content_type) in FILES.items()
+        if (outdir / name).exists()
+    ]
+    manifest = Manifest(
+        run_id=ids.run_id,
+        run_agent_id=ids.run_agent_id,
+        voice_session_id=ids.voice_session_id,
+        artifacts=artifacts,
+        metadata=metadata,
+        files=file_entries(outdir),
+    )
+    return write_document(outdir / MANIFEST, manifest)
 
 
-def _extra_entries(outdir: Path) -> list[dict[str, Any]]:
+def file_entries(outdir: Path) -> list[FileEntry]:
+    """The files beside the artifacts that are in ``outdir``, with their checksums."""
     return [
-        {"path": name, **_entry(outdir / name)} for name in EXTRA_FILES if (outdir / name).is_file()
+        FileEntry(path=name, **_sizes(outdir / name))
+        for name in EXTRA_FILES
+        if (outdir / name).is_file()
     ]
 
 
@@ -216,6 +195,8 @@ def seal(outdir: Path) -> Path:
     """Bring the manifest's checksums of the files beside the artifacts (result.json,
     report.html ...) up to date, after they were (re)written."""
     path = outdir / MANIFEST
+    # Only the files list is replaced: the manifest may be another producer's (``turnscope
+    # report`` on its bundle), whose every other field stays as written.
     manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["files"] = _extra_entries(outdir)
+    manifest["files"] = [f.model_dump(mode="json") for f in file_entries(outdir)]
     return write_json(path, manifest)

@@ -20,31 +20,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-REPORT_TYPE = "agentclash.voice.live_continuity_eval.v1"
-SCHEMA_VERSION = "2026-05-13"
+from turnscope.scoring.evidence.documents import (
+    ContinuityMetrics,
+    ContinuityThresholds,
+    LiveContinuityReport,
+)
 
-
-@dataclass(frozen=True)
-class ContinuityThresholds:
-    """When the report says warn or failed (documented defaults; per task overridable)."""
-
-    warn_p90_first_audio_ms: float = 1200.0
-    fail_p90_first_audio_ms: float = 2500.0
-    warn_max_output_gap_ms: float = 1500.0
-    fail_max_output_gap_ms: float = 3000.0
-    warn_no_output_ratio: float = 0.0
-    fail_no_output_ratio: float = 0.25
-
-    @classmethod
-    def from_task(cls, task: Mapping[str, Any] | None) -> ContinuityThresholds:
-        block = (task or {}).get("continuity") or {}
-        known = {k: float(v) for k, v in block.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+NOTE = "computed by turnscope from the captured caller and agent channels (VAD turns)"
 
 
 def _ms(x: float) -> float:
@@ -55,7 +41,7 @@ def continuity_metrics(
     turns: Sequence[Mapping[str, Any]],
     backchannels: Sequence[Mapping[str, Any]],
     output_spans: Sequence[Sequence[tuple[float, float]]],
-) -> dict[str, Any]:
+) -> ContinuityMetrics:
     """Metrics from verifier-shape turns, backchannels, and each agent turn's voiced spans."""
     callers = sorted((t for t in turns if t["speaker"] == "caller"), key=lambda t: t["start_ms"])
     agents = sorted((t for t in turns if t["speaker"] == "agent"), key=lambda t: t["start_ms"])
@@ -71,44 +57,23 @@ def continuity_metrics(
     gaps = [b[0] - a[1] for spans in output_spans for a, b in itertools.pairwise(spans)]
     speech_starts = [t["start_ms"] for t in callers] + [b["start_ms"] for b in backchannels]
     during = sum(1 for s in speech_starts if any(a["start_ms"] < s < a["end_ms"] for a in agents))
-    metrics: dict[str, Any] = {
-        "speech_start_count": len(speech_starts),
-        "speech_stop_count": len(callers) + len(backchannels),
-        "output_event_count": len(agents),
-        "speech_no_output_count": unanswered,
-        "speech_no_output_ratio": round(unanswered / len(callers), 4) if callers else 0.0,
-        "speech_start_during_output_count": during,
-    }
+    metrics = ContinuityMetrics(
+        speech_start_count=len(speech_starts),
+        speech_stop_count=len(callers) + len(backchannels),
+        output_event_count=len(agents),
+        speech_no_output_count=unanswered,
+        speech_no_output_ratio=round(unanswered / len(callers), 4) if callers else 0.0,
+        speech_start_during_output_count=during,
+    )
     if latencies:
-        metrics["median_first_audio_ms"] = _ms(np.median(latencies))
-        metrics["p90_first_audio_ms"] = _ms(np.percentile(latencies, 90))
+        metrics.median_first_audio_ms = _ms(np.median(latencies))
+        metrics.p90_first_audio_ms = _ms(np.percentile(latencies, 90))
     if gaps:
-        metrics["max_output_gap_ms"] = _ms(max(gaps))
-        metrics["median_output_gap_ms"] = _ms(np.median(gaps))
+        metrics.max_output_gap_ms = _ms(max(gaps))
+        metrics.median_output_gap_ms = _ms(np.median(gaps))
     elif agents:
-        metrics["max_output_gap_ms"] = metrics["median_output_gap_ms"] = 0.0
+        metrics.max_output_gap_ms = metrics.median_output_gap_ms = 0.0
     return metrics
-
-
-@dataclass(frozen=True)
-class ContinuityReport:
-    status: str
-    metrics: dict[str, Any]
-    caveats: list[str]
-    notes: list[str]
-    thresholds: ContinuityThresholds
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "type": REPORT_TYPE,
-            "status": self.status,
-            "passed": self.status == "passed",
-            "metrics": self.metrics,
-            "caveats": self.caveats,
-            "agentclash_notes": self.notes,
-            "thresholds": asdict(self.thresholds),
-        }
 
 
 def continuity_report(
@@ -119,7 +84,7 @@ def continuity_report(
     degraded_reasons: Sequence[str] = (),
     warnings: Sequence[str] = (),
     thresholds: ContinuityThresholds | None = None,
-) -> ContinuityReport:
+) -> LiveContinuityReport:
     """The report, its status and why (the run's warnings, e.g. an agent that did not greet,
     are caveats beside the degraded reasons)."""
     th = thresholds or ContinuityThresholds()
@@ -127,11 +92,10 @@ def continuity_report(
     caveats = list(dict.fromkeys([*degraded_reasons, *warnings]))
     if not any(t["speaker"] == "agent" for t in turns):
         caveats.append("no agent speech was detected in the agent channel")
-    m["evidence_status"] = "degraded" if degraded_reasons else "available"
-    notes = ["computed by turnscope from the captured caller and agent channels (VAD turns)"]
-    p90 = m.get("p90_first_audio_ms", 0.0)
-    gap = m.get("max_output_gap_ms", 0.0)
-    ratio = m["speech_no_output_ratio"]
+    m.evidence_status = "degraded" if degraded_reasons else "available"
+    p90 = m.p90_first_audio_ms or 0.0
+    gap = m.max_output_gap_ms or 0.0
+    ratio = m.speech_no_output_ratio
     if degraded_reasons:
         status = "degraded"
     elif (
@@ -148,4 +112,11 @@ def continuity_report(
         status = "warn"
     else:
         status = "passed"
-    return ContinuityReport(status, m, caveats, notes, th)
+    return LiveContinuityReport(
+        status=status,
+        passed=status == "passed",
+        metrics=m,
+        caveats=caveats,
+        agentclash_notes=[NOTE],
+        thresholds=th,
+    )

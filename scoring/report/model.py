@@ -8,7 +8,7 @@ missing or malformed; the report then says so in ``notes`` instead of failing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,13 +16,26 @@ from typing import Any
 import numpy as np
 
 from turnscope.asr.assembly import Backchannel
+from turnscope.scoring.evidence.documents import (
+    LiveContinuityReport,
+    Transcript,
+    TranscriptTurn,
+    UtteranceRecord,
+    WaveformTimeline,
+)
+from turnscope.scoring.evidence.results import (
+    ResultDocument,
+    RunSummary,
+    StructuredOutput,
+    TaskRecord,
+)
 from turnscope.scoring.exercise import Exercise, exercise_from_dict
 from turnscope.scoring.report.reading import (
     Envelope,
     check_bundle,
     envelope,
     number,
-    read_json,
+    read_document,
     wav_ms,
 )
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
@@ -112,34 +125,21 @@ class ReportModel:
     failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
 
 
-def _turns(doc: Mapping[str, Any]) -> list[TurnView]:
-    out = []
-    for i, t in enumerate(doc.get("turns") or []):
-        if isinstance(t, Mapping):
-            out.append(
-                TurnView(
-                    i,
-                    str(t.get("speaker")),
-                    number(t.get("start_ms")),
-                    number(t.get("end_ms")),
-                    str(t.get("text") or ""),
-                    bool(t.get("interrupt", False)),
-                )
-            )
-    return out
+def _turns(doc: Transcript) -> list[TurnView]:
+    return [
+        TurnView(i, t.speaker, number(t.start_ms), number(t.end_ms), t.text, t.interrupt)
+        for i, t in enumerate(doc.turns)
+    ]
 
 
-def _voiced(doc: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
+def _voiced(doc: Transcript) -> dict[str, list[tuple[float, float]]]:
     """Every voiced span the VAD found, per channel (rejected utterances included)."""
     out: dict[str, list[tuple[float, float]]] = {ch: [] for ch in CHANNELS}
-    sources = doc.get("utterances") or doc.get("turns") or []
+    sources: Sequence[UtteranceRecord | TranscriptTurn] = doc.utterances or doc.turns
     for u in sources:
-        if not isinstance(u, Mapping):
-            continue
-        ch = str(u.get("channel") or u.get("speaker"))
-        for s in u.get("spans") or []:
-            if ch in out and isinstance(s, Sequence) and len(s) >= 2:
-                out[ch].append((number(s[0]), number(s[1])))
+        ch = u.channel or getattr(u, "speaker", "")
+        if ch in out:
+            out[ch] += [(number(a), number(b)) for a, b in u.spans]
     return out
 
 
@@ -204,14 +204,10 @@ def _dedupe(items: Sequence[Any]) -> list[str]:
 
 
 def _duration(
-    timeline: Mapping[str, Any], transcript: Mapping[str, Any], turns: Sequence[TurnView]
+    timeline: WaveformTimeline, transcript: Transcript, turns: Sequence[TurnView]
 ) -> float:
-    cands = [number(transcript.get("duration_ms"))]
-    cands += [
-        number(c.get("duration_ms"))
-        for c in timeline.get("channels") or []
-        if isinstance(c, Mapping)
-    ]
+    cands = [number(transcript.duration_ms)]
+    cands += [number(c.duration_ms) for c in timeline.channels]
     cands += [t.end_ms for t in turns]
     return max(cands, default=0.0)
 
@@ -224,15 +220,24 @@ def seconds_per_row(duration_ms: float) -> float:
     return 60_000.0 * max(1.0, float(np.ceil(duration_ms / (30 * 60_000.0))))
 
 
+def _json(doc: Any) -> dict[str, Any]:
+    """A part of a document as the views take it: only what the bundle said (nothing for None)."""
+    return doc.model_dump(mode="json", exclude_unset=True) if doc is not None else {}
+
+
 def read_report(bundle: Path, plot_px: int) -> ReportModel:
-    """Read everything the report needs; ``plot_px`` sets the envelope resolution (~1 bin/px)."""
+    """Read everything the report needs; ``plot_px`` sets the envelope resolution (~1 bin/px).
+    turnscope's documents and other producers' alike, through the models turnscope writes with;
+    result.json (turnscope's own) fills in what the structured output does not say."""
     paths = check_bundle(bundle)
     notes: list[str] = []
-    transcript = read_json(paths["transcript_json"], notes)
-    timeline = read_json(paths["waveform_timeline_json"], notes)
-    structured = read_json(paths["structured_output_json"], notes).get("output") or {}
-    continuity_doc = read_json(paths["live_continuity_report_json"], notes)
-    result = read_json(bundle / "result.json", notes)
+    transcript = read_document(Transcript, paths["transcript_json"], notes)
+    timeline = read_document(WaveformTimeline, paths["waveform_timeline_json"], notes)
+    structured = read_document(StructuredOutput, paths["structured_output_json"], notes).output
+    continuity_doc = read_document(
+        LiveContinuityReport, paths["live_continuity_report_json"], notes
+    )
+    result = read_document(ResultDocument, bundle / "result.json", notes)
 
     turns = _turns(transcript)
     wavs = {ch: paths[f"{ch}_audio"] for ch in CHANNELS}
@@ -240,29 +245,25 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
     bin_ms = max(10.0, round(seconds_per_row(duration) / plot_px))
     envelopes = {ch: envelope(p, bin_ms, notes) for ch, p in wavs.items()}
 
-    task = structured.get("task") or result.get("task") or {}
-    verifier = structured.get("verifier") or result.get("verifier") or {}
-    budget = (task.get("budgets") or {}).get("max_latency_ms")
+    task = structured.task or result.task or TaskRecord()
+    verifier = structured.verifier or result.verifier or {}
+    budget = (task.budgets or {}).get("max_latency_ms")
     if budget is None:
         budget = (verifier.get("raw") or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS)
     max_latency = int(number(budget, DEFAULT_MAX_LATENCY_MS))
 
-    required = [str(k) for k in task.get("required_content") or []]
+    required = [str(k) for k in task.required_content or []]
     facts = facts_of(turns, max_latency, required)
     found, barges, harmful = overlaps(turns, facts)
-    run = structured.get("run") or {}
+    run = structured.run or RunSummary()
+    reported = _json(continuity_doc)
     continuity = {
-        **(structured.get("continuity") or {}),
-        **{
-            k: continuity_doc[k]
-            for k in ("status", "metrics", "caveats", "thresholds")
-            if k in continuity_doc
-        },
+        **_json(structured.continuity),
+        **{k: reported[k] for k in ("status", "metrics", "caveats", "thresholds") if k in reported},
     }
-    degraded = _dedupe([*(run.get("degraded") or []), *(result.get("degraded") or [])])
+    degraded = _dedupe([*run.degraded, *result.degraded])
     if continuity.get("status") == "degraded" and not degraded:  # another producer's bundle
         degraded = _dedupe([*degraded, *(continuity.get("caveats") or [])])
-    markers = [m for m in timeline.get("markers") or [] if isinstance(m, Mapping)]
     return ReportModel(
         bundle=bundle,
         duration_ms=duration,
@@ -277,43 +278,42 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
         harmful=harmful,
         backchannels=[
             Backchannel(
-                str(b.get("speaker") or "caller"),
-                number(b.get("start_ms")),
-                number(b.get("end_ms")),
-                str(b.get("text") or ""),
-                str(b.get("utterance") or ""),
+                b.speaker or "caller",
+                number(b.start_ms),
+                number(b.end_ms),
+                b.text,
+                b.utterance,
             )
-            for b in transcript.get("backchannels") or []
-            if isinstance(b, Mapping)
+            for b in transcript.backchannels
         ],
         audio_gaps=[
-            AudioGap(
-                str(m.get("channel")), number(m.get("offset_ms")), number(m.get("duration_ms"))
-            )
-            for m in markers
-            if m.get("key") == "audio_gap"
+            AudioGap(str(m.channel), number(m.offset_ms), number(m.duration_ms))
+            for m in timeline.markers
+            if m.key == "audio_gap"
         ],
-        verdict=structured.get("verdict") or result.get("verdict"),
-        error=structured.get("error") or result.get("error"),
+        verdict=structured.verdict or result.verdict,
+        error=structured.error or result.error,
         verifier=verifier,
         failed_floors=list(
-            structured.get("failed_floors")
-            or result.get("failed_floors")
+            structured.failed_floors
+            or result.failed_floors
             or verifier_failed_floors(verifier.get("result") or {})
         ),
         required_content=required,
-        wer=structured.get("wer") if "wer" in structured else result.get("wer"),
+        wer=structured.wer if "wer" in structured.model_fields_set else result.wer,
         continuity=continuity,
         degraded=degraded,
-        warnings=_dedupe(run.get("warnings") or result.get("warnings") or []),
+        warnings=_dedupe(run.warnings or result.warnings),
         run={
-            "evidence_class": run.get("evidence_class") or result.get("evidence_class"),
-            "source": result.get("source") or {},
-            "task": task,
-            "producer": structured.get("producer") or {},
-            "counts": run.get("counts") or result.get("counts") or {},
+            "evidence_class": run.evidence_class or result.evidence_class,
+            "source": _json(result.source),
+            "task": _json(task),
+            "producer": _json(structured.producer),
+            "counts": _json(run.counts or result.counts),
         },
         notes=notes,
-        exercise=exercise_from_dict(structured.get("exercise") or result.get("exercise")),
-        failures=_dedupe(structured.get("failures") or result.get("failures") or []),
+        exercise=exercise_from_dict(
+            {d: _json(x) for d, x in (structured.exercise or result.exercise).items()}
+        ),
+        failures=_dedupe(structured.failures or result.failures),
     )

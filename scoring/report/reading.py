@@ -1,20 +1,23 @@
-"""Reading a bundle's files for the report: which file is which (the manifest's word), JSON that
-may be missing or malformed (a note, never a failure), and the waveform envelopes.
+"""Reading a bundle's files for the report: which file is which (the manifest's word), each
+document through its model, tolerantly (a missing, unreadable or malformed piece is a note,
+never a failure), and the waveform envelopes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import soundfile as sf
 
 from turnscope.errors import InputError
-from turnscope.scoring.evidence.bundle import FILES, MANIFEST
+from turnscope.scoring.evidence.documents import Document
+from turnscope.scoring.evidence.manifest import FILES, MANIFEST, Manifest
+
+D = TypeVar("D", bound=Document)
 
 REQUIRED = ("transcript_json", "waveform_timeline_json")
 
@@ -30,18 +33,16 @@ class Envelope:
 def bundle_files(bundle: Path) -> dict[str, Path]:
     """Artifact kind -> file, from the manifest where it names one inside the bundle."""
     paths = {kind: bundle / spec[0] for kind, spec in FILES.items()}
-    try:
-        manifest = json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
-        artifacts = manifest.get("artifacts") or []
-    except (OSError, ValueError, AttributeError):
+    manifest = _load(bundle / MANIFEST)
+    if manifest is None:
         return paths
     root = bundle.resolve()
-    for a in artifacts:
-        if not isinstance(a, Mapping) or a.get("kind") not in paths or not a.get("path"):
+    for a in Manifest.read(manifest).artifacts:
+        if a.kind not in paths or not a.path:
             continue
-        p = (bundle / str(a["path"])).resolve()
+        p = (bundle / a.path).resolve()
         if p.is_relative_to(root):  # a manifest never sends the report outside its folder
-            paths[str(a["kind"])] = p
+            paths[a.kind] = p
     return paths
 
 
@@ -70,18 +71,36 @@ def wav_ms(path: Path) -> float:
     return info.frames * 1000.0 / info.samplerate if info.samplerate else 0.0
 
 
-def read_json(path: Path, notes: list[str]) -> dict[str, Any]:
+def _load(path: Path, notes: list[str] | None = None) -> dict[str, Any] | None:
+    """A JSON object, or None (missing, unreadable or not an object: noted when it exists)."""
     if not path.is_file():
-        return {}
+        return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        notes.append(f"{path.name} could not be read ({type(exc).__name__}); shown without it")
-        return {}
+        if notes is not None:
+            notes.append(f"{path.name} could not be read ({type(exc).__name__}); shown without it")
+        return None
     if not isinstance(doc, dict):
-        notes.append(f"{path.name} is not a JSON object; shown without it")
-        return {}
+        if notes is not None:
+            notes.append(f"{path.name} is not a JSON object; shown without it")
+        return None
     return doc
+
+
+def read_document(model: type[D], path: Path, notes: list[str]) -> D:
+    """The document at ``path`` through its model, tolerantly: a missing file is the empty
+    document; an unreadable one too, with a note; malformed values are their empty values,
+    and the note names them."""
+    doc = _load(path, notes)
+    if doc is None:
+        return model()
+    repaired: list[str] = []
+    out = model.read(doc, repaired)
+    if repaired:
+        names = ", ".join(dict.fromkeys(repaired))
+        notes.append(f"{path.name} has malformed values ({names}); shown without them")
+    return out
 
 
 def number(x: Any, default: float = 0.0) -> float:
