@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from turnscope import __version__
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
@@ -52,6 +53,7 @@ def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, 
         headers = sorted(options.headers)
         details = {"url": options.url, "signaling": options.signaling, "header_names": headers}
     result = ResultDocument(
+        turnscope_version=__version__,
         verdict="error",
         error=error,
         degraded=[error],

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from turnscope import __version__
 from turnscope.capture.frames import CHANNELS
 from turnscope.pipeline import PipelineResult
 from turnscope.scoring.contract import Contract
@@ -120,6 +121,7 @@ def result_document(
     info = result.info
     a = result.assembly
     return ResultDocument(
+        turnscope_version=__version__,
         verdict="pass" if outcome.passed else "fail",
         failed_floors=outcome.failed_floors,
         failures=outcome.failures,
@@ -254,6 +256,7 @@ def producer_metadata(result: PipelineResult) -> ProducerMetadata:
     s = result.settings
     info = result.info
     return ProducerMetadata(
+        producer_version=__version__,
         # the settings under their own names, beside the engines and what is derived
         asr=AsrInfo(engine="faster-whisper", **_shared(s.asr, AsrInfo)),
         vad=VadInfo(

@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import Field
 
-from turnscope import __version__
 from turnscope.scoring.evidence.documents import (
     ContinuityMetrics,
     ContinuityStatus,
@@ -43,7 +42,7 @@ class ProducerMetadata(Document):
     """Who produced the evidence and how (seed 003's producer metadata)."""
 
     producer: str = "turnscope"
-    producer_version: str = __version__
+    producer_version: str = ""
     asr: AsrInfo = AsrInfo()
     vad: VadInfo = VadInfo()
     language: str = ""
@@ -146,7 +145,7 @@ class ResultDocument(Document):
     call adds its scenario, script report, caller truth, end and device calibration."""
 
     schema_: str = Field("turnscope.result.v1", alias="schema")
-    turnscope_version: str = __version__
+    turnscope_version: str = ""  # set by the writer (scoring does not import turnscope)
     verdict: str | None = None  # pass | fail | error
     error: str | None = omitted()
     failed_floors: list[str] = Field(default_factory=list)
