@@ -1,0 +1,71 @@
+"""The rooms and what each may import (ARCHITECTURE.md): data flows one way, capture never
+reaches into the pipeline, and every module stays small enough to read in one sitting."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+# room -> the turnscope modules (prefixes) it may import besides its own
+ALLOWED = {
+    "capture": (
+        "turnscope.asr.endpointer",
+        "turnscope.asr.events",
+        "turnscope.asr.settings",
+        "turnscope.errors",
+        "turnscope.jsonio",
+        "turnscope.offload",
+        "turnscope.configs",
+        "turnscope.scoring.contract",  # lazily: a scenario checks the suite its task names
+    ),
+    "asr": (
+        "turnscope.capture.frames",
+        "turnscope.errors",
+        "turnscope.offline",
+        "turnscope.configs",
+        "turnscope.jsonio",
+    ),
+    "scoring": (
+        "turnscope.capture.frames",
+        "turnscope.capture.script",  # for type hints only
+        "turnscope.asr.assembly",
+        "turnscope.errors",
+        "turnscope.jsonio",
+        "turnscope.configs",
+    ),
+}
+MAX_LINES = 420
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m.startswith("turnscope")}
+
+
+def test_each_room_imports_only_what_it_may():
+    wrong = []
+    for room, allowed in ALLOWED.items():
+        for path in (ROOT / room).rglob("*.py"):
+            for module in _imports(path):
+                own = module.startswith(f"turnscope.{room}")
+                if not own and not module.startswith(allowed):
+                    wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert wrong == []
+
+
+def test_no_product_module_is_long():
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for room in ("capture", "asr", "scoring", "turnscope")
+        for p in (ROOT / room).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    ]
+    assert long == []
