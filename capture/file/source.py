@@ -286,7 +286,7 @@ class FileSource:
         for name, col in zip(names, health.columns, strict=True):
             if col.removing:
                 self.info.warnings.append(
-                    f"{where}: the {name} channel has a DC offset of {col.dc_max:+.3f} (full "
+                    f"{where}: the {name} channel has a DC offset of {col.dc:+.3f} (full "
                     "scale 1), removed before the VAD"
                 )
             hum = col.hum_hz()
