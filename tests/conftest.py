@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,20 @@ STARTER = ROOT / "configs" / "suites" / "voice_starter.json"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+async def serve_offer(handler) -> tuple[Any, str]:
+    """An HTTP server on 127.0.0.1 answering POST /api/offer with ``handler``: (runner, url)."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post("/api/offer", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}/api/offer"
 
 
 def turnscope_exe() -> list[str]:

@@ -24,7 +24,7 @@ import pytest
 import soundfile as sf
 from aiohttp import web
 
-from tests.conftest import ROOT, turnscope_exe
+from tests.conftest import ROOT, serve_offer, turnscope_exe
 from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.script.lines import line_audio
 from turnscope.capture.script.scenario import load_scenario
@@ -352,17 +352,8 @@ def test_a_token_the_agent_echoes_back_is_written_nowhere(tmp_path, monkeypatch)
     async def echo(request: web.Request) -> web.Response:
         return web.Response(status=500, text=f"bad auth header: {request.headers['Authorization']}")
 
-    async def serve() -> tuple[web.AppRunner, str]:
-        app = web.Application()
-        app.router.add_post("/api/offer", echo)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/api/offer"
-
     loop = asyncio.new_event_loop()
-    _runner, url = loop.run_until_complete(serve())
+    _runner, url = loop.run_until_complete(serve_offer(echo))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:

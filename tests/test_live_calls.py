@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.conftest import ROOT, turnscope_exe
+from tests.conftest import ROOT, serve_offer, turnscope_exe
 from turnscope.asr.settings import load_settings
 from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.server import AgentServer
@@ -173,17 +173,6 @@ def test_measured_latency_follows_the_knob(calls):
 # --- failures ------------------------------------------------------------------------------------
 
 
-async def _serve(handler) -> tuple[web.AppRunner, str]:
-    app = web.Application()
-    app.router.add_post("/api/offer", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://127.0.0.1:{port}/api/offer"
-
-
 @pytest.mark.parametrize(
     ("handler", "needle"),
     [
@@ -197,7 +186,7 @@ def test_signaling_failures_are_one_clear_error(scenario, tmp_path, handler, nee
         async def h(request):
             return handler(request)
 
-        runner, url = await _serve(h)
+        runner, url = await serve_offer(h)
         try:
             with pytest.raises(CallSetupError, match=needle):
                 await place_call(
@@ -325,7 +314,7 @@ def _call_bare_answerer(
     scenario_path.write_text(scenario_text)
 
     async def go():
-        runner, url = await _serve(offer)
+        runner, url = await serve_offer(offer)
         try:
             sc = load_scenario(scenario_path)
             _, call, _ = await place_call(
