@@ -75,24 +75,26 @@ async def run_and_record(
     if console is not None:
         budget = (contract.budgets or {}).get("max_latency_ms")
         sinks.append(LiveView(console, verifier, int(budget) if budget is not None else None))
+    # A signal while the source streams stops it; one while the bundle is written (the source
+    # has ended: stop does nothing) lets the bundle finish rather than leave it half written.
     with stop_on_signals(stop):
         try:
             result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
         finally:
             recorder.close()
-    # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
-    # event loop that stalled every other live call of the process (measured: caller audio up
-    # to 1.4 s late when 8 concurrent calls ended together).
-    return await offload(
-        record_run,
-        result,
-        contract,
-        outdir,
-        recorder,
-        events.records,
-        evidence_class=evidence_class,
-        extra=extra_result() if extra_result else None,
-    )
+        # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
+        # event loop that stalled every other live call of the process (measured: caller audio
+        # up to 1.4 s late when 8 concurrent calls ended together).
+        return await offload(
+            record_run,
+            result,
+            contract,
+            outdir,
+            recorder,
+            events.records,
+            evidence_class=evidence_class,
+            extra=extra_result() if extra_result else None,
+        )
 
 
 def record_run(
