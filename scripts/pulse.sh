@@ -9,4 +9,4 @@
 # DIR is $TURNSCOPE_PULSE_DIR or /tmp/turnscope-pulse-$UID; turnscope finds it there by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec .venv/bin/python -m turnscope.capture.device_pulse "$@"
+exec .venv/bin/python -m turnscope.capture.device.pulse "$@"
