@@ -50,10 +50,11 @@ class Playback:
     record: SendRecord | None = None
     pos: int = 0
     stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
+    rate: int = SAMPLE_RATE  # of ``audio``
 
     def stop(self, after_ms: float = 0.0) -> None:
         """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
-        cut = self.pos + int(after_ms * SAMPLE_RATE / 1000)
+        cut = self.pos + int(after_ms * self.rate / 1000)
         self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
 
 
@@ -72,3 +73,82 @@ class Player(Protocol):
     def silence(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+class ClipQueue:
+    """Clips queued for a paced sender, cut into frames of ``frame`` samples at ``rate``.
+
+    ``take(position)`` fills the next frame (silence where nothing plays) and logs each clip's
+    first and last sample on the call clock: ``position`` is the frame's first sample there, one
+    sample at ``rate`` being ``SAMPLE_RATE // rate`` call-clock samples.
+    """
+
+    def __init__(self, frame: int, rate: int = SAMPLE_RATE) -> None:
+        self.frame = frame
+        self.rate = rate
+        self.step = SAMPLE_RATE // rate
+        self.log: list[SendRecord] = []
+        self.current: Playback | None = None
+        self._queue: list[Playback] = []
+
+    def play(self, pcm: np.ndarray, label: str) -> Playback:
+        """Queue an int16 clip at ``rate``."""
+        item = Playback(label, pcm, asyncio.get_running_loop().create_future(), rate=self.rate)
+        self._queue.append(item)
+        return item
+
+    def silence(self) -> None:
+        """Drop whatever is queued and stop the current clip now."""
+        for item in self._queue:
+            if not item.done.done():
+                item.done.set_result(False)
+        self._queue.clear()
+        if self.current:
+            self.current.stop()
+
+    def take(self, position: int) -> np.ndarray:
+        out = np.zeros(self.frame, dtype=np.int16)
+        filled = 0
+        while filled < self.frame:
+            if self.current is None:
+                if not self._queue:
+                    break
+                self.current = self._queue.pop(0)
+                rec = SendRecord(self.current.label, position + filled * self.step)
+                self.current.record = rec
+                self.log.append(rec)
+            item = self.current
+            limit = len(item.audio) if item.stop_at is None else min(item.stop_at, len(item.audio))
+            take = min(self.frame - filled, limit - item.pos)
+            if take > 0:
+                out[filled : filled + take] = item.audio[item.pos : item.pos + take]
+                item.pos += take
+                filled += take
+            if item.pos >= limit:
+                assert item.record is not None
+                item.record.end = position + filled * self.step
+                item.record.stopped_early = limit < len(item.audio)
+                if not item.done.done():
+                    item.done.set_result(not item.record.stopped_early)
+                self.current = None
+        return out
+
+    def stamp(
+        self, open_before: SendRecord | None, log_from: int, position: int, now: float
+    ) -> None:
+        """Real send times of clip edges in the frame at ``position`` (its samples leave
+        together, at ``now``, spread over the frame's length)."""
+        span = self.frame * self.step
+        for rec in ([open_before] if open_before else []) + self.log[log_from:]:
+            if rec.start_sent_at is None and position <= rec.start < position + span:
+                rec.start_sent_at = now + (rec.start - position) / SAMPLE_RATE
+            if rec.end is not None and rec.end_sent_at is None:
+                rec.end_sent_at = now + (rec.end - position) / SAMPLE_RATE
+
+    def next_frame(self, position: int, now: float) -> np.ndarray:
+        """``take`` and ``stamp`` together: the frame at ``position``, handed over at ``now``."""
+        log_from = len(self.log)
+        open_before = self.current.record if self.current is not None else None
+        pcm = self.take(position)
+        self.stamp(open_before, log_from, position, now)
+        return pcm

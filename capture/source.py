@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from turnscope.capture.frames import PcmFrame
 
-Transport = Literal["file", "webrtc", "desktop_audio"]
+Transport = Literal["file", "webrtc", "desktop_audio", "telephony"]
 
 
 @dataclass
@@ -24,6 +24,9 @@ class SourceInfo:
     timing_evidence: str = ""
     warnings: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)  # reasons the evidence is incomplete
+    # What happened on the call besides audio (a DTMF key press: type, channel, at_ms, digit),
+    # on the call clock; the transcript lists them with the endpointer's events.
+    events: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
 

@@ -15,6 +15,7 @@ from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.scenario import Scenario
+from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions, public_url
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError
 from turnscope.interrupts import stop_on_signals
@@ -29,15 +30,39 @@ from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
 
 LIVE_EVIDENCE = "live_lane"
+AnyCallOptions = CallOptions | DeviceCallOptions | TelephonyOptions
+AnyCall = WebRTCCall | DeviceCall | TelephonyCall
 
 
-def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, error: str) -> Path:
+def open_call(options: AnyCallOptions) -> AnyCall:
+    """The call source for the options: WebRTC, sound devices or a phone line."""
+    if isinstance(options, DeviceCallOptions):
+        return DeviceCall(options)
+    if isinstance(options, TelephonyOptions):
+        return TelephonyCall(options)
+    return WebRTCCall(options)
+
+
+def write_setup_failure(outdir: Path, options: AnyCallOptions, error: str) -> Path:
     """A call that never started still leaves a readable, valid bundle that says why: the run's
     own documents with their empty values, the error and the degraded continuity beside."""
     outdir.mkdir(parents=True, exist_ok=True)
-    transport = "desktop_audio" if isinstance(options, DeviceCallOptions) else "webrtc"
-    if isinstance(options, DeviceCallOptions):
-        details: dict[str, Any] = {
+    transport = (
+        "desktop_audio"
+        if isinstance(options, DeviceCallOptions)
+        else "telephony"
+        if isinstance(options, TelephonyOptions)
+        else "webrtc"
+    )
+    details: dict[str, Any]
+    if isinstance(options, TelephonyOptions):
+        details = {
+            "url": public_url(options.url),
+            "dialect": options.dialect,
+            "header_names": sorted(options.headers),
+        }
+    elif isinstance(options, DeviceCallOptions):
+        details = {
             "devices": {
                 k: v
                 for k, v in (
@@ -76,7 +101,7 @@ def write_setup_failure(outdir: Path, options: CallOptions | DeviceCallOptions, 
 
 
 async def place_call(
-    options: CallOptions | DeviceCallOptions,
+    options: AnyCallOptions,
     scenario: Scenario,
     settings: Settings,
     contract: Contract,
@@ -86,12 +111,10 @@ async def place_call(
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
-    WebRTC (CallOptions) or sound devices (DeviceCallOptions): only the source differs.
+    WebRTC, sound devices or a phone line: only the source differs.
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
-    call: WebRTCCall | DeviceCall = (
-        DeviceCall(options) if isinstance(options, DeviceCallOptions) else WebRTCCall(options)
-    )
+    call = open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
     lines = await _set_up(call, scenario, transcriber)
     caller = ScriptedCaller(scenario, call, settings, lines)
@@ -125,9 +148,7 @@ async def place_call(
     return run, call, caller
 
 
-async def _set_up(
-    call: WebRTCCall | DeviceCall, scenario: Scenario, transcriber: Transcriber
-) -> list[CallerLine]:
+async def _set_up(call: AnyCall, scenario: Scenario, transcriber: Transcriber) -> list[CallerLine]:
     """Speak the caller's lines, load the model, connect; the lines. A signal meanwhile is a
     set-up that did not finish (CallSetupError: the caller writes a bundle saying so)."""
 

@@ -87,6 +87,18 @@ def utterance_records(result: PipelineResult) -> list[UtteranceRecord]:
     return out
 
 
+def _with_call_events(
+    events: Sequence[Mapping[str, Any]], call_events: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The endpointer's events (in the order decided) with the call's own (a key press) put
+    in at their time."""
+    out = list(events)
+    for ev in call_events:
+        i = next((k for k, e in enumerate(out) if e.get("at_ms", 0.0) > ev["at_ms"]), len(out))
+        out.insert(i, ev)
+    return out
+
+
 def transcript_document(result: PipelineResult, events: Sequence[Mapping[str, Any]]) -> Transcript:
     a = result.assembly
     language = result.settings.asr.language
@@ -105,7 +117,7 @@ def transcript_document(result: PipelineResult, events: Sequence[Mapping[str, An
             for r in a.rejected
         ],
         utterances=utterance_records(result),
-        events=list(events),
+        events=_with_call_events(events, result.info.events),
     )
 
 

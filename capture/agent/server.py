@@ -1,4 +1,5 @@
-"""HTTP signaling for the reference agent: SmallWebRTC (POST /api/offer) and WHIP (POST /whip).
+"""The reference agent's server: SmallWebRTC (POST /api/offer), WHIP (POST /whip) and a
+carrier's media-stream websocket (GET /ws).
 
 Binds 127.0.0.1 only. Every finished call's ground truth (the agent's own send log) is kept in
 memory and, when a log path is given, appended to it as one JSON line.
@@ -16,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from turnscope.capture.agent.core import AgentBehaviour
+from turnscope.capture.agent.phone import PhoneSession
 from turnscope.capture.agent.session import AgentSession
 from turnscope.capture.webrtc.signaling import use_loopback_only
 
@@ -30,7 +32,8 @@ class AgentServer:
     port: int = 0
     truth_log: Path | None = None
     loopback_only: bool = True
-    sessions: dict[str, AgentSession] = field(default_factory=dict)
+    dialect: str | None = None  # phone calls on /ws: only this dialect (None: any)
+    sessions: dict[str, AgentSession | PhoneSession] = field(default_factory=dict)
     finished: list[dict[str, Any]] = field(default_factory=list)
     _runner: web.AppRunner | None = None
     _site: web.TCPSite | None = None
@@ -40,6 +43,7 @@ class AgentServer:
         app.router.add_post("/api/offer", self._smallwebrtc)
         app.router.add_post("/whip", self._whip)
         app.router.add_delete("/whip/{pc_id}", self._whip_delete)
+        app.router.add_get("/ws", self._phone)
         app.router.add_get("/healthz", self._health)
         return app
 
@@ -78,7 +82,7 @@ class AgentServer:
         self.sessions[pc_id] = session
         return pc_id, session
 
-    def _ended(self, pc_id: str, session: AgentSession) -> None:
+    def _ended(self, pc_id: str, session: AgentSession | PhoneSession) -> None:
         self.sessions.pop(pc_id, None)
         truth = {"pc_id": pc_id, **session.truth()}
         self.finished.append(truth)
@@ -124,6 +128,15 @@ class AgentServer:
             return web.Response(status=404)
         await session.close()
         return web.Response(status=200)
+
+    async def _phone(self, request: web.Request) -> web.StreamResponse:
+        """A carrier's media-stream websocket (Twilio, Telnyx, Plivo or Exotel messages)."""
+        pc_id = uuid.uuid4().hex
+        session = PhoneSession(
+            self.behaviour, on_end=lambda s: self._ended(pc_id, s), expect=self.dialect
+        )
+        self.sessions[pc_id] = session
+        return await session.serve(request)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "calls": len(self.sessions)})

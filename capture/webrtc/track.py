@@ -19,7 +19,7 @@ from av.packet import Packet
 
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import SAMPLE_RATE, to_int16
-from turnscope.capture.player import Playback, SendRecord
+from turnscope.capture.player import ClipQueue, Playback, SendRecord
 from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
@@ -49,11 +49,9 @@ class PlaybackTrack(MediaStreamTrack):
         self.clock = clock
         self.on_sent = on_sent  # (start sample, pcm, loop time) for every frame that went out
         self.drop = drop  # frame index -> True to skip sending it (simulated loss)
-        self.log: list[SendRecord] = []
-        self._queue: list[Playback] = []
+        self.clips = ClipQueue(FRAME)
         self._pts: int | None = None
         self._frames = 0
-        self.current: Playback | None = None
         self.max_lag_ms = 0.0  # how late (vs the call clock) a frame was handed over, at worst
         self.late_frames = 0  # frames handed over more than LATE_MS late
 
@@ -62,52 +60,25 @@ class PlaybackTrack(MediaStreamTrack):
         return self.current is not None
 
     @property
+    def current(self) -> Playback | None:
+        return self.clips.current
+
+    @property
+    def log(self) -> list[SendRecord]:
+        return self.clips.log
+
+    @property
     def position(self) -> int:
         """Call-clock sample index of the next frame to be sent."""
         return self._pts or 0
 
     def play(self, audio: np.ndarray, label: str) -> Playback:
         """Queue a clip (float or int16, 16 kHz mono)."""
-        pcm = audio if audio.dtype == np.int16 else to_int16(audio)
-        item = Playback(label, pcm, asyncio.get_running_loop().create_future())
-        self._queue.append(item)
-        return item
+        return self.clips.play(audio if audio.dtype == np.int16 else to_int16(audio), label)
 
     def silence(self) -> None:
         """Drop whatever is queued and stop the current clip now."""
-        for item in self._queue:
-            if not item.done.done():
-                item.done.set_result(False)
-        self._queue.clear()
-        if self.current:
-            self.current.stop()
-
-    def _next_samples(self, position: int) -> np.ndarray:
-        out = np.zeros(FRAME, dtype=np.int16)
-        filled = 0
-        while filled < FRAME:
-            if self.current is None:
-                if not self._queue:
-                    break
-                self.current = self._queue.pop(0)
-                rec = SendRecord(self.current.label, position + filled)
-                self.current.record = rec
-                self.log.append(rec)
-            item = self.current
-            limit = len(item.audio) if item.stop_at is None else min(item.stop_at, len(item.audio))
-            take = min(FRAME - filled, limit - item.pos)
-            if take > 0:
-                out[filled : filled + take] = item.audio[item.pos : item.pos + take]
-                item.pos += take
-                filled += take
-            if item.pos >= limit:
-                assert item.record is not None
-                item.record.end = position + filled
-                item.record.stopped_early = limit < len(item.audio)
-                if not item.done.done():
-                    item.done.set_result(not item.record.stopped_early)
-                self.current = None
-        return out
+        self.clips.silence()
 
     async def recv(self) -> AudioFrame | Packet:
         if self.readyState != "live":
@@ -127,10 +98,7 @@ class PlaybackTrack(MediaStreamTrack):
         self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
         if -wait * 1000 > LATE_MS:
             self.late_frames += 1
-        log_from = len(self.log)
-        open_before = self.current.record if self.current is not None else None
-        pcm = self._next_samples(pts)
-        self._stamp(open_before, log_from, pts, now)
+        pcm = self.clips.next_frame(pts, now)
         self._pts += FRAME
         index = self._frames
         self._frames += 1
@@ -147,15 +115,6 @@ class PlaybackTrack(MediaStreamTrack):
             # the encoder is still filling its look-ahead.
             return await self.recv()
         return packet if packet is not None else frame
-
-    def _stamp(self, open_before: SendRecord | None, log_from: int, pts: int, now: float) -> None:
-        """Real send times of clip edges in this frame (its samples leave together, at ``now``,
-        spread over the frame's 20 ms)."""
-        for rec in ([open_before] if open_before else []) + self.log[log_from:]:
-            if rec.start_sent_at is None and pts <= rec.start < pts + FRAME:
-                rec.start_sent_at = now + (rec.start - pts) / SAMPLE_RATE
-            if rec.end is not None and rec.end_sent_at is None:
-                rec.end_sent_at = now + (rec.end - pts) / SAMPLE_RATE
 
     def stop(self) -> None:
         self.silence()

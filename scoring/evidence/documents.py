@@ -215,7 +215,8 @@ class UtteranceRecord(Document):
 
 class TranscriptEvent(Document):
     """An endpointer event: speech_start (first_in_utterance), speech_stop, end_of_turn
-    (utterance, start_ms) or gap (start_ms, no decided_ms); at_ms is the refined audio time."""
+    (utterance, start_ms) or gap (start_ms, no decided_ms); at_ms is the refined audio time.
+    A call event: dtmf (digit), at_ms when the key press was sent."""
 
     type: str = ""
     channel: str = ""
@@ -224,6 +225,7 @@ class TranscriptEvent(Document):
     at_ms: float = 0.0
     decided_ms: float | None = omitted()
     first_in_utterance: bool | None = omitted()
+    digit: str | None = omitted()
 
 
 class Transcript(Document):

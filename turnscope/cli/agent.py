@@ -17,6 +17,7 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.device import DeviceAgent, DeviceAgentOptions
 from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import number
 from turnscope.configs import config_path
@@ -84,6 +85,12 @@ def agent(
     ),
     voice: str | None = typer.Option(None, "--voice", help="espeak-ng voice."),
     no_greet: bool = typer.Option(False, "--no-greet", help="Wait for the caller to speak first."),
+    transport: str = typer.Option(
+        "webrtc",
+        "--transport",
+        help="webrtc, or answer a carrier's media-stream websocket on /ws: twilio, telnyx, "
+        "plivo or exotel (the URL serves every transport; this only checks what arrives).",
+    ),
     truth_log: Path | None = typer.Option(
         None, "--truth-log", help="Append each call's ground truth (JSON lines) here."
     ),
@@ -121,6 +128,8 @@ def agent(
     elif yield_ms is not None:
         behaviour = behaviour.model_copy(update={"yield_ms": yield_ms})
     if device:
+        if transport != "webrtc":
+            raise InputError("--device and --transport are different ways to serve; pick one")
         if not in_device or not out_device:
             raise InputError(
                 "--device needs --in DEV and --out DEV (`turnscope devices` lists them)"
@@ -134,20 +143,29 @@ def agent(
     if in_device or out_device or loopback_in or no_calibrate or rate is not None:
         raise InputError("--in, --out, --loopback-in, --no-calibrate and --rate need --device")
 
+    if transport not in ("webrtc", *DIALECTS):
+        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    phone = transport if transport != "webrtc" else None
+
     async def serve() -> None:
-        server = AgentServer(behaviour, port=port, truth_log=truth_log)
+        server = AgentServer(behaviour, port=port, truth_log=truth_log, dialect=phone)
         try:
             base = await server.start()
         except OSError as exc:
             raise InputError(
                 f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", fix="pick another --port"
             ) from None
-        out.print(f"reference agent on {base}: SmallWebRTC {base}/api/offer, WHIP {base}/whip")
-        out.print(
-            f"call it: turnscope call {base}/api/offer "
-            "--scenario configs/scenarios/refund-call.yaml --loopback-only",
-            soft_wrap=True,
-        )
+        ws = base.replace("http://", "ws://") + "/ws"
+        if phone:
+            out.print(f"reference agent on {ws} (a {phone} media stream)")
+            call = f"turnscope call {ws} --transport {phone}"
+        else:
+            out.print(
+                f"reference agent on {base}: SmallWebRTC {base}/api/offer, WHIP {base}/whip, "
+                f"phone-line websocket {ws}"
+            )
+            call = f"turnscope call {base}/api/offer --loopback-only"
+        out.print(f"call it: {call} --scenario configs/scenarios/refund-call.yaml", soft_wrap=True)
         try:
             await asyncio.Event().wait()
         finally:

@@ -14,12 +14,14 @@ import typer
 from turnscope import redact
 from turnscope.capture.device.call import DeviceCallOptions
 from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.telephony.call import TelephonyOptions
+from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import CallSetupError, InputError
-from turnscope.live_call import place_call, write_setup_failure
+from turnscope.live_call import AnyCallOptions, place_call, write_setup_failure
 from turnscope.outdir import output_dir
 from turnscope.runner import RunOutput
 from turnscope.scoring.contract import scenario_contract
@@ -80,6 +82,56 @@ def check_url(url: str) -> str:
     except ValueError as exc:
         raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
     return url
+
+
+def check_ws_url(url: str) -> str:
+    """A phone-line agent's websocket URL: ws(s) with a host. Its query values are secrets
+    from here on (they often carry the token)."""
+    parts = urlsplit(url)
+    for pair in parts.query.split("&"):
+        if "=" in pair:
+            redact.register([pair.split("=", 1)[1]])
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise InputError(
+            f"{redact.scrub(url)!r} is not a media-stream websocket URL",
+            fix="give the agent's websocket, e.g. ws://127.0.0.1:8765/ws",
+        )
+    try:
+        parts.port  # noqa: B018 (raises on a port out of range)
+    except ValueError as exc:
+        raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
+    return url
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """``--param k=v`` options: the start message's custom parameters."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--param {pair!r}: expected NAME=VALUE")
+        params[key.strip()] = value
+    return params
+
+
+def telephony_options(
+    url: str, transport: str, codec: str | None, params: list[str], headers: dict[str, str],
+    connect_timeout: float,
+) -> TelephonyOptions:  # fmt: skip
+    """A phone-line call's options, checked."""
+    check_ws_url(url)
+    if codec is not None and transport != "telnyx":
+        raise InputError(f"--codec is for --transport telnyx ({transport} streams have one codec)")
+    if codec not in (None, "mulaw", "alaw"):
+        raise InputError(f"--codec must be mulaw or alaw, not {codec!r}")
+    return TelephonyOptions(
+        url,
+        dialect=transport,  # type: ignore[arg-type]
+        codec=codec,  # type: ignore[arg-type]
+        params=parse_params(params),
+        headers=headers,
+        connect_timeout_s=connect_timeout,
+    )
 
 
 def check_ice_server(url: str) -> str:
@@ -150,12 +202,25 @@ def device_options(
 
 def call(
     url: str | None = typer.Argument(
-        None, help="The agent's offer URL (SmallWebRTC /api/offer, or WHIP); not with --device."
+        None,
+        help="The agent's offer URL (SmallWebRTC /api/offer, or WHIP), or its media-stream "
+        "websocket (ws://.../ws, with --transport twilio|telnyx|plivo|exotel); not with --device.",
     ),
     scenario: Path = typer.Option(..., "--scenario", help="Scenario YAML (configs/scenarios)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
+    transport: str = typer.Option(
+        "webrtc",
+        "--transport",
+        help="webrtc, or play the carrier on a phone line: twilio, telnyx, plivo or exotel.",
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", help="Phone line: a custom parameter of the start message, NAME=VALUE."
+    ),
+    codec: str | None = typer.Option(
+        None, "--codec", help="Phone line, telnyx: mulaw (default) or alaw."
+    ),
     header: list[str] = typer.Option([], "--header", help="Extra HTTP header 'Name: value'."),
     bearer_env: str | None = typer.Option(
         None, "--bearer-env", help="Send 'Authorization: Bearer $VAR' (the value is never saved)."
@@ -208,8 +273,14 @@ def call(
 ) -> int:
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
-    options: CallOptions | DeviceCallOptions
+    options: AnyCallOptions
+    if transport not in ("webrtc", *DIALECTS):
+        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    if (param or codec) and transport == "webrtc":
+        raise InputError("--param and --codec are for phone lines (--transport twilio ...)")
     if device:
+        if transport != "webrtc":
+            raise InputError("--device and --transport are different ways to call; pick one")
         if url is not None:
             raise InputError(f"a --device call takes no URL (got {url!r})")
         if header or bearer_env or ice_server or loopback_only:
@@ -226,6 +297,19 @@ def call(
         if signaling not in ("smallwebrtc", "whip"):
             raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
         headers = parse_headers(header, bearer_env)
+        if url.startswith(("ws:", "wss:")) and transport == "webrtc":
+            raise InputError(
+                f"{redact.scrub(url)!r} is a websocket: a phone line",
+                fix="say which carrier's messages to speak: --transport twilio (or telnyx, "
+                "plivo, exotel)",
+            )
+    if not device and transport != "webrtc":
+        assert url is not None
+        if ice_server or loopback_only or signaling != "smallwebrtc":
+            raise InputError("--ice-server, --loopback-only and --signaling are WebRTC options")
+        options = telephony_options(url, transport, codec, param, headers, connect_timeout)
+    elif not device:
+        assert url is not None
         check_url(url)
         for server in ice_server:
             check_ice_server(server)
@@ -240,14 +324,12 @@ def call(
         )
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
-    kind = "device" if device else "call"
+    kind = "device" if device else "call" if transport == "webrtc" else "phone"
     outdir = output_dir(output, f"{kind}-{sc.name}", force=force)
     return run_call(options, sc, settings, outdir, quiet=quiet)
 
 
-def run_call(
-    options: CallOptions | DeviceCallOptions, sc, settings, outdir: Path, *, quiet: bool
-) -> int:  # type: ignore[no-untyped-def]
+def run_call(options: AnyCallOptions, sc, settings, outdir: Path, *, quiet: bool) -> int:  # type: ignore[no-untyped-def]
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     contract = scenario_contract(sc)
 

@@ -1,0 +1,481 @@
+"""A phone-line call as a pipeline source: turnscope plays the carrier on the agent's
+media-stream websocket (Twilio Media Streams and the Telnyx, Plivo and Exotel dialects).
+
+One clock: sample 0 is the first media message. The caller's speech goes out through the
+line's codec, one 20 ms message per 20 ms of the call clock; the caller channel is what went
+out (the codec's quantisation included). The agent channel is what the carrier plays to the
+caller: its audio is queued as it arrives and played at 8 kHz from there (playout.py), so a
+``clear`` is heard where it arrived. Arrival times stay in the trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+from turnscope.capture.call_source import CallSource
+from turnscope.capture.clock import CallClock
+from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.source import SourceInfo
+from turnscope.capture.telephony.codec import LINE_RATE, CodecName
+from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
+from turnscope.capture.telephony.line import FRAME, STEP, LinePlayer, Upsampler
+from turnscope.capture.telephony.playout import Playout
+from turnscope.errors import CallSetupError
+
+TELEPHONY_TIMING = (
+    "caller: send time of each 20 ms media message on the call clock; agent: the carrier's "
+    "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived)"
+)
+TICK_S = FRAME / LINE_RATE
+LATE_MS = 20.0  # a caller media message sent this much after its time counts as late
+MAX_SEND_LAG_MS = 200.0  # beyond this the caller's timing evidence is degraded
+CLEAR_STORM = 10  # this many clears within a second is a storm (the agent is misbehaving)
+MAX_TRACED = 400  # agent messages kept in the trace (counts cover the rest)
+BAD_CODEC_SHARE = 0.2  # of media messages not audio in the codec: the channel is not trusted
+
+
+@dataclass
+class TelephonyOptions:
+    """How to reach the agent's media-stream websocket, and what the carrier says."""
+
+    url: str
+    dialect: DialectName = "twilio"
+    codec: CodecName | None = None  # Telnyx only: mulaw (default) or alaw
+    params: dict[str, str] = field(default_factory=dict)  # start's custom parameters
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # never written out
+    connect_timeout_s: float = 10.0
+    ping_s: float = 5.0  # websocket pings: an agent that stops answering has died
+    max_duration_s: float = 300.0
+    dtmf_duration_ms: int = 100
+
+
+def public_url(url: str) -> str:
+    """The URL as written to the bundle: query values (often tokens) left out."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url
+    keys = [part.split("=", 1)[0] for part in query.split("&") if part]
+    return base + "?" + "&".join(f"{k}=..." for k in keys)
+
+
+@dataclass
+class AgentLog:
+    """What the agent sent, counted and (the first MAX_TRACED) traced with arrival times."""
+
+    media: int = 0
+    samples: int = 0
+    marks: int = 0
+    unknown: dict[str, int] = field(default_factory=dict)
+    not_json: int = 0
+    bad_base64: int = 0
+    bad_payloads: dict[str, int] = field(default_factory=dict)
+    first_problem_ms: dict[str, float] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    clears: list[dict[str, Any]] = field(default_factory=list)
+    storm_at_ms: float | None = None
+    marks_echoed: list[dict[str, Any]] = field(default_factory=list)
+
+    def problem(self, kind: str, at_ms: float) -> None:
+        self.first_problem_ms.setdefault(kind, round(at_ms, 1))
+
+    def keep(self, entry: dict[str, Any]) -> None:
+        if len(self.trace) < MAX_TRACED:
+            self.trace.append(entry)
+
+
+class TelephonyCall(CallSource):
+    """Places the call on the agent's websocket and yields both channels as PcmFrames."""
+
+    def __init__(self, options: TelephonyOptions) -> None:
+        super().__init__()
+        self.options = options
+        self.dialect = dialect(options.dialect, options.codec)
+        self.codec = self.dialect.codec
+        self.clock = CallClock()
+        self.info = SourceInfo(
+            transport="telephony",
+            timing_evidence=TELEPHONY_TIMING,
+            description=f"phone-line call to {public_url(options.url)} ({options.dialect})",
+            realtime=True,
+        )
+        self.caller_track = LinePlayer(self.codec)
+        self.ids = CallIds(*(f"{p}{uuid.uuid4().hex[:30]}" for p in ("MZ", "CA", "AC")))
+        self.playout = Playout()
+        self.log = AgentLog()
+        self._session: aiohttp.ClientSession | None = None
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._pending: set[asyncio.Task] = set()
+        self._seq = 1
+        self._chunk = 0
+        self._caller_up = Upsampler()
+        self._agent_up = Upsampler()
+        self._caller_at = 0  # call-clock samples emitted per channel
+        self._agent_at = 0
+        self._recent_clears: deque[float] = deque()
+        self._agent_closed: str | None = None
+        self._hanging_up = False
+        self.connect_ms: float | None = None
+        self.dtmf_sent: list[dict[str, Any]] = []
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the websocket and send what a carrier sends first; CallSetupError on failure."""
+        loop = asyncio.get_running_loop()
+        self.ended = loop.create_future()
+        url = public_url(self.options.url)
+        timeout = self.options.connect_timeout_s
+        self._session = aiohttp.ClientSession()
+        t0 = loop.time()
+        try:
+            self._ws = await asyncio.wait_for(
+                self._session.ws_connect(
+                    self.options.url,
+                    headers=self.options.headers,
+                    heartbeat=self.options.ping_s,
+                    max_msg_size=0,
+                ),
+                timeout,
+            )
+        except (asyncio.TimeoutError, TimeoutError):
+            await self._close_session()
+            raise CallSetupError(f"no websocket connection to {url} within {timeout:g} s") from None
+        except aiohttp.WSServerHandshakeError as exc:
+            await self._close_session()
+            raise CallSetupError(
+                f"the agent at {url} refused the websocket upgrade: HTTP {exc.status}"
+                + (" (check --header / the URL's token)" if exc.status in (401, 403) else "")
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            await self._close_session()
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise CallSetupError(f"cannot connect to {url}: {why}") from None
+        except asyncio.CancelledError:
+            await self._close_session()
+            raise
+        self.connect_ms = (loop.time() - t0) * 1000
+        try:
+            for message in self.dialect.opening(self.ids, self.options.params):
+                await self._ws.send_str(json.dumps(message))
+        except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
+            await self._close_session()
+            raise CallSetupError(
+                f"the agent at {url} closed the websocket at once: {exc}"
+            ) from None
+        self.clock.start()
+        self._tasks = [
+            asyncio.ensure_future(self._pace()),
+            asyncio.ensure_future(self._receive()),
+            asyncio.ensure_future(self._max_duration(self.options.max_duration_s)),
+        ]
+
+    async def _close_session(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        if self._session is not None:
+            await self._session.close()
+
+    # -- sending: the caller's line, paced on the call clock -----------------------------------
+
+    async def _send(self, message: dict[str, Any]) -> bool:
+        ws = self._ws
+        if ws is None or ws.closed or self._agent_closed:
+            return False
+        try:
+            await ws.send_str(json.dumps(message))
+        except (aiohttp.ClientError, ConnectionError, RuntimeError):
+            return False
+        return True
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    async def _pace(self) -> None:
+        loop = asyncio.get_running_loop()
+        origin = self.clock.start()
+        track = self.caller_track
+        k = 0
+        while not self._closed:
+            due = origin + k * TICK_S
+            wait = due - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self._closed:
+                return
+            now = loop.time()
+            lag_ms = max(0.0, -wait * 1000)
+            track.max_lag_ms = max(track.max_lag_ms, lag_ms)
+            if lag_ms > LATE_MS:
+                track.late_frames += 1
+            line = track.frame(k * FRAME * STEP, now)
+            if not self._agent_closed:
+                payload = base64.b64encode(self.codec.encode(line)).decode("ascii")
+                self._chunk += 1
+                msg = self.dialect.media(self._next_seq(), self.ids, self._chunk, k * 20, payload)
+                await self._send(msg)
+            self._place(CALLER, self._caller_up.push(line), now)
+            self._play_to(k * FRAME, now)  # what has played by now (not ahead: arrivals place)
+            if self._agent_closed and not self.playout.queue:
+                self._finish(self._agent_closed, degraded=True)
+                return
+            k += 1
+
+    def _place(self, channel: str, pcm: np.ndarray, now: float) -> None:
+        if len(pcm) == 0:
+            return
+        if channel == CALLER:
+            start, self._caller_at = self._caller_at, self._caller_at + len(pcm)
+        else:
+            start, self._agent_at = self._agent_at, self._agent_at + len(pcm)
+        self._emit(PcmFrame(channel, start, pcm, received_at=now))
+
+    def _play_to(self, line_pos: int, now: float) -> None:
+        """What the carrier played of the agent up to ``line_pos``; marks that came due."""
+        self._place(AGENT, self._agent_up.push(self.playout.render(line_pos)), now)
+        for name in self.playout.due_marks():
+            self._later(self._echo(name))
+
+    async def _echo(self, name: str) -> None:
+        at_ms = self.clock.now_ms()
+        if await self._send(self.dialect.played(self._next_seq(), self.ids, name)):
+            self.log.marks_echoed.append({"name": name, "at_ms": round(at_ms, 1)})
+
+    async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]:
+        """Press ``digits`` on the caller's keypad: one dtmf event each, ``gap_ms`` apart."""
+        sent = []
+        for i, digit in enumerate(digits):
+            if i:
+                await asyncio.sleep(gap_ms / 1000)
+            at_ms = self.clock.now_ms()
+            msg = self.dialect.dtmf(
+                self._next_seq(), self.ids, digit, self.options.dtmf_duration_ms
+            )
+            ok = await self._send(msg)
+            event = {"type": "dtmf", "channel": CALLER, "digit": digit, "at_ms": round(at_ms, 1)}
+            if ok:
+                self.info.events.append(event)
+            sent.append({**event, "sent": ok})
+        self.dtmf_sent.extend(sent)
+        return sent
+
+    # -- receiving: the agent's messages ------------------------------------------------------
+
+    async def _receive(self) -> None:
+        ws = self._ws
+        assert ws is not None
+        async for msg in ws:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                self._on_text(msg.data)
+            elif msg.type == aiohttp.WSMsgType.BINARY:
+                self._bad_json("a binary frame")
+            elif msg.type == aiohttp.WSMsgType.ERROR:
+                break
+        if self._closed or self._hanging_up:
+            return
+        if isinstance(ws.exception(), (asyncio.TimeoutError, TimeoutError)):
+            why = "the agent stopped answering websocket pings (it hung or died)"
+        else:
+            why = f"the agent closed the websocket (code {ws.close_code}) before the caller hung up"
+        self._agent_closed = why  # what is queued still plays out; then the call ends
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _bad_json(self, what: str) -> None:
+        self.log.not_json += 1
+        self.log.problem("not_json", self.clock.now_ms())
+
+    def _on_text(self, text: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        at_ms = self.clock.to_ms(now)
+        pos = max(0, round(at_ms * LINE_RATE / 1000))
+        try:
+            data = json.loads(text)
+        except ValueError:
+            self._bad_json("text")
+            return
+        if not isinstance(data, dict):
+            self._bad_json("not an object")
+            return
+        m = self.dialect.parse_agent(data)
+        if m.kind == "media":
+            self._on_media(m.payload, pos, at_ms)
+        elif m.kind == "clear":
+            self._on_clear(pos, at_ms, now)
+        elif m.kind == "mark":
+            self.log.marks += 1
+            due = self.playout.mark(pos, m.name or "")
+            self.log.keep({"event": "mark", "name": m.name, "at_ms": round(at_ms, 1),
+                           "due_ms": round(due * 1000 / LINE_RATE, 1)})  # fmt: skip
+        else:
+            self.log.unknown[m.event] = self.log.unknown.get(m.event, 0) + 1
+            self.log.problem("unknown", at_ms)
+
+    def _on_media(self, payload: str | None, pos: int, at_ms: float) -> None:
+        log = self.log
+        log.media += 1
+        try:
+            raw = base64.b64decode(payload or "", validate=True)
+        except (binascii.Error, ValueError):
+            log.bad_base64 += 1
+            log.problem("bad_base64", at_ms)
+            return
+        problem = self.codec.problem(raw)
+        if problem is not None:
+            log.bad_payloads[problem] = log.bad_payloads.get(problem, 0) + 1
+            log.problem("bad_payload", at_ms)
+            if not raw:
+                return
+        pcm = self.codec.decode(raw)
+        chunk = self.playout.push(pos, pcm)
+        log.samples += len(pcm)
+        log.keep({"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
+                  "plays_ms": round(chunk.start / 8, 1)})  # fmt: skip
+
+    def _on_clear(self, pos: int, at_ms: float, now: float) -> None:
+        names = self.playout.clear(pos)
+        dropped = self.playout.clears[-1].dropped
+        self.log.clears.append(
+            {"at_ms": round(at_ms, 1), "dropped_ms": round(dropped * 1000 / LINE_RATE, 1)}
+        )
+        self.log.keep({"event": "clear", "at_ms": round(at_ms, 1)})
+        for name in names:
+            self._later(self._echo(name))
+        reply = self.dialect.cleared(self._next_seq(), self.ids)
+        if reply is not None:
+            self._later(self._send(reply))
+        recent = self._recent_clears
+        recent.append(now)
+        while recent and now - recent[0] > 1.0:
+            recent.popleft()
+        if len(recent) >= CLEAR_STORM and self.log.storm_at_ms is None:
+            self.log.storm_at_ms = round(at_ms, 1)
+
+    # -- ending -------------------------------------------------------------------------------
+
+    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+        """End the call from our side (idempotent): ``stop``, then close the websocket."""
+        if not self._closed and not self._hanging_up:
+            self._hanging_up = True
+            await self._send(self.dialect.stop(self._next_seq(), self.ids))
+        self._finish(reason, degraded=degraded)
+        await self._close()
+
+    def _flush(self) -> None:
+        if self.clock.origin is None:
+            return
+        now = asyncio.get_running_loop().time()
+        pos = max(self.playout.rendered, round(self.clock.to_ms(now) * LINE_RATE / 1000))
+        self._play_to(pos, now)
+        self._place(CALLER, self._caller_up.flush(), now)
+        self._place(AGENT, self._agent_up.flush(), now)
+
+    def _release(self) -> None:
+        for task in self._tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+        if not self._hanging_up:
+            self._later(self._close())
+
+    async def _close(self) -> None:
+        for task in self._tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        await self._close_session()
+
+    def _describe(self) -> None:
+        log, p = self.log, self.playout
+        info = self.info
+        info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
+        at = log.first_problem_ms
+        if log.not_json:
+            info.degraded.append(
+                f"the agent sent {log.not_json} message(s) that are not JSON objects "
+                f"(first at {at['not_json'] / 1000:.1f} s)"
+            )
+        if log.unknown:
+            names = ", ".join(f"{k!r} x{v}" for k, v in sorted(log.unknown.items()))
+            info.degraded.append(
+                f"the agent sent events the {self.dialect.name} protocol does not have: {names} "
+                f"(first at {at['unknown'] / 1000:.1f} s)"
+            )
+        if log.bad_base64:
+            info.degraded.append(
+                f"{log.bad_base64} agent media message(s) had a payload that is not base64 "
+                f"(first at {at['bad_base64'] / 1000:.1f} s; that audio is lost)"
+            )
+        bad = sum(log.bad_payloads.values())
+        if bad and (bad >= BAD_CODEC_SHARE * max(1, log.media) or any(
+            "empty" in k or "odd" in k or "header" in k for k in log.bad_payloads
+        )):  # fmt: skip
+            kinds = "; ".join(f"{k} x{v}" for k, v in log.bad_payloads.items())
+            info.degraded.append(
+                f"{bad} of {log.media} agent media payloads are not {self.codec.name} audio at "
+                f"8 kHz ({kinds}; first at {at['bad_payload'] / 1000:.1f} s)"
+            )
+        if log.storm_at_ms is not None:
+            info.degraded.append(
+                f"a clear storm: the agent sent {CLEAR_STORM} or more clears within a second "
+                f"(from {log.storm_at_ms / 1000:.1f} s; {len(log.clears)} in all)"
+            )
+        if log.media == 0:
+            info.degraded.append("the agent sent no audio on the websocket")
+        if p.underruns:
+            info.warnings.append(
+                f"the agent's audio ran out {p.underruns} time(s) mid-speech (it sent slower "
+                "than real time; the caller heard gaps)"
+            )
+        lag = self.caller_track.max_lag_ms
+        if lag > MAX_SEND_LAG_MS:
+            info.degraded.append(
+                f"the caller's audio went out up to {lag:.0f} ms late (the machine was too busy: "
+                "fewer concurrent calls, or a faster machine)"
+            )
+        info.details.update(
+            {
+                "url": public_url(self.options.url),
+                "dialect": self.dialect.name,
+                "codec": self.codec.name,
+                "header_names": sorted(self.options.headers),  # values are secrets
+                "custom_parameter_names": sorted(self.options.params),
+                "ids": {"stream": self.ids.stream, "call": self.ids.call},
+                "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
+                "caller_media_sent": self._chunk,
+                "caller_max_send_lag_ms": round(lag, 1),
+                "caller_late_frames": self.caller_track.late_frames,
+                "agent_media": log.media,
+                "agent_audio_ms": round(log.samples * 1000 / LINE_RATE, 1),
+                "agent_played_ms": round(p.played * 1000 / LINE_RATE, 1),
+                "playout_max_depth_ms": round(p.max_depth * 1000 / LINE_RATE, 1),
+                "playout_underruns": p.underruns,
+                "clears": log.clears,
+                "marks_received": log.marks,
+                "marks_echoed": log.marks_echoed,
+                "dtmf": self.dtmf_sent,
+                "unknown_events": log.unknown,
+                "not_json": log.not_json,
+                "bad_base64": log.bad_base64,
+                "bad_payloads": log.bad_payloads,
+                "agent_trace": log.trace,
+                "end_reason": self.end_reason,
+            }
+        )

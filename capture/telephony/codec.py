@@ -1,0 +1,87 @@
+"""The line's audio codecs: G.711 mu-law and A-law (PyAV's encoders, as lookup tables) and the
+raw 16-bit PCM Exotel streams, all at 8 kHz."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import av
+import numpy as np
+from av import AudioFrame
+
+LINE_RATE = 8000
+CodecName = Literal["mulaw", "alaw", "pcm16"]
+_FFMPEG = {"mulaw": "pcm_mulaw", "alaw": "pcm_alaw"}
+# A payload decoding to this share of samples above half scale is not speech in that codec:
+# 16-bit PCM read as mu-law turns each high byte near 0x00 into -32124 (measured on espeak-ng
+# speech: mu-law 0%, its PCM16 read as mu-law 30%).
+FULL_SCALE = 16000
+NOISE_SHARE = 0.2
+CONTAINERS = (b"RIFF", b"OggS", b"ID3", b"fLaC", b"\xff\xf3", b"\xff\xfb")
+
+
+@cache
+def _tables(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(encode: 65536 bytes indexed by int16 + 32768, decode: 256 int16) from FFmpeg's codec."""
+    ffmpeg = _FFMPEG[name]
+    values = np.arange(-32768, 32768, dtype=np.int16)
+    enc = av.CodecContext.create(ffmpeg, "w")
+    enc.sample_rate, enc.format, enc.layout = LINE_RATE, "s16", "mono"
+    frame = AudioFrame.from_ndarray(values.reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = LINE_RATE
+    encoded = b"".join(bytes(p) for p in [*enc.encode(frame), *enc.encode(None)])
+    dec = av.CodecContext.create(ffmpeg, "r")
+    dec.sample_rate, dec.layout = LINE_RATE, "mono"
+    decoded = np.concatenate(
+        [f.to_ndarray().reshape(-1) for f in dec.decode(av.Packet(bytes(range(256))))]
+    )
+    return np.frombuffer(encoded, np.uint8).copy(), decoded.astype(np.int16)
+
+
+@dataclass(frozen=True)
+class Codec:
+    """One line codec: int16 samples at 8 kHz to payload bytes and back."""
+
+    name: CodecName
+
+    @property
+    def bytes_per_sample(self) -> int:
+        return 2 if self.name == "pcm16" else 1
+
+    def encode(self, pcm: np.ndarray) -> bytes:
+        if self.name == "pcm16":
+            return pcm.astype("<i2").tobytes()
+        table, _ = _tables(self.name)
+        return table[pcm.astype(np.int32) + 32768].tobytes()
+
+    def decode(self, payload: bytes) -> np.ndarray:
+        if self.name == "pcm16":
+            return np.frombuffer(payload[: len(payload) // 2 * 2], "<i2").astype(np.int16)
+        _, table = _tables(self.name)
+        return table[np.frombuffer(payload, np.uint8)]
+
+    def line(self, pcm: np.ndarray) -> np.ndarray:
+        """What the line carries of ``pcm``: encoded and decoded (the codec's quantisation)."""
+        return pcm if self.name == "pcm16" else self.decode(self.encode(pcm))
+
+    def problem(self, payload: bytes) -> str | None:
+        """Why ``payload`` is not audio in this codec, or None."""
+        if not payload:
+            return "an empty payload"
+        if self.name == "pcm16" and len(payload) % 2:
+            return f"an odd byte count ({len(payload)}) for 16-bit PCM"
+        if payload.startswith(CONTAINERS):
+            return "a file header (a WAV/Ogg/MP3/FLAC file sent instead of raw samples)"
+        if self.name != "pcm16" and len(payload) >= 80:
+            pcm = self.decode(payload)
+            if np.mean(np.abs(pcm.astype(np.int32)) >= FULL_SCALE) > NOISE_SHARE:
+                return f"full-scale noise when decoded as {self.name} (16-bit PCM sent raw?)"
+        return None
+
+
+def codec(name: str) -> Codec:
+    if name not in ("mulaw", "alaw", "pcm16"):
+        raise ValueError(f"unknown line codec {name!r}")
+    return Codec(name)  # type: ignore[arg-type]

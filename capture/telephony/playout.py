@@ -1,0 +1,133 @@
+"""The carrier's playout buffer: what the caller hears of the agent, on the call clock.
+
+An agent sends audio faster than real time and in chunks of any size; the carrier queues it and
+plays it out at 8 kHz. Audio reaching an empty buffer starts playing where it arrived; audio
+reaching a busy one plays after what is queued. ``clear`` drops everything not yet played at the
+moment it arrives (the caller hears the agent stop there), and a ``mark`` is due once the audio
+queued before it has played (at once on a clear). Plain code, no event loop: positions are
+line samples (8 kHz) on the call clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Audio arriving this soon after the buffer ran dry is the same speech starved (an underrun
+# the caller hears as a gap), not a new utterance.
+UNDERRUN_GAP = 1600  # 200 ms at 8 kHz
+# Audio arriving this soon after the end of what was queued continues it without a gap: a
+# carrier's jitter buffer absorbs that much (an agent pacing itself in real time arrives a few
+# ms late now and then).
+JITTER = 80  # 10 ms
+
+
+@dataclass
+class Chunk:
+    """Queued agent audio: where it plays and when it arrived (line samples)."""
+
+    start: int
+    pcm: np.ndarray
+    arrived: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.pcm)
+
+
+@dataclass
+class Cleared:
+    """A clear: when it arrived and how much unplayed audio it dropped (line samples)."""
+
+    at: int
+    dropped: int
+
+
+@dataclass
+class Playout:
+    """The playout buffer; ``render(until)`` returns what played since the last call."""
+
+    rendered: int = 0  # line samples played (and returned) so far
+    queue: list[Chunk] = field(default_factory=list)
+    marks: list[tuple[int, str]] = field(default_factory=list)  # (due at, name)
+    clears: list[Cleared] = field(default_factory=list)
+    underruns: int = 0
+    max_depth: int = 0  # most audio queued ahead of the playout, line samples
+    played: int = 0  # line samples of agent audio played
+    last_end: int = 0  # where the audio queued last ends (0: none yet)
+
+    @property
+    def end(self) -> int:
+        """Where the next audio would start if it arrived now-ish: after the queue."""
+        return self.queue[-1].end if self.queue else self.rendered
+
+    def depth(self, now: int) -> int:
+        return max(0, self.end - max(now, self.rendered))
+
+    def push(self, now: int, pcm: np.ndarray) -> Chunk:
+        """Agent audio arriving at ``now``."""
+        now = max(now, self.rendered)
+        tail = self.queue[-1].end if self.queue else self.last_end
+        if self.last_end and now <= tail + JITTER:
+            start = max(tail, self.rendered)
+        else:
+            if self.last_end and now - tail <= UNDERRUN_GAP:
+                self.underruns += 1
+            start = now
+        chunk = Chunk(start, pcm, now)
+        self.last_end = chunk.end
+        self.queue.append(chunk)
+        self.max_depth = max(self.max_depth, chunk.end - now)
+        return chunk
+
+    def mark(self, now: int, name: str) -> int:
+        """A mark arriving at ``now``: due when the audio queued before it has played."""
+        due = max(self.end, now, self.rendered)
+        self.marks.append((due, name))
+        return due
+
+    def clear(self, now: int) -> list[str]:
+        """Drop the unplayed audio at ``now``; the marks pending, echoed at once."""
+        now = max(now, self.rendered)
+        dropped = 0
+        kept: list[Chunk] = []
+        for c in self.queue:
+            if c.start >= now:
+                dropped += len(c.pcm)
+            elif c.end > now:
+                dropped += c.end - now
+                kept.append(Chunk(c.start, c.pcm[: now - c.start], c.arrived))
+            else:
+                kept.append(c)
+        self.queue = kept
+        self.last_end = min(self.last_end, now)
+        self.clears.append(Cleared(now, dropped))
+        names = [name for _, name in self.marks]
+        self.marks.clear()
+        return names
+
+    def render(self, until: int) -> np.ndarray:
+        """The samples played from ``rendered`` up to ``until`` (silence where nothing was)."""
+        n = max(0, until - self.rendered)
+        out = np.zeros(n, dtype=np.int16)
+        if n == 0:
+            return out
+        lo, hi = self.rendered, self.rendered + n
+        keep: list[Chunk] = []
+        for c in self.queue:
+            a, b = max(c.start, lo), min(c.end, hi)
+            if b > a:
+                out[a - lo : b - lo] = c.pcm[a - c.start : b - c.start]
+                self.played += b - a
+            if c.end > hi:
+                keep.append(c)
+        self.queue = keep
+        self.rendered = hi
+        return out
+
+    def due_marks(self) -> list[str]:
+        """Marks whose audio has played by now (removed)."""
+        due = [name for at, name in self.marks if at <= self.rendered]
+        self.marks = [(at, name) for at, name in self.marks if at > self.rendered]
+        return due
