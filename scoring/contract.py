@@ -185,7 +185,9 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
     channel's WER reference (we know exactly what the caller said)."""
     task = scenario_task(scenario) or {}
     plan = scenario_plan(scenario)
-    caller_text = " ".join(line.text for line in scenario.script if line.speaker == "caller")
+    caller_text = " ".join(
+        line.text for line in scenario.script if line.speaker == "caller" and line.spoken
+    )
     ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
     if scenario.task is not None and scenario.task.suite is not None and task.get("id"):
         suite_path = suite_reference(scenario.task.suite, _base(scenario))

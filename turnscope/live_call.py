@@ -17,7 +17,7 @@ from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions, public_url
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
-from turnscope.errors import CallSetupError
+from turnscope.errors import CallSetupError, InputError
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload
 from turnscope.records import bundle_documents, timeline_channels
@@ -114,6 +114,12 @@ async def place_call(
     WebRTC, sound devices or a phone line: only the source differs.
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
+    if scenario.dtmf_lines and not isinstance(options, TelephonyOptions):
+        raise InputError(
+            f"script[{scenario.dtmf_lines[0]}] presses keys (dtmf): that needs a phone-line call "
+            "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
+            path=scenario.source,
+        )
     call = open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
     lines = await _set_up(call, scenario, transcriber)

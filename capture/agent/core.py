@@ -119,6 +119,7 @@ class AgentCore:
         self._ignored: set[int] = set()  # caller utterances spoken over the agent, not answered
         self._answered_by_talk_over = False
         self._reply: asyncio.Task | None = None
+        self._keys: asyncio.Task | None = None  # a key press turn waiting for more keys
         self._tasks: list[asyncio.Task] = []
         self._utt_index = 0
 
@@ -207,6 +208,27 @@ class AgentCore:
             return
         latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
         delay = (ev.at_ms + latency - self.clock.now_ms()) / 1000 - self._lead_s
+        self._reply = self._schedule(delay, self._speak_next)
+
+    def keypress(self, digit: str | None, at_ms: float) -> None:
+        """A key the caller pressed (a phone line). Keys end a caller turn once no more come
+        for ``end_of_turn_ms``; the agent answers it as it answers speech."""
+        self.events.append({"event": "dtmf", "digit": digit, "at_ms": round(at_ms, 1)})
+        if self._keys is not None:
+            self._keys.cancel()
+        self._keys = self._schedule(
+            self.behaviour.end_of_turn_ms / 1000, lambda: self._keys_done(at_ms)
+        )
+
+    def _keys_done(self, at_ms: float) -> None:
+        b = self.behaviour
+        self._keys = None
+        line = self._line()
+        if line is None or b.never_answer or self._reply is not None:
+            return
+        self._log("caller_keys_end", at_ms)
+        latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
+        delay = (at_ms + latency - self.clock.now_ms()) / 1000 - self._lead_s
         self._reply = self._schedule(delay, self._speak_next)
 
     # -- speaking -------------------------------------------------------------------------------

@@ -204,8 +204,8 @@ class PhoneSession:
             m = self.dialect.parse_carrier(data)
             if m.kind == "media":
                 self._on_media(m.payload)
-            elif m.kind == "dtmf":
-                self._log_event("dtmf", digit=m.digit)
+            elif m.kind == "dtmf" and self.received:
+                self.core.keypress(m.digit, self.clock.now_ms())
             elif m.kind == "mark":
                 self._log_event("mark_played", name=m.name)
             elif m.kind == "stop":

@@ -51,6 +51,12 @@ class CallControl(Protocol):
     async def hangup(self, reason: str = ..., *, degraded: bool = False) -> None: ...
 
 
+class KeypadControl(CallControl, Protocol):
+    """A call that can also press keys (a phone line)."""
+
+    async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
+
+
 class ScriptedCaller:
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done."""
@@ -168,6 +174,9 @@ class ScriptedCaller:
                 spoken_as = await self._into_agent(index, line, last_end, rec)
             rec.spoken_as = spoken_as
             rec.into_agent_speech = self.ear.speaking or self.ear.current() is not None
+            if line.dtmf is not None:
+                last_end = await self._press(line.dtmf, rec)
+                continue
             playback = self.track.play(audio, f"{index}:{line.text}")
             rec.queued_ms = round(self.clock.now_ms(), 1)
             await playback.done
@@ -187,6 +196,15 @@ class ScriptedCaller:
                 await self._end_of(speech)
                 last_end = max(last_end, speech.end_ms or last_end)
         await self.ear.until(last_end + self.scenario.caller.hangup_after_ms)
+
+    async def _press(self, digits: str, rec: LineRecord) -> float:
+        """A dtmf line: the keys pressed on the phone line; when the last one went."""
+        call: KeypadControl = self.call  # type: ignore[assignment]
+        rec.queued_ms = round(self.clock.now_ms(), 1)
+        sent = await call.send_dtmf(digits, self.scenario.caller.dtmf_gap_ms)
+        rec.status = "spoken"
+        rec.sent = {"dtmf": sent}
+        return self.clock.now_ms()
 
     async def _agent_turn(self, after_ms: float, timeout_ms: float, rec: LineRecord) -> Any:
         speech = await self.ear.start_after(after_ms, timeout_ms)

@@ -29,6 +29,8 @@ def caller_lines(scenario: Scenario) -> list[CallerLine]:
 def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
     """The audio of a caller line: its recording (the scenario resolved its path), or its text
     spoken with espeak-ng."""
+    if not line.spoken:
+        return np.zeros(0, np.float32)  # key presses: no audio
     if line.audio is not None:
         return load_clip(line.audio, SAMPLE_RATE)
     spec = scenario.caller

@@ -47,7 +47,9 @@ Ms = Annotated[int, Field(ge=0, le=MAX_MS)]
 Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
 Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
 Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
-Kind = Literal["line", "barge_in", "backchannel"]
+Kind = Literal["line", "barge_in", "backchannel", "dtmf"]
+DTMF_DIGITS = "0123456789*#"
+Digits = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) else v)]
 Placement = Literal["early", "mid"]
 
 
@@ -95,6 +97,7 @@ class CallerSpec(_Strict):
       start of media) for the agent to greet, then goes on with its first line (live calls).
     - ``reply_timeout_ms``: a caller line that waits for the agent goes on after this much
       silence from the agent, with a warning (live calls).
+    - ``dtmf_gap_ms``: between the key presses of a ``dtmf:`` line (phone-line calls).
     """
 
     voice: str = "en-us"
@@ -107,6 +110,7 @@ class CallerSpec(_Strict):
     hangup_after_ms: Ms = 1500
     greeting_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 3000
     reply_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 8000
+    dtmf_gap_ms: Annotated[int, Field(ge=40, le=10_000)] = 250
 
 
 class AgentSpec(_Strict):
@@ -125,7 +129,11 @@ class AgentSpec(_Strict):
 
 
 class Line(_Strict):
-    """One script line: exactly one of ``caller: TEXT`` or ``agent: TEXT``.
+    """One script line: exactly one of ``caller: TEXT``, ``agent: TEXT`` or ``dtmf: KEYS``.
+
+    ``dtmf: "1#"`` is the caller pressing keys (0-9, * and #) on a phone-line call: one dtmf
+    event per key, ``caller.dtmf_gap_ms`` apart, recorded in the transcript's events (not a
+    spoken turn). It takes ``at_ms`` or ``after_agent_ms`` (the default) as its trigger.
 
     Both sides:
     - ``audio``: a recording to play instead of espeak-ng (path relative to the scenario file);
@@ -154,6 +162,7 @@ class Line(_Strict):
 
     caller: str | None = None
     agent: str | None = None
+    dtmf: Digits | None = None
     audio: Path | None = None
     voice: str | None = None
     at_ms: Ms | None = None
@@ -183,10 +192,29 @@ class Line(_Strict):
 
     @model_validator(mode="after")
     def _one_side_one_trigger(self) -> Line:
-        if (self.caller is None) == (self.agent is None):
+        sides = [k for k in ("caller", "agent", "dtmf") if getattr(self, k) is not None]
+        if len(sides) != 1:
             raise PydanticCustomError(
-                "line_speaker", "a line needs exactly one of caller: TEXT or agent: TEXT"
+                "line_speaker",
+                "a line needs exactly one of caller: TEXT, agent: TEXT or dtmf: KEYS",
             )
+        if self.dtmf is not None:
+            bad = sorted(set(self.dtmf) - set(DTMF_DIGITS))
+            if not self.dtmf or bad:
+                raise PydanticCustomError(
+                    "dtmf_keys",
+                    "dtmf: give the keys to press, 0-9, * and # (not {bad})",
+                    {"bad": "".join(bad) or "nothing"},
+                )
+            extra = [
+                k for k in self.model_fields_set if k not in ("dtmf", "at_ms", "after_agent_ms")
+            ]
+            if extra:
+                raise PydanticCustomError(
+                    "dtmf_option",
+                    "{key} does not apply to a dtmf line (it takes at_ms or after_agent_ms)",
+                    {"key": sorted(extra)[0]},
+                )
         if not self.text.strip():
             raise PydanticCustomError("line_text", "the line's text is empty")
         given = [k for k in (*CALLER_TRIGGERS, *AGENT_ONLY) if k in self.model_fields_set]
@@ -222,15 +250,25 @@ class Line(_Strict):
 
     @property
     def speaker(self) -> Literal["caller", "agent"]:
-        return "caller" if self.caller is not None else "agent"
+        return "agent" if self.agent is not None else "caller"
 
     @property
     def text(self) -> str:
+        if self.dtmf is not None:
+            return f"[dtmf {self.dtmf}]"
         return self.caller if self.caller is not None else str(self.agent)
 
     @property
+    def spoken(self) -> bool:
+        """A line said aloud (a dtmf line is key presses)."""
+        return self.dtmf is None
+
+    @property
     def kind(self) -> Kind:
-        """``barge_in`` or ``backchannel`` for those caller triggers, else ``line``."""
+        """``barge_in`` or ``backchannel`` for those caller triggers, ``dtmf`` for key
+        presses, else ``line``."""
+        if self.dtmf is not None:
+            return "dtmf"
         if self.barge_in_ms is not None or self.barge_in_at is not None:
             return "barge_in"
         if self.backchannel_ms is not None or self.backchannel_at is not None:
@@ -299,6 +337,11 @@ class Scenario(_Strict):
     def source(self) -> Path | None:
         """The YAML file the scenario was loaded from, if any."""
         return self._source
+
+    @property
+    def dtmf_lines(self) -> list[int]:
+        """The script indices of its dtmf lines."""
+        return [i for i, line in enumerate(self.script) if line.dtmf is not None]
 
 
 def script_problem(script: list[Line]) -> str | None:

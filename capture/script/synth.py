@@ -183,6 +183,12 @@ def render(
 
     if snr_db is not None and not np.isfinite(snr_db):
         raise InputError(f"--snr-db must be a finite number of dB, not {snr_db}")
+    if scenario.dtmf_lines:
+        raise InputError(
+            f"script[{scenario.dtmf_lines[0]}] is a dtmf line: key presses exist only on a "
+            "phone-line call (turnscope call ws://... --transport twilio); synth renders speech",
+            path=scenario.source,
+        )
     if seed < 0:
         raise InputError(f"--seed must be 0 or more, not {seed}")
     for side, voice in (("caller", caller_voice), ("agent", agent_voice)):
