@@ -248,6 +248,7 @@ class PhoneSession:
             "dialect": self.dialect.name if self.dialect else None,
             "stream_id": self.ids.stream if self.ids else None,
             "custom_parameters": self.params,
+            "media_sent": self.voice.sent if self.voice else 0,
             "end_reason": self.end_reason,
             "problems": self.problems[:20],
         }

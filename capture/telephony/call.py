@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
 import json
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +27,8 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
 from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
+from turnscope.capture.telephony.inbound import Inbound
 from turnscope.capture.telephony.line import FRAME, STEP, LinePlayer, Upsampler
-from turnscope.capture.telephony.playout import Playout
 from turnscope.errors import CallSetupError
 
 TELEPHONY_TIMING = (
@@ -40,9 +38,6 @@ TELEPHONY_TIMING = (
 TICK_S = FRAME / LINE_RATE
 LATE_MS = 20.0  # a caller media message sent this much after its time counts as late
 MAX_SEND_LAG_MS = 200.0  # beyond this the caller's timing evidence is degraded
-CLEAR_STORM = 10  # this many clears within a second is a storm (the agent is misbehaving)
-MAX_TRACED = 400  # agent messages kept in the trace (counts cover the rest)
-BAD_CODEC_SHARE = 0.2  # of media messages not audio in the codec: the channel is not trusted
 
 
 @dataclass
@@ -69,31 +64,6 @@ def public_url(url: str) -> str:
     return base + "?" + "&".join(f"{k}=..." for k in keys)
 
 
-@dataclass
-class AgentLog:
-    """What the agent sent, counted and (the first MAX_TRACED) traced with arrival times."""
-
-    media: int = 0
-    samples: int = 0
-    marks: int = 0
-    unknown: dict[str, int] = field(default_factory=dict)
-    not_json: int = 0
-    bad_base64: int = 0
-    bad_payloads: dict[str, int] = field(default_factory=dict)
-    first_problem_ms: dict[str, float] = field(default_factory=dict)
-    trace: list[dict[str, Any]] = field(default_factory=list)
-    clears: list[dict[str, Any]] = field(default_factory=list)
-    storm_at_ms: float | None = None
-    marks_echoed: list[dict[str, Any]] = field(default_factory=list)
-
-    def problem(self, kind: str, at_ms: float) -> None:
-        self.first_problem_ms.setdefault(kind, round(at_ms, 1))
-
-    def keep(self, entry: dict[str, Any]) -> None:
-        if len(self.trace) < MAX_TRACED:
-            self.trace.append(entry)
-
-
 class TelephonyCall(CallSource):
     """Places the call on the agent's websocket and yields both channels as PcmFrames."""
 
@@ -111,8 +81,9 @@ class TelephonyCall(CallSource):
         )
         self.caller_track = LinePlayer(self.codec)
         self.ids = CallIds(*(f"{p}{uuid.uuid4().hex[:30]}" for p in ("MZ", "CA", "AC")))
-        self.playout = Playout()
-        self.log = AgentLog()
+        self.inbound = Inbound(self.dialect)
+        self.playout = self.inbound.playout
+        self.log = self.inbound.log
         self._session: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._tasks: list[asyncio.Task] = []
@@ -123,7 +94,6 @@ class TelephonyCall(CallSource):
         self._agent_up = Upsampler()
         self._caller_at = 0  # call-clock samples emitted per channel
         self._agent_at = 0
-        self._recent_clears: deque[float] = deque()
         self._agent_closed: str | None = None
         self._hanging_up = False
         self.connect_ms: float | None = None
@@ -281,7 +251,7 @@ class TelephonyCall(CallSource):
             if msg.type == aiohttp.WSMsgType.TEXT:
                 self._on_text(msg.data)
             elif msg.type == aiohttp.WSMsgType.BINARY:
-                self._bad_json("a binary frame")
+                self.inbound.not_json(self.clock.now_ms())
             elif msg.type == aiohttp.WSMsgType.ERROR:
                 break
         if self._closed or self._hanging_up:
@@ -297,76 +267,16 @@ class TelephonyCall(CallSource):
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    def _bad_json(self, what: str) -> None:
-        self.log.not_json += 1
-        self.log.problem("not_json", self.clock.now_ms())
-
     def _on_text(self, text: str) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = asyncio.get_running_loop().time()
         at_ms = self.clock.to_ms(now)
-        pos = max(0, round(at_ms * LINE_RATE / 1000))
-        try:
-            data = json.loads(text)
-        except ValueError:
-            self._bad_json("text")
-            return
-        if not isinstance(data, dict):
-            self._bad_json("not an object")
-            return
-        m = self.dialect.parse_agent(data)
-        if m.kind == "media":
-            self._on_media(m.payload, pos, at_ms)
-        elif m.kind == "clear":
-            self._on_clear(pos, at_ms, now)
-        elif m.kind == "mark":
-            self.log.marks += 1
-            due = self.playout.mark(pos, m.name or "")
-            self.log.keep({"event": "mark", "name": m.name, "at_ms": round(at_ms, 1),
-                           "due_ms": round(due * 1000 / LINE_RATE, 1)})  # fmt: skip
-        else:
-            self.log.unknown[m.event] = self.log.unknown.get(m.event, 0) + 1
-            self.log.problem("unknown", at_ms)
-
-    def _on_media(self, payload: str | None, pos: int, at_ms: float) -> None:
-        log = self.log
-        log.media += 1
-        try:
-            raw = base64.b64decode(payload or "", validate=True)
-        except (binascii.Error, ValueError):
-            log.bad_base64 += 1
-            log.problem("bad_base64", at_ms)
-            return
-        problem = self.codec.problem(raw)
-        if problem is not None:
-            log.bad_payloads[problem] = log.bad_payloads.get(problem, 0) + 1
-            log.problem("bad_payload", at_ms)
-            if not raw:
-                return
-        pcm = self.codec.decode(raw)
-        chunk = self.playout.push(pos, pcm)
-        log.samples += len(pcm)
-        log.keep({"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
-                  "plays_ms": round(chunk.start / 8, 1)})  # fmt: skip
-
-    def _on_clear(self, pos: int, at_ms: float, now: float) -> None:
-        names = self.playout.clear(pos)
-        dropped = self.playout.clears[-1].dropped
-        self.log.clears.append(
-            {"at_ms": round(at_ms, 1), "dropped_ms": round(dropped * 1000 / LINE_RATE, 1)}
-        )
-        self.log.keep({"event": "clear", "at_ms": round(at_ms, 1)})
-        for name in names:
+        for name in self.inbound.on_text(text, max(0, round(at_ms * LINE_RATE / 1000)), at_ms, now):
             self._later(self._echo(name))
-        reply = self.dialect.cleared(self._next_seq(), self.ids)
-        if reply is not None:
-            self._later(self._send(reply))
-        recent = self._recent_clears
-        recent.append(now)
-        while recent and now - recent[0] > 1.0:
-            recent.popleft()
-        if len(recent) >= CLEAR_STORM and self.log.storm_at_ms is None:
-            self.log.storm_at_ms = round(at_ms, 1)
+        if self.inbound.cleared:
+            self.inbound.cleared = False
+            reply = self.dialect.cleared(self._next_seq(), self.ids)
+            if reply is not None:
+                self._later(self._send(reply))
 
     # -- ending -------------------------------------------------------------------------------
 
@@ -406,44 +316,9 @@ class TelephonyCall(CallSource):
         log, p = self.log, self.playout
         info = self.info
         info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
-        at = log.first_problem_ms
-        if log.not_json:
-            info.degraded.append(
-                f"the agent sent {log.not_json} message(s) that are not JSON objects "
-                f"(first at {at['not_json'] / 1000:.1f} s)"
-            )
-        if log.unknown:
-            names = ", ".join(f"{k!r} x{v}" for k, v in sorted(log.unknown.items()))
-            info.degraded.append(
-                f"the agent sent events the {self.dialect.name} protocol does not have: {names} "
-                f"(first at {at['unknown'] / 1000:.1f} s)"
-            )
-        if log.bad_base64:
-            info.degraded.append(
-                f"{log.bad_base64} agent media message(s) had a payload that is not base64 "
-                f"(first at {at['bad_base64'] / 1000:.1f} s; that audio is lost)"
-            )
-        bad = sum(log.bad_payloads.values())
-        if bad and (bad >= BAD_CODEC_SHARE * max(1, log.media) or any(
-            "empty" in k or "odd" in k or "header" in k for k in log.bad_payloads
-        )):  # fmt: skip
-            kinds = "; ".join(f"{k} x{v}" for k, v in log.bad_payloads.items())
-            info.degraded.append(
-                f"{bad} of {log.media} agent media payloads are not {self.codec.name} audio at "
-                f"8 kHz ({kinds}; first at {at['bad_payload'] / 1000:.1f} s)"
-            )
-        if log.storm_at_ms is not None:
-            info.degraded.append(
-                f"a clear storm: the agent sent {CLEAR_STORM} or more clears within a second "
-                f"(from {log.storm_at_ms / 1000:.1f} s; {len(log.clears)} in all)"
-            )
-        if log.media == 0:
-            info.degraded.append("the agent sent no audio on the websocket")
-        if p.underruns:
-            info.warnings.append(
-                f"the agent's audio ran out {p.underruns} time(s) mid-speech (it sent slower "
-                "than real time; the caller heard gaps)"
-            )
+        degraded, warnings = self.inbound.problems()
+        info.degraded += degraded
+        info.warnings += warnings
         lag = self.caller_track.max_lag_ms
         if lag > MAX_SEND_LAG_MS:
             info.degraded.append(

@@ -1,0 +1,209 @@
+"""Phone-line calls on loopback: turnscope plays the carrier against the reference agent (and,
+with --pipecat, pipecat's telephony serializers over its FastAPI websocket transport).
+
+    .venv/bin/python benchmarks/telephony.py [--calls 5] [--concurrency 1 8 32] [--pipecat]
+
+The agents run in their own processes and log when their audio plays at the carrier (ground
+truth on time.monotonic(), shared by every process). Printed: agent turn start/end error vs that
+log (no delay removed: the agent channel is the carrier's playout, and loopback adds well under
+a millisecond), the barge-in yield as the caller heard it vs as the agent logged it, and for 1,
+8 and 32 concurrent calls on this machine: caller media messages sent more than 20 ms late, the
+worst lateness, agent media messages lost (sent by the agent, never played), CPU per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from turnscope.asr.settings import load_settings  # noqa: E402
+from turnscope.asr.worker import asr_process_usage  # noqa: E402
+from turnscope.capture.script.scenario import load_scenario  # noqa: E402
+from turnscope.capture.telephony.call import TelephonyOptions  # noqa: E402
+from turnscope.live_call import place_call  # noqa: E402
+from turnscope.scoring.contract import scenario_contract  # noqa: E402
+
+SCENARIO = """\
+name: phone-bench
+caller: {timeout_s: 60, hangup_after_ms: 800}
+agent: {latency_ms: 600}
+script:
+  - agent: "Thank you for calling. How can I help you today?"
+  - caller: "I would like a refund for my order please."
+  - agent: >-
+      Sure. Refunds take five to seven days and go back to the card you paid with,
+      once the parcel reaches our warehouse.
+  - caller: "Wait."
+    barge_in_at: early
+  - agent: "Yes, go ahead."
+  - caller: "Can I get a return label by email?"
+  - agent: "Yes, I will send it to you right away."
+  - caller: "Thank you, goodbye."
+  - agent: "Goodbye."
+"""
+
+
+def start_agent(scenario: Path, truth: Path, port: int) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("turnscope")
+    cmd = [str(exe), "agent", "--transport", "twilio", "--port", str(port)]
+    cmd += ["--scenario", str(scenario), "--truth-log", str(truth)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if "reference agent on" not in line:
+        raise SystemExit(f"agent did not start: {line}{proc.stdout.read()}")  # type: ignore[union-attr]
+    return proc
+
+
+def read_truth(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def one_call(url: str, sc, outdir: Path) -> dict:
+    run, call, _ = await place_call(
+        TelephonyOptions(url), sc, load_settings(), scenario_contract(sc), outdir, console=None
+    )
+    d = call.info.details
+    return {
+        "origin": call.clock.origin,
+        "stream": call.ids.stream,
+        "turns": [(t.speaker, t.start_ms, t.end_ms) for t in run.result.assembly.turns],
+        "late": call.caller_track.late_frames,
+        "lag_ms": call.caller_track.max_lag_ms,
+        "media": d["agent_media"],
+        "clears": d["clears"],
+        "degraded": list(call.info.degraded),
+    }
+
+
+def analyse(calls: list[dict], truths: list[dict]) -> dict:
+    """Each call against the agent's log of it: boundary errors, the yield, media lost."""
+    errors, yields, lost, sent = [], [], 0, 0
+    by_stream = {t.get("stream_id"): t for t in truths}
+    matched = 0
+    for c in calls:
+        truth = by_stream.get(c["stream"])
+        if truth is None:
+            continue
+        sent += truth.get("media_sent", 0)
+        lost += max(0, truth.get("media_sent", 0) - c["media"])
+        logged = [
+            ((u["start_monotonic"] - c["origin"]) * 1000, (u["end_monotonic"] - c["origin"]) * 1000,
+             u["stopped_early"])
+            for u in truth["utterances"] if u["start_monotonic"] is not None
+        ]  # fmt: skip
+        agent = [(s, e) for sp, s, e in c["turns"] if sp == "agent"]
+        if len(agent) != len(logged):
+            continue
+        matched += 1
+        for (ms, me), (ls, le, cut) in zip(agent, logged, strict=True):
+            errors += [ms - ls, me - le]
+            if cut:
+                yields.append(me - le)
+    abs_err = [abs(e) for e in errors]
+    return {
+        "matched": matched,
+        "err_med": float(np.median(abs_err)) if abs_err else float("nan"),
+        "err_p95": float(np.percentile(abs_err, 95)) if abs_err else float("nan"),
+        "bias": float(np.median(errors)) if errors else float("nan"),
+        "yield_med": float(np.median(np.abs(yields))) if yields else float("nan"),
+        "yield_max": float(np.max(np.abs(yields))) if yields else float("nan"),
+        "yields": len(yields),
+        "lost": lost,
+        "sent": sent,
+    }
+
+
+async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float, float]:
+    asr0 = (await asyncio.to_thread(asr_process_usage))[0]
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    results = await asyncio.gather(*[one_call(url, sc, root / f"c{i}") for i in range(n)])
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    asr = (await asyncio.to_thread(asr_process_usage))[0] - asr0
+    return list(results), cpu, asr, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5, help="sequential calls for accuracy")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 8, 32])
+    parser.add_argument("--port", type=int, default=18765)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(tempfile.mkdtemp(prefix="turnscope-phone-"))
+    scenario = work / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    sc = load_scenario(scenario)
+    truth_log = work / "truth.jsonl"
+    agent = start_agent(scenario, truth_log, args.port)
+    url = f"ws://127.0.0.1:{args.port}/ws"
+    rows = []
+    try:
+        sequential = []
+        for i in range(args.calls):
+            sequential += asyncio.run(run_batch(url, sc, 1, work / f"seq{i}"))[0]
+        time.sleep(1)
+        acc = analyse(sequential, read_truth(truth_log))
+        for n in args.concurrency:
+            calls, cpu, asr, wall = asyncio.run(run_batch(url, sc, n, work / f"conc{n}"))
+            time.sleep(1)
+            rows.append(
+                {
+                    "n": n,
+                    "cpu": 100 * cpu / wall / n,
+                    "asr": 100 * asr / wall / n,
+                    "cores": (cpu + asr) / wall,
+                    "late": sum(c["late"] for c in calls),
+                    "sent_caller": sum(1 for _ in calls),
+                    "lag": max(c["lag_ms"] for c in calls),
+                    "degraded": sum(1 for c in calls if c["degraded"]),
+                    "a": analyse(calls, read_truth(truth_log)),
+                }
+            )
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    print()
+    print(f"reference agent (twilio dialect), {len(sequential)} sequential calls, "
+          f"{acc['matched']} matched to its log")  # fmt: skip
+    print(
+        "| agent turn |start/end| error vs log, median / p95 | signed median | barge-in yield "
+        "heard vs logged, median / max | yields | agent media lost / sent |"
+    )
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| {acc['err_med']:.1f} / {acc['err_p95']:.1f} ms | {acc['bias']:+.1f} ms | "
+        f"{acc['yield_med']:.1f} / {acc['yield_max']:.1f} ms | {acc['yields']} | "
+        f"{acc['lost']} / {acc['sent']} |"
+    )
+    print()
+    print(
+        "| concurrent calls | harness CPU per call: call process / ASR process | harness cores "
+        "| caller media > 20 ms late | worst lateness | agent media lost / sent | boundary error "
+        "med / p95 | degraded calls |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        a = r["a"]
+        print(
+            f"| {r['n']} | {r['cpu']:.0f}% / {r['asr']:.0f}% | {r['cores']:.2f} | {r['late']} | "
+            f"{r['lag']:.0f} ms | {a['lost']} / {a['sent']} | {a['err_med']:.1f} / "
+            f"{a['err_p95']:.1f} ms | {r['degraded']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

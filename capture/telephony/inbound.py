@@ -1,0 +1,167 @@
+"""What the agent sends the carrier, read: audio into the playout buffer, clears, marks, and
+everything wrong with it counted (plain code: the call's receive loop feeds it)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnscope.capture.telephony.codec import LINE_RATE
+from turnscope.capture.telephony.dialects import Dialect
+from turnscope.capture.telephony.playout import Playout
+
+CLEAR_STORM = 10  # this many clears within a second is a storm (the agent is misbehaving)
+MAX_TRACED = 400  # agent messages kept in the trace (counts cover the rest)
+BAD_CODEC_SHARE = 0.2  # of media messages not audio in the codec: the channel is not trusted
+
+
+@dataclass
+class AgentLog:
+    """What the agent sent, counted and (the first MAX_TRACED) traced with arrival times."""
+
+    media: int = 0
+    samples: int = 0
+    marks: int = 0
+    unknown: dict[str, int] = field(default_factory=dict)
+    not_json: int = 0
+    bad_base64: int = 0
+    bad_payloads: dict[str, int] = field(default_factory=dict)
+    first_problem_ms: dict[str, float] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    clears: list[dict[str, Any]] = field(default_factory=list)
+    storm_at_ms: float | None = None
+    marks_echoed: list[dict[str, Any]] = field(default_factory=list)
+
+    def problem(self, kind: str, at_ms: float) -> None:
+        self.first_problem_ms.setdefault(kind, round(at_ms, 1))
+
+    def keep(self, entry: dict[str, Any]) -> None:
+        if len(self.trace) < MAX_TRACED:
+            self.trace.append(entry)
+
+
+class Inbound:
+    """The agent's messages as the carrier reads them; ``on_text`` returns the marks that are
+    due at once (a clear echoes every pending one)."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.codec = dialect.codec
+        self.playout = Playout()
+        self.log = AgentLog()
+        self.cleared = False  # a clear came in (the carrier may answer it)
+        self._recent_clears: deque[float] = deque()
+
+    def not_json(self, at_ms: float) -> None:
+        self.log.not_json += 1
+        self.log.problem("not_json", at_ms)
+
+    def on_text(self, text: str, pos: int, at_ms: float, now: float) -> list[str]:
+        """One text message arriving at line sample ``pos`` (``at_ms``, loop time ``now``)."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            self.not_json(at_ms)
+            return []
+        m = self.dialect.parse_agent(data)
+        if m.kind == "media":
+            self._on_media(m.payload, pos, at_ms)
+        elif m.kind == "clear":
+            return self._on_clear(pos, at_ms, now)
+        elif m.kind == "mark":
+            self.log.marks += 1
+            due = self.playout.mark(pos, m.name or "")
+            self.log.keep({"event": "mark", "name": m.name, "at_ms": round(at_ms, 1),
+                           "due_ms": round(due * 1000 / LINE_RATE, 1)})  # fmt: skip
+        else:
+            self.log.unknown[m.event] = self.log.unknown.get(m.event, 0) + 1
+            self.log.problem("unknown", at_ms)
+        return []
+
+    def _on_media(self, payload: str | None, pos: int, at_ms: float) -> None:
+        log = self.log
+        log.media += 1
+        try:
+            raw = base64.b64decode(payload or "", validate=True)
+        except (binascii.Error, ValueError):
+            log.bad_base64 += 1
+            log.problem("bad_base64", at_ms)
+            return
+        problem = self.codec.problem(raw)
+        if problem is not None:
+            log.bad_payloads[problem] = log.bad_payloads.get(problem, 0) + 1
+            log.problem("bad_payload", at_ms)
+            if not raw:
+                return
+        pcm = self.codec.decode(raw)
+        chunk = self.playout.push(pos, pcm)
+        log.samples += len(pcm)
+        log.keep({"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
+                  "plays_ms": round(chunk.start / 8, 1)})  # fmt: skip
+
+    def _on_clear(self, pos: int, at_ms: float, now: float) -> list[str]:
+        names = self.playout.clear(pos)
+        dropped = self.playout.clears[-1].dropped
+        self.log.clears.append(
+            {"at_ms": round(at_ms, 1), "dropped_ms": round(dropped * 1000 / LINE_RATE, 1)}
+        )
+        self.log.keep({"event": "clear", "at_ms": round(at_ms, 1)})
+        self.cleared = True
+        recent = self._recent_clears
+        recent.append(now)
+        while recent and now - recent[0] > 1.0:
+            recent.popleft()
+        if len(recent) >= CLEAR_STORM and self.log.storm_at_ms is None:
+            self.log.storm_at_ms = round(at_ms, 1)
+        return names
+
+    def problems(self) -> tuple[list[str], list[str]]:
+        """What makes the agent channel untrustworthy (degraded) and what to warn about."""
+        log, p = self.log, self.playout
+        degraded: list[str] = []
+        warnings: list[str] = []
+        at = log.first_problem_ms
+        if log.not_json:
+            degraded.append(
+                f"the agent sent {log.not_json} message(s) that are not JSON objects "
+                f"(first at {at['not_json'] / 1000:.1f} s)"
+            )
+        if log.unknown:
+            names = ", ".join(f"{k!r} x{v}" for k, v in sorted(log.unknown.items()))
+            degraded.append(
+                f"the agent sent events the {self.dialect.name} protocol does not have: {names} "
+                f"(first at {at['unknown'] / 1000:.1f} s)"
+            )
+        if log.bad_base64:
+            degraded.append(
+                f"{log.bad_base64} agent media message(s) had a payload that is not base64 "
+                f"(first at {at['bad_base64'] / 1000:.1f} s; that audio is lost)"
+            )
+        bad = sum(log.bad_payloads.values())
+        if bad and (bad >= BAD_CODEC_SHARE * max(1, log.media) or any(
+            "empty" in k or "odd" in k or "header" in k for k in log.bad_payloads
+        )):  # fmt: skip
+            kinds = "; ".join(f"{k} x{v}" for k, v in log.bad_payloads.items())
+            degraded.append(
+                f"{bad} of {log.media} agent media payloads are not {self.codec.name} audio at "
+                f"8 kHz ({kinds}; first at {at['bad_payload'] / 1000:.1f} s)"
+            )
+        if log.storm_at_ms is not None:
+            degraded.append(
+                f"a clear storm: the agent sent {CLEAR_STORM} or more clears within a second "
+                f"(from {log.storm_at_ms / 1000:.1f} s; {len(log.clears)} in all)"
+            )
+        if log.media == 0:
+            degraded.append("the agent sent no audio on the websocket")
+        if p.underruns:
+            warnings.append(
+                f"the agent's audio ran out {p.underruns} time(s) mid-speech (it sent slower "
+                "than real time; the caller heard gaps)"
+            )
+        return degraded, warnings
