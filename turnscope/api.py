@@ -77,15 +77,21 @@ def call(
     *,
     headers: Mapping[str, str] | None = None,
     loopback_only: bool = False,
+    transport: str = "webrtc",
+    params: Mapping[str, str] | None = None,
     settings: Settings | None = None,
     contract: Contract | None = None,
     outdir: str | Path | None = None,
     force: bool = False,
 ) -> RunOutput:
-    """Call the agent at ``url`` (a SmallWebRTC ``/api/offer``) with the scripted caller of
-    ``scenario`` (a YAML path), score the call and write its bundle. Raises CallSetupError when
-    the call cannot be set up."""
+    """Call the agent at ``url`` (a SmallWebRTC ``/api/offer``; or, with ``transport`` twilio,
+    telnyx, plivo or exotel, its media-stream websocket, turnscope playing the carrier with
+    ``params`` as the start's custom parameters) with the scripted caller of ``scenario`` (a
+    YAML path), score the call and write its bundle. Raises CallSetupError when the call cannot
+    be set up."""
     from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.telephony.call import TelephonyOptions
+    from turnscope.capture.telephony.dialects import DIALECTS
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
     from turnscope.redact import register
@@ -93,7 +99,18 @@ def call(
 
     sc = load_scenario(scenario)
     register((headers or {}).values())  # never written, wherever they turn up
-    options = CallOptions(url, headers=dict(headers or {}), loopback_only=loopback_only)
+    options: CallOptions | TelephonyOptions
+    if transport == "webrtc":
+        options = CallOptions(url, headers=dict(headers or {}), loopback_only=loopback_only)
+    elif transport in DIALECTS:
+        options = TelephonyOptions(
+            url,
+            dialect=transport,
+            params=dict(params or {}),
+            headers=dict(headers or {}),  # type: ignore[arg-type]
+        )
+    else:
+        raise InputError(f"transport must be webrtc or one of {', '.join(DIALECTS)}")
     folder = output_dir(
         Path(outdir) if outdir is not None else None, f"call-{sc.name}", force=force
     )
