@@ -97,7 +97,8 @@ def transcribe_utterance(
     With a ``context`` (``context_for``), Whisper hears the previous utterance's audio in front
     of this one and is forced to start with its text, so it decodes only the new words, as a
     continuation of what this speaker said (as when it transcribes a whole recording). When all
-    it says then is the end of the context again, the utterance is decoded alone."""
+    it says then is the end of the context again, or nothing (a restarted sentence after the
+    context's cut-off one reads as no speech), the utterance is decoded alone."""
     t0 = time.perf_counter()
     ratio = None
     if confirm is not None and confirm.silero:
@@ -111,7 +112,7 @@ def transcribe_utterance(
             )
     model = load_whisper(model_spec(asr))
     out = _decode(model, utt, asr, context)
-    if context is not None and repeats_context(out.text, context.text):
+    if context is not None and (not out.text.strip() or repeats_context(out.text, context.text)):
         out = _decode(model, utt, asr, None)
     return replace(out, asr_ms=(time.perf_counter() - t0) * 1000, speech_ratio=ratio)
 

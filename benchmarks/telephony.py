@@ -83,6 +83,8 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "turns": [(t.speaker, t.start_ms, t.end_ms) for t in run.result.assembly.turns],
         "late": call.caller_track.late_frames,
         "lag_ms": call.caller_track.max_lag_ms,
+        "lag_at_ms": d["caller_max_send_lag_at_ms"],
+        "texts": [t.text for t in run.result.assembly.turns if t.speaker == "agent"],
         "media": d["agent_media"],
         "clears": d["clears"],
         "degraded": list(call.info.degraded),
@@ -91,7 +93,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
 
 def analyse(calls: list[dict], truths: list[dict]) -> dict:
     """Each call against the agent's log of it: boundary errors, the yield, media lost."""
-    errors, yields, lost, sent = [], [], 0, 0
+    errors, yields, lost, sent, outliers = [], [], 0, 0, []
     by_stream = {t.get("stream_id"): t for t in truths}
     matched = 0
     for c in calls:
@@ -101,16 +103,19 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
         sent += truth.get("media_sent", 0)
         lost += max(0, truth.get("media_sent", 0) - c["media"])
         logged = [
-            ((u["start_monotonic"] - c["origin"]) * 1000, (u["end_monotonic"] - c["origin"]) * 1000,
-             u["stopped_early"])
-            for u in truth["utterances"] if u["start_monotonic"] is not None
+            ((u["start_played_monotonic"] - c["origin"]) * 1000,
+             (u["end_played_monotonic"] - c["origin"]) * 1000, u["stopped_early"])
+            for u in truth["utterances"] if u["start_played_monotonic"] is not None
         ]  # fmt: skip
         agent = [(s, e) for sp, s, e in c["turns"] if sp == "agent"]
         if len(agent) != len(logged):
             continue
         matched += 1
-        for (ms, me), (ls, le, cut) in zip(agent, logged, strict=True):
+        for i, ((ms, me), (ls, le, cut)) in enumerate(zip(agent, logged, strict=True)):
             errors += [ms - ls, me - le]
+            for edge, err in (("start", ms - ls), ("end", me - le)):
+                if abs(err) > 25:
+                    outliers.append(f"{edge} {err:+.0f} ms at {ls / 1000:.1f} s: {c['texts'][i]!r}")
             if cut:
                 yields.append(me - le)
     abs_err = [abs(e) for e in errors]
@@ -124,13 +129,22 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
         "yields": len(yields),
         "lost": lost,
         "sent": sent,
+        "outliers": outliers,
     }
 
 
-async def run_batch(url: str, sc, n: int, root: Path) -> tuple[list[dict], float, float, float]:
+async def run_batch(
+    url: str, sc, n: int, root: Path, stagger_ms: float = 0.0
+) -> tuple[list[dict], float, float, float]:
+    """n calls, started ``stagger_ms`` apart (0: all at once)."""
     asr0 = (await asyncio.to_thread(asr_process_usage))[0]
     cpu0, t0 = time.process_time(), time.perf_counter()
-    results = await asyncio.gather(*[one_call(url, sc, root / f"c{i}") for i in range(n)])
+
+    async def later(i: int) -> dict:
+        await asyncio.sleep(i * stagger_ms / 1000)
+        return await one_call(url, sc, root / f"c{i}")
+
+    results = await asyncio.gather(*[later(i) for i in range(n)])
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     asr = (await asyncio.to_thread(asr_process_usage))[0] - asr0
     return list(results), cpu, asr, wall
@@ -140,6 +154,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5, help="sequential calls for accuracy")
     parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 8, 32])
+    parser.add_argument(
+        "--stagger-ms",
+        type=float,
+        default=250.0,
+        help="also run the largest batch with its calls started this far apart (0: not)",
+    )
     parser.add_argument("--port", type=int, default=18765)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -157,18 +177,24 @@ def main() -> None:
             sequential += asyncio.run(run_batch(url, sc, 1, work / f"seq{i}"))[0]
         time.sleep(1)
         acc = analyse(sequential, read_truth(truth_log))
-        for n in args.concurrency:
-            calls, cpu, asr, wall = asyncio.run(run_batch(url, sc, n, work / f"conc{n}"))
+        batches = [(n, 0.0) for n in args.concurrency]
+        if args.stagger_ms and args.concurrency:
+            batches.append((max(args.concurrency), args.stagger_ms))
+        for n, stagger in batches:
+            calls, cpu, asr, wall = asyncio.run(
+                run_batch(url, sc, n, work / f"conc{n}-{stagger:g}", stagger)
+            )
             time.sleep(1)
             rows.append(
                 {
-                    "n": n,
+                    "n": n if not stagger else f"{n}, one every {stagger:g} ms",
                     "cpu": 100 * cpu / wall / n,
                     "asr": 100 * asr / wall / n,
                     "cores": (cpu + asr) / wall,
                     "late": sum(c["late"] for c in calls),
                     "sent_caller": sum(1 for _ in calls),
                     "lag": max(c["lag_ms"] for c in calls),
+                    "lag_at": sorted((c["lag_ms"], c["lag_at_ms"]) for c in calls)[-3:],
                     "degraded": sum(1 for c in calls if c["degraded"]),
                     "a": analyse(calls, read_truth(truth_log)),
                 }
@@ -189,7 +215,10 @@ def main() -> None:
         f"{acc['yield_med']:.1f} / {acc['yield_max']:.1f} ms | {acc['yields']} | "
         f"{acc['lost']} / {acc['sent']} |"
     )
+    for o in acc["outliers"]:
+        print(f"  over 25 ms: {o}")
     print()
+    print("(calls start together unless said; a call lasts about 21 s)")
     print(
         "| concurrent calls | harness CPU per call: call process / ASR process | harness cores "
         "| caller media > 20 ms late | worst lateness | agent media lost / sent | boundary error "
@@ -203,6 +232,9 @@ def main() -> None:
             f"{r['lag']:.0f} ms | {a['lost']} / {a['sent']} | {a['err_med']:.1f} / "
             f"{a['err_p95']:.1f} ms | {r['degraded']} |"
         )
+    for r in rows:
+        if r["lag"] > 20:
+            print(f"  {r['n']} calls: worst lateness at {r['lag_at']}")
 
 
 if __name__ == "__main__":

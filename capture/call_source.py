@@ -28,6 +28,9 @@ class CallSource:
         # caller listens to the agent through its own endpointer.
         self.frame_listeners: list[Callable[[PcmFrame], None]] = []
         self._stopping: asyncio.Future | None = None
+        # Set by the scripted caller once its last line was answered: an agent hanging up then
+        # (a phone agent's goodbye) ends the call normally, not with missing evidence.
+        self.script_done = False
 
     async def frames(self) -> AsyncIterator[PcmFrame]:
         while True:
@@ -45,6 +48,13 @@ class CallSource:
         and scored, the evidence marked degraded with the reason."""
         if not self._closed:
             self._stopping = asyncio.ensure_future(self.hangup(reason, degraded=True))
+
+    def _agent_hung_up(self, how: str) -> None:
+        """The agent ended the call (``how``: what the transport saw)."""
+        if self.script_done:
+            self._finish(f"the agent hung up after the caller's last line ({how})", degraded=False)
+        else:
+            self._finish(f"the agent hung up before the caller did ({how})", degraded=True)
 
     def _emit(self, frame: PcmFrame) -> None:
         if not self._closed:

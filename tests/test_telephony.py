@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from turnscope.asr.settings import load_settings
 from turnscope.capture.agent.core import AgentBehaviour
@@ -75,12 +75,13 @@ def agent_turns(run) -> list[dict[str, Any]]:
 
 
 def boundary_errors(run, call, truth: dict[str, Any]) -> list[float]:
-    """|measured - logged| of every agent turn start and end, on the call clock."""
+    """|measured - logged| of every agent turn start and end, on the call clock (the agent
+    logs when its audio plays at the carrier)."""
     origin = call.clock.origin
     errors = []
     for turn, u in zip(agent_turns(run), truth["utterances"], strict=False):
-        errors.append(abs(turn["start_ms"] - (u["start_monotonic"] - origin) * 1000))
-        errors.append(abs(turn["end_ms"] - (u["end_monotonic"] - origin) * 1000))
+        errors.append(abs(turn["start_ms"] - (u["start_played_monotonic"] - origin) * 1000))
+        errors.append(abs(turn["end_ms"] - (u["end_played_monotonic"] - origin) * 1000))
     return errors
 
 
@@ -164,12 +165,13 @@ def ref_calls(tmp_path_factory):
             "ivr": AgentServer(AgentBehaviour.from_scenario(ivr)),
         }
         urls = {k: (await s.start()).replace("http", "ws") + "/ws" for k, s in servers.items()}
-        plan = [(f"ok-{d}", "ok", d, barge) for d in DIALECTS]
+        plan = [(f"ok-{d}", "ok", d, barge) for d in (*DIALECTS, "telnyx-alaw")]
         plan += [("slow", "slow", "twilio", barge), ("ignores", "ignores", "twilio", barge)]
         plan += [("ivr", "ivr", "twilio", ivr)]
 
         async def one(name, server, d, sc):
-            opts = TelephonyOptions(urls[server], dialect=d)
+            line = "alaw" if d.endswith("-alaw") else None
+            opts = TelephonyOptions(urls[server], dialect=d.removesuffix("-alaw"), codec=line)
             run, call, _ = await place_call(
                 opts, sc, settings, scenario_contract(sc), root / name, console=None
             )
@@ -191,12 +193,14 @@ def _truth(ref_calls, server: str, call) -> dict[str, Any]:
 
 def test_calls_in_every_dialect_complete_with_turns_where_the_agent_logged_them(ref_calls):
     errors = []
-    for d in DIALECTS:
+    for d in (*DIALECTS, "telnyx-alaw"):
         run, call = ref_calls["runs"][f"ok-{d}"]
         assert run.result.info.transport == "telephony"
         assert call.info.degraded == [], (d, call.info.degraded)
         truth = _truth(ref_calls, "ok", call)
-        assert truth["dialect"] == d
+        assert truth["dialect"] == d.removesuffix("-alaw")
+        line = "alaw" if "alaw" in d else "pcm16" if d == "exotel" else "mulaw"
+        assert call.codec.name == truth["codec"] == line  # the agent answered in the line's codec
         assert len(agent_turns(run)) == len(truth["utterances"]) == 4, d
         errors += boundary_errors(run, call, truth)
         doc = json.loads((run.outdir / "result.json").read_text())
@@ -277,7 +281,8 @@ class Misbehaving:
 
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
         kind = request.match_info["kind"]
-        ws = web.WebSocketResponse()
+        # frozen: an agent whose process hangs still holds the socket, but answers no ping.
+        ws = web.WebSocketResponse(autoping=kind != "frozen")
         await ws.prepare(request)
         got = self.received.setdefault(kind, [])
         sid = None
@@ -287,11 +292,13 @@ class Misbehaving:
             await ws.send_str(msg if isinstance(msg, str) else json.dumps(msg))
 
         async for msg in ws:
+            if msg.type != WSMsgType.TEXT:
+                continue
             data = json.loads(msg.data)
             got.append(data)
             if data.get("event") == "start":
                 sid = data["start"]["streamSid"]
-            if data.get("event") != "media":
+            if data.get("event") != "media" or kind == "frozen":
                 continue
             media += 1
             speech = base64.b64encode(codec("mulaw").encode(_tone(160))).decode()
@@ -339,11 +346,11 @@ def fault_calls(misbehaving, tmp_path_factory):
     root = tmp_path_factory.mktemp("faults")
     sc = scenario(root, HELLO, "hello")
     settings = load_settings()
-    kinds = ["junk", "pcm", "b64", "storm", "close", "silent"]
+    kinds = ["junk", "pcm", "b64", "storm", "close", "silent", "frozen"]
 
     async def go():
         async def one(kind):
-            opts = TelephonyOptions(misbehaving.url(kind))
+            opts = TelephonyOptions(misbehaving.url(kind), ping_s=2.0)  # a frozen agent: 3 s
             run, call, _ = await place_call(
                 opts, sc, settings, scenario_contract(sc), root / kind, console=None
             )
@@ -362,8 +369,9 @@ def fault_calls(misbehaving, tmp_path_factory):
         ("pcm", "are not mulaw audio"),
         ("b64", "not base64"),
         ("storm", "a clear storm"),
-        ("close", "the agent closed the websocket"),
+        ("close", "before the caller did (it closed the websocket"),
         ("silent", "the agent sent no audio"),
+        ("frozen", "stopped answering websocket pings"),
     ],
 )
 def test_a_misbehaving_agent_degrades_the_call_with_its_reason(fault_calls, kind, reason):
@@ -426,6 +434,7 @@ def test_a_phone_call_never_writes_its_credentials(misbehaving, tmp_path, cli):
         (["ws://127.0.0.1:9/ws", "--transport", "twilio", "--codec", "alaw"], "--codec"),
         (["ws://127.0.0.1:9/ws", "--transport", "sprint"], "--transport"),
         (["ws://127.0.0.1:9/ws", "--transport", "twilio", "--param", "novalue"], "NAME=VALUE"),
+        (["ws://127.0.0.1:9/ws", "--transport", "twilio", "--media-timeout", "3"], "WebRTC"),
     ],
 )
 def test_bad_phone_options_are_one_line_exit_2(tmp_path, cli, args, words):

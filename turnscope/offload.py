@@ -17,19 +17,31 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[str, ThreadPoolExecutor] = {}
+# Threads of CPU-bound Python share the GIL with the loop: four writing bundles at once (32
+# concurrent calls ending together) held the loop up 250-380 ms and made the calls still live
+# send their caller audio that late. Bundles are written one at a time instead.
+_WORKERS = {"work": 4, "bundle": 1}
 
 
-def work_pool() -> ThreadPoolExecutor:
-    """The process's pool for blocking work of ours (never the loop's default executor)."""
-    global _pool
+def work_pool(kind: str = "work") -> ThreadPoolExecutor:
+    """The process's pool for blocking work of ours (never the loop's default executor):
+    ``work`` (synthesis, waiting on other processes) or ``bundle`` (scoring and writing)."""
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="turnscope-work")
-        return _pool
+        if kind not in _pools:
+            _pools[kind] = ThreadPoolExecutor(
+                max_workers=_WORKERS[kind], thread_name_prefix=f"turnscope-{kind}"
+            )
+        return _pools[kind]
 
 
 async def offload(fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
     """``fn(*args, **kwargs)`` on the work pool, awaited without blocking the loop."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(work_pool(), functools.partial(fn, *args, **kwargs))
+
+
+async def offload_bundle(fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
+    """As ``offload``, on the one-thread pool that scores runs and writes their bundles."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(work_pool("bundle"), functools.partial(fn, *args, **kwargs))

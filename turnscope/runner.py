@@ -21,7 +21,7 @@ from turnscope.errors import OutputError, TurnscopeError
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json, write_text
 from turnscope.live_view import LiveView
-from turnscope.offload import offload
+from turnscope.offload import offload_bundle
 from turnscope.pipeline import PipelineResult, Sink, run_pipeline
 from turnscope.records import (
     bundle_documents,
@@ -85,7 +85,7 @@ async def run_and_record(
         # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
         # event loop that stalled every other live call of the process (measured: caller audio
         # up to 1.4 s late when 8 concurrent calls ended together).
-        return await offload(
+        return await offload_bundle(
             record_run,
             result,
             contract,

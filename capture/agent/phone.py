@@ -22,13 +22,15 @@ from aiohttp import WSMsgType, web
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.agent.core import AgentBehaviour, AgentCore
 from turnscope.capture.clock import CallClock
-from turnscope.capture.frames import CALLER, PcmFrame
+from turnscope.capture.frames import CALLER, SAMPLE_RATE, PcmFrame
 from turnscope.capture.player import ClipQueue, Playback, SendRecord
 from turnscope.capture.telephony.codec import LINE_RATE, Codec
 from turnscope.capture.telephony.dialects import CallIds, Dialect, detect, start_ids
 from turnscope.capture.telephony.line import FRAME, STEP, Upsampler, to_line
+from turnscope.capture.telephony.playout import JITTER
 
 TICK_S = FRAME / LINE_RATE
+JITTER_S = JITTER / LINE_RATE
 START_TIMEOUT_S = 10.0  # a carrier sends start at once; a socket without one is not a call
 
 
@@ -57,6 +59,8 @@ class PhoneVoice:
         self.sent = 0
         self._stopped = False
         self._told = 0  # prompts whose end was told to the carrier (a mark, a clear)
+        self._cursor = 0.0  # when the carrier will have played all that was sent (loop time)
+        self.played: dict[int, list[float | None]] = {}  # log index -> [start, end] at playout
         self._task: asyncio.Task | None = None
 
     @property
@@ -92,11 +96,13 @@ class PhoneVoice:
             self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
             before = self.clips.current
             logged = len(self.clips.log)
-            pcm = self.clips.next_frame(k * FRAME * STEP, loop.time())
+            pos = k * FRAME * STEP
+            pcm = self.clips.next_frame(pos, loop.time())
             if before is not None or len(self.clips.log) > logged:
                 if self.drop is None or not self.drop(self.sent):
                     payload = base64.b64encode(self.codec.encode(pcm)).decode("ascii")
                     await self.send(self.dialect.agent_media(self.ids, payload))
+                    self._heard_at(max(0, logged - 1), pos, loop.time())
                 self.sent += 1
             log = self.clips.log
             while self._told < len(log) and log[self._told].end is not None:
@@ -104,8 +110,28 @@ class PhoneVoice:
                 self._told += 1
             k += 1
 
+    def _heard_at(self, first: int, pos: int, sent: float) -> None:
+        """When the carrier plays the frame just sent (the rule of telephony/playout.py: on
+        arrival, or after what it still has queued), and so the prompt edges in it."""
+        play = self._cursor if sent <= self._cursor + JITTER_S else sent
+        self._cursor = play + TICK_S
+        span = FRAME * STEP
+        for i in range(first, len(self.clips.log)):
+            rec = self.clips.log[i]
+            edges = self.played.setdefault(i, [None, None])
+            if edges[0] is None and pos <= rec.start < pos + span:
+                edges[0] = play + (rec.start - pos) / SAMPLE_RATE
+            if rec.end is not None and edges[1] is None and pos < rec.end <= pos + span:
+                edges[1] = play + (rec.end - pos) / SAMPLE_RATE
+
     async def _ended(self, rec: SendRecord) -> None:
         if rec.stopped_early:
+            # The carrier stops playing where the clear arrives (about now, on loopback).
+            now = asyncio.get_running_loop().time()
+            edges = self.played.get(self.clips.log.index(rec))
+            if edges is not None and edges[1] is not None and edges[1] > now:
+                edges[1] = now
+            self._cursor = min(self._cursor, now)
             await self.send(self.dialect.agent_clear(self.ids))
         await self.send(self.dialect.agent_mark(self.ids, rec.label.split(":", 1)[0]))
 
@@ -242,10 +268,15 @@ class PhoneSession:
     def truth(self) -> dict[str, Any]:
         """The agent's own log (see AgentCore.truth), with the line's dialect and ids."""
         core = self.core.truth(received_frames=self.received) if self.core else {"utterances": []}
+        played = self.voice.played if self.voice else {}
+        for i, u in enumerate(core["utterances"]):
+            # When the caller hears it: the carrier's playout of what was sent (loop time).
+            u["start_played_monotonic"], u["end_played_monotonic"] = played.get(i, [None, None])
         return {
             **core,
             "transport": "telephony",
             "dialect": self.dialect.name if self.dialect else None,
+            "codec": self.dialect.codec.name if self.dialect else None,
             "stream_id": self.ids.stream if self.ids else None,
             "custom_parameters": self.params,
             "media_sent": self.voice.sent if self.voice else 0,

@@ -47,6 +47,7 @@ class CallControl(Protocol):
     frame_listeners: list[Callable[[PcmFrame], None]]
     ended: asyncio.Future | None
     end_reason: str | None
+    script_done: bool
 
     async def hangup(self, reason: str = ..., *, degraded: bool = False) -> None: ...
 
@@ -195,6 +196,7 @@ class ScriptedCaller:
             else:
                 await self._end_of(speech)
                 last_end = max(last_end, speech.end_ms or last_end)
+        self.call.script_done = True
         await self.ear.until(last_end + self.scenario.caller.hangup_after_ms)
 
     async def _press(self, digits: str, rec: LineRecord) -> float:

@@ -97,6 +97,7 @@ class TelephonyCall(CallSource):
         self._agent_closed: str | None = None
         self._hanging_up = False
         self.connect_ms: float | None = None
+        self._worst_lag_at_ms: float | None = None
         self.dtmf_sent: list[dict[str, Any]] = []
 
     # -- set-up ------------------------------------------------------------------------------
@@ -188,7 +189,8 @@ class TelephonyCall(CallSource):
                 return
             now = loop.time()
             lag_ms = max(0.0, -wait * 1000)
-            track.max_lag_ms = max(track.max_lag_ms, lag_ms)
+            if lag_ms > track.max_lag_ms:
+                track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
             if lag_ms > LATE_MS:
                 track.late_frames += 1
             line = track.frame(k * FRAME * STEP, now)
@@ -200,7 +202,10 @@ class TelephonyCall(CallSource):
             self._place(CALLER, self._caller_up.push(line), now)
             self._play_to(k * FRAME, now)  # what has played by now (not ahead: arrivals place)
             if self._agent_closed and not self.playout.queue:
-                self._finish(self._agent_closed, degraded=True)
+                if self._agent_closed.startswith("the agent stopped"):
+                    self._finish(self._agent_closed, degraded=True)
+                else:
+                    self._agent_hung_up(self._agent_closed)
                 return
             k += 1
 
@@ -259,7 +264,7 @@ class TelephonyCall(CallSource):
         if isinstance(ws.exception(), (asyncio.TimeoutError, TimeoutError)):
             why = "the agent stopped answering websocket pings (it hung or died)"
         else:
-            why = f"the agent closed the websocket (code {ws.close_code}) before the caller hung up"
+            why = f"it closed the websocket, code {ws.close_code}"
         self._agent_closed = why  # what is queued still plays out; then the call ends
 
     def _later(self, work: Any) -> None:
@@ -336,6 +341,7 @@ class TelephonyCall(CallSource):
                 "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
                 "caller_media_sent": self._chunk,
                 "caller_max_send_lag_ms": round(lag, 1),
+                "caller_max_send_lag_at_ms": self._worst_lag_at_ms,
                 "caller_late_frames": self.caller_track.late_frames,
                 "agent_media": log.media,
                 "agent_audio_ms": round(log.samples * 1000 / LINE_RATE, 1),

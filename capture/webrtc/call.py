@@ -185,7 +185,7 @@ class WebRTCCall(CallSource):
                 f"no audio from the agent for {self.options.media_timeout_s:.0f} s", degraded=True
             )
         elif not self._closed:
-            self._finish("the agent hung up before the caller did", degraded=True)
+            self._agent_hung_up("its audio track ended")
 
     async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
         """End the call from our side (idempotent): WHIP DELETE, close the peer connection."""

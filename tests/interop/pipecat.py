@@ -1,7 +1,10 @@
-"""Start the stock pipecat bot (tests/interop/pipecat_bot.py) for a test, in its own venv.
+"""Start the stock pipecat bots for a test, in their own venv: the SmallWebRTC one
+(tests/interop/pipecat_bot.py) and the telephony-websocket one (tests/interop/pipecat_phone_bot.py).
 
     with pipecat_bot(tmp_path, greeting=False, reply="short", latency_ms=600) as bot:
         ...  # call bot.url; bot.truth() is the bot's ground-truth log so far
+    with pipecat_phone_bot(tmp_path, reply="short") as bot:
+        ...  # bot.url is ws://127.0.0.1:PORT/ws; bot.replies(session=call.ids.stream)
 
 Knobs are the bot's flags with underscores: ``reply="long"`` is ``--reply long``,
 ``ignore_barge_ins=True`` is ``--ignore-barge-ins``, ``greeting=False`` is ``--no-greeting``.
@@ -26,8 +29,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT = Path(__file__).with_name("pipecat_bot.py")
+PHONE_BOT = Path(__file__).with_name("pipecat_phone_bot.py")
 VENV_PYTHON = ROOT / ".venv-pipecat" / "bin" / "python"
 READY_PREFIX = "pipecat bot ready on "
+PHONE_READY_PREFIX = "pipecat phone bot ready on "
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 # Flags that exist in a --x / --no-x pair (argparse.BooleanOptionalAction in the bot).
@@ -46,19 +51,20 @@ class PipecatBot:
     port: int
     log: Path
 
-    def truth(self) -> list[dict]:
-        """The bot's ground-truth records so far (a line being written is left out)."""
+    def truth(self, session: str | None = None) -> list[dict]:
+        """The bot's ground-truth records so far (a line being written is left out); with
+        ``session``, that call's only (the phone bot's session is the carrier's stream id)."""
         if not self.truth_log.exists():
             return []
         out = []
         for line in self.truth_log.read_text(encoding="utf-8").splitlines():
             with contextlib.suppress(json.JSONDecodeError):
                 out.append(json.loads(line))
-        return out
+        return out if session is None else [r for r in out if r.get("session") == session]
 
-    def replies(self) -> list[dict]:
+    def replies(self, session: str | None = None) -> list[dict]:
         """The replies whose audio was played, in order."""
-        return [r for r in self.truth() if r.get("event") == "reply"]
+        return [r for r in self.truth(session) if r.get("event") == "reply"]
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log.exists():
@@ -98,7 +104,7 @@ def knob_flags(knobs: dict[str, Any]) -> list[str]:
     return flags
 
 
-def _wait_ready(proc: subprocess.Popen, deadline: float) -> str:
+def _wait_ready(proc: subprocess.Popen, deadline: float, prefix: str = READY_PREFIX) -> str:
     """The bot's ready line, or '' if it exited or the deadline passed first."""
     assert proc.stdout is not None
     with selectors.DefaultSelector() as sel:
@@ -114,7 +120,7 @@ def _wait_ready(proc: subprocess.Popen, deadline: float) -> str:
                 return ""
             buf += chunk
             for line in buf.decode(errors="replace").splitlines():
-                if line.startswith(READY_PREFIX):
+                if line.startswith(prefix):
                     return line
     return ""
 
@@ -139,17 +145,20 @@ def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
 
 
 @contextlib.contextmanager
-def pipecat_bot(workdir: Path, **knobs: Any) -> Iterator[PipecatBot]:
-    """Run the pipecat bot on a free 127.0.0.1 port with ``knobs`` until the block ends."""
+def pipecat_bot(
+    workdir: Path, *, script: Path = BOT, ready_prefix: str = READY_PREFIX, **knobs: Any
+) -> Iterator[PipecatBot]:
+    """Run the pipecat bot (``script``) on a free 127.0.0.1 port with ``knobs`` until the block
+    ends; ready once it prints a line starting with ``ready_prefix`` (the rest is its URL)."""
     python = pipecat_python()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     truth_log = Path(knobs.pop("truth_log", workdir / f"pipecat-truth-{port}.jsonl"))
-    log = workdir / f"pipecat-bot-{port}.log"
+    log = workdir / f"{script.stem.replace('_', '-')}-{port}.log"
     cmd = [
         str(python),
-        str(BOT),
+        str(script),
         "--port",
         str(port),
         "--truth-log",
@@ -168,9 +177,9 @@ def pipecat_bot(workdir: Path, **knobs: Any) -> Iterator[PipecatBot]:
             stderr=log_file,  # a file, not a pipe: pipecat logs a lot and nobody reads it live
         )
     try:
-        line = _wait_ready(proc, time.monotonic() + READY_TIMEOUT_S)
+        line = _wait_ready(proc, time.monotonic() + READY_TIMEOUT_S, ready_prefix)
         bot = PipecatBot(
-            url=line[len(READY_PREFIX) :].strip() if line else "",
+            url=line[len(ready_prefix) :].strip() if line else "",
             truth_log=truth_log,
             proc=proc,
             port=port,
@@ -183,11 +192,17 @@ def pipecat_bot(workdir: Path, **knobs: Any) -> Iterator[PipecatBot]:
                 else f"printed no ready line within {READY_TIMEOUT_S:.0f} s"
             )
             raise PipecatBotError(
-                f"the pipecat bot {state}: {' '.join(cmd)}\n--- its log ({log}):\n" + bot.log_tail()
+                f"the pipecat bot ({script.name}) {state}: {' '.join(cmd)}\n"
+                f"--- its log ({log}):\n" + bot.log_tail()
             )
         yield bot
     finally:
         stop(proc)
+
+
+def pipecat_phone_bot(workdir: Path, **knobs: Any) -> contextlib.AbstractContextManager[PipecatBot]:
+    """The telephony-websocket bot (pipecat_phone_bot.py): ``bot.url`` is its ws://.../ws."""
+    return pipecat_bot(workdir, script=PHONE_BOT, ready_prefix=PHONE_READY_PREFIX, **knobs)
 
 
 async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, Any]:
@@ -201,6 +216,28 @@ async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, An
     sc = load_scenario(scenario)
     return await place_call(
         CallOptions(url, loopback_only=True),
+        sc,
+        load_settings(),
+        scenario_contract(sc),
+        outdir,
+        console=None,
+    )
+
+
+async def call_phone_bot(
+    url: str, scenario: Path, outdir: Path, dialect: str = "twilio"
+) -> tuple[Any, Any, Any]:
+    """A scripted turnscope phone-line call (turnscope plays the carrier, ``dialect``) to the
+    media-stream websocket ``url``: (run, call, caller)."""
+    from turnscope.asr.settings import load_settings
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.telephony.call import TelephonyOptions
+    from turnscope.live_call import place_call
+    from turnscope.scoring.contract import scenario_contract
+
+    sc = load_scenario(scenario)
+    return await place_call(
+        TelephonyOptions(url, dialect=dialect),  # type: ignore[arg-type]
         sc,
         load_settings(),
         scenario_contract(sc),

@@ -234,10 +234,10 @@ def call(
     connect_timeout: float = typer.Option(
         10.0, "--connect-timeout", help="Seconds.", callback=number(0, 3600, above=True)
     ),
-    media_timeout: float = typer.Option(
-        5.0,
+    media_timeout: float | None = typer.Option(
+        None,
         "--media-timeout",
-        help="End the call when no agent audio arrives this long.",
+        help="WebRTC: end the call when no agent audio arrives this long (default 5 s).",
         callback=number(0, 3600, above=True),
     ),
     device: bool = typer.Option(
@@ -305,8 +305,12 @@ def call(
             )
     if not device and transport != "webrtc":
         assert url is not None
-        if ice_server or loopback_only or signaling != "smallwebrtc":
-            raise InputError("--ice-server, --loopback-only and --signaling are WebRTC options")
+        if ice_server or loopback_only or signaling != "smallwebrtc" or media_timeout:
+            raise InputError(
+                "--ice-server, --loopback-only, --signaling and --media-timeout are WebRTC "
+                "options (a phone agent sends no audio while it listens; a dead one stops "
+                "answering the websocket's pings)"
+            )
         options = telephony_options(url, transport, codec, param, headers, connect_timeout)
     elif not device:
         assert url is not None
@@ -320,7 +324,7 @@ def call(
             ice_servers=ice_server,
             loopback_only=loopback_only,
             connect_timeout_s=connect_timeout,
-            media_timeout_s=media_timeout,
+            media_timeout_s=5.0 if media_timeout is None else media_timeout,
         )
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
