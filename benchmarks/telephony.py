@@ -28,6 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.interop.pipecat import pipecat_phone_bot  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.asr.worker import asr_process_usage  # noqa: E402
 from turnscope.capture.script.scenario import load_scenario  # noqa: E402
@@ -64,6 +65,12 @@ def start_agent(scenario: Path, truth: Path, port: int) -> subprocess.Popen:
     if "reference agent on" not in line:
         raise SystemExit(f"agent did not start: {line}{proc.stdout.read()}")  # type: ignore[union-attr]
     return proc
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of another process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def read_truth(path: Path) -> list[dict]:
@@ -133,7 +140,37 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
     }
 
 
-async def run_batch(
+async def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
+    """Each call's agent turns against the pipecat bot's replies as they played at the carrier
+    (its own model of the playout from when it sent each message)."""
+    errors, yields, outliers, matched = [], [], [], 0
+    for c in calls:
+        mine = [r for r in replies if r.get("session") == c["stream"]]
+        agent = [(s, e) for sp, s, e in c["turns"] if sp == "agent"]
+        if len(agent) != len(mine):
+            outliers.append(f"{len(agent)} agent turns for {len(mine)} replies")
+            continue
+        matched += 1
+        for (ms, me), r in zip(agent, mine, strict=True):
+            ls = (r["start_monotonic"] - c["origin"]) * 1000
+            le = (r["end_monotonic"] - c["origin"]) * 1000
+            errors += [ms - ls, me - le]
+            if r.get("interrupted"):
+                yields.append(me - le)
+    abs_err = [abs(e) for e in errors]
+    return {
+        "matched": matched,
+        "err_med": float(np.median(abs_err)) if abs_err else float("nan"),
+        "err_p95": float(np.percentile(abs_err, 95)) if abs_err else float("nan"),
+        "bias": float(np.median(errors)) if errors else float("nan"),
+        "yield_med": float(np.median(np.abs(yields))) if yields else float("nan"),
+        "yield_max": float(np.max(np.abs(yields))) if yields else float("nan"),
+        "yields": len(yields),
+        "outliers": outliers,
+    }
+
+
+def run_batch(
     url: str, sc, n: int, root: Path, stagger_ms: float = 0.0
 ) -> tuple[list[dict], float, float, float]:
     """n calls, started ``stagger_ms`` apart (0: all at once)."""
@@ -161,6 +198,9 @@ def main() -> None:
         help="also run the largest batch with its calls started this far apart (0: not)",
     )
     parser.add_argument("--port", type=int, default=18765)
+    parser.add_argument(
+        "--pipecat", action="store_true", help="also call the stock pipecat telephony bot"
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-phone-"))
@@ -181,6 +221,7 @@ def main() -> None:
         if args.stagger_ms and args.concurrency:
             batches.append((max(args.concurrency), args.stagger_ms))
         for n, stagger in batches:
+            agent0 = process_cpu_s(agent.pid)
             calls, cpu, asr, wall = asyncio.run(
                 run_batch(url, sc, n, work / f"conc{n}-{stagger:g}", stagger)
             )
@@ -191,6 +232,7 @@ def main() -> None:
                     "cpu": 100 * cpu / wall / n,
                     "asr": 100 * asr / wall / n,
                     "cores": (cpu + asr) / wall,
+                    "agent_cores": (process_cpu_s(agent.pid) - agent0) / wall,
                     "late": sum(c["late"] for c in calls),
                     "sent_caller": sum(1 for _ in calls),
                     "lag": max(c["lag_ms"] for c in calls),
@@ -202,33 +244,53 @@ def main() -> None:
     finally:
         agent.terminate()
         agent.wait(10)
+    pipecat = None
+    if args.pipecat:
+        with pipecat_phone_bot(work / "pipecat", reply="short", latency_ms=600) as bot:
+            piped = []
+            for i in range(args.calls):
+                piped += asyncio.run(run_batch(bot.url, sc, 1, work / f"pipecat{i}"))[0]
+            time.sleep(1)
+            pipecat = pipecat_errors(piped, bot.replies())
     print()
     print(f"reference agent (twilio dialect), {len(sequential)} sequential calls, "
           f"{acc['matched']} matched to its log")  # fmt: skip
     print(
-        "| agent turn |start/end| error vs log, median / p95 | signed median | barge-in yield "
-        "heard vs logged, median / max | yields | agent media lost / sent |"
+        "| agent | calls matched | agent turn |start/end| error vs its playout log, median / p95 "
+        "| signed median | barge-in yield heard vs logged, median / max | yields | agent media "
+        "lost / sent |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     print(
-        f"| {acc['err_med']:.1f} / {acc['err_p95']:.1f} ms | {acc['bias']:+.1f} ms | "
+        f"| reference agent | {acc['matched']} of {len(sequential)} | "
+        f"{acc['err_med']:.1f} / {acc['err_p95']:.1f} ms | {acc['bias']:+.1f} ms | "
         f"{acc['yield_med']:.1f} / {acc['yield_max']:.1f} ms | {acc['yields']} | "
         f"{acc['lost']} / {acc['sent']} |"
     )
     for o in acc["outliers"]:
         print(f"  over 25 ms: {o}")
+    if pipecat is not None:
+        pc = pipecat
+        print(
+            f"| pipecat phone bot | {pc['matched']} of {args.calls} | "
+            f"{pc['err_med']:.1f} / {pc['err_p95']:.1f} ms | {pc['bias']:+.1f} ms | "
+            f"{pc['yield_med']:.1f} / {pc['yield_max']:.1f} ms | {pc['yields']} | - |"
+        )
+        for o in pc["outliers"]:
+            print(f"  pipecat: {o}")
     print()
     print("(calls start together unless said; a call lasts about 21 s)")
     print(
         "| concurrent calls | harness CPU per call: call process / ASR process | harness cores "
-        "| caller media > 20 ms late | worst lateness | agent media lost / sent | boundary error "
-        "med / p95 | degraded calls |"
+        "| agent process cores | caller media > 20 ms late | worst lateness | agent media lost / "
+        "sent | boundary error med / p95 | degraded calls |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         a = r["a"]
         print(
-            f"| {r['n']} | {r['cpu']:.0f}% / {r['asr']:.0f}% | {r['cores']:.2f} | {r['late']} | "
+            f"| {r['n']} | {r['cpu']:.0f}% / {r['asr']:.0f}% | {r['cores']:.2f} | "
+            f"{r['agent_cores']:.2f} | {r['late']} | "
             f"{r['lag']:.0f} ms | {a['lost']} / {a['sent']} | {a['err_med']:.1f} / "
             f"{a['err_p95']:.1f} ms | {r['degraded']} |"
         )
