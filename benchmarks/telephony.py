@@ -140,7 +140,7 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
     }
 
 
-async def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
+def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
     """Each call's agent turns against the pipecat bot's replies as they played at the carrier
     (its own model of the playout from when it sent each message)."""
     errors, yields, outliers, matched = [], [], [], 0
@@ -170,7 +170,7 @@ async def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
     }
 
 
-def run_batch(
+async def run_batch(
     url: str, sc, n: int, root: Path, stagger_ms: float = 0.0
 ) -> tuple[list[dict], float, float, float]:
     """n calls, started ``stagger_ms`` apart (0: all at once)."""

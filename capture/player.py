@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms
+from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms, to_int16
 
 
 @dataclass
@@ -152,3 +152,29 @@ class ClipQueue:
         pcm = self.take(position)
         self.stamp(open_before, log_from, position, now)
         return pcm
+
+
+class ClipPlayer:
+    """What every paced sender over a ``ClipQueue`` shares (a WebRTC track, a phone line):
+    the ``Player`` calls; ``_clip`` turns a 16 kHz clip into the queue's samples."""
+
+    clips: ClipQueue
+
+    @property
+    def current(self) -> Playback | None:
+        return self.clips.current
+
+    @property
+    def log(self) -> list[SendRecord]:
+        return self.clips.log
+
+    def play(self, audio: np.ndarray, label: str) -> Playback:
+        """Queue a clip (float or int16, 16 kHz mono)."""
+        return self.clips.play(self._clip(audio), label)
+
+    def silence(self) -> None:
+        """Drop whatever is queued and stop the current clip now."""
+        self.clips.silence()
+
+    def _clip(self, audio: np.ndarray) -> np.ndarray:
+        return audio if audio.dtype == np.int16 else to_int16(audio)

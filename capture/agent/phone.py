@@ -23,7 +23,7 @@ from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.agent.core import AgentBehaviour, AgentCore
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, SAMPLE_RATE, PcmFrame
-from turnscope.capture.player import ClipQueue, Playback, SendRecord
+from turnscope.capture.player import ClipPlayer, ClipQueue, SendRecord
 from turnscope.capture.telephony.codec import LINE_RATE, Codec
 from turnscope.capture.telephony.dialects import CallIds, Dialect, detect, start_ids
 from turnscope.capture.telephony.line import FRAME, STEP, Upsampler, to_line
@@ -34,7 +34,7 @@ JITTER_S = JITTER / LINE_RATE
 START_TIMEOUT_S = 10.0  # a carrier sends start at once; a socket without one is not a call
 
 
-class PhoneVoice:
+class PhoneVoice(ClipPlayer):
     """The agent's outgoing line: prompts as 20 ms media messages on its clock, sent only
     while a prompt plays; a mark after each prompt, a clear when one is cut short."""
 
@@ -63,19 +63,8 @@ class PhoneVoice:
         self.played: dict[int, list[float | None]] = {}  # log index -> [start, end] at playout
         self._task: asyncio.Task | None = None
 
-    @property
-    def current(self) -> Playback | None:
-        return self.clips.current
-
-    @property
-    def log(self) -> list[SendRecord]:
-        return self.clips.log
-
-    def play(self, audio: np.ndarray, label: str) -> Playback:
-        return self.clips.play(to_line(audio, self.codec), label)
-
-    def silence(self) -> None:
-        self.clips.silence()
+    def _clip(self, audio: np.ndarray) -> np.ndarray:
+        return to_line(audio, self.codec)
 
     def stop(self) -> None:
         """Stop speaking for good (the agent went silent or the call ended)."""

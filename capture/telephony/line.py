@@ -9,7 +9,7 @@ import soxr
 from av import AudioFrame
 
 from turnscope.capture.frames import SAMPLE_RATE, to_float32, to_int16
-from turnscope.capture.player import ClipQueue, Playback, SendRecord
+from turnscope.capture.player import ClipPlayer, ClipQueue
 from turnscope.capture.telephony.codec import LINE_RATE, Codec
 
 FRAME = LINE_RATE // 50  # 20 ms of line samples: one media message
@@ -22,7 +22,7 @@ def to_line(audio: np.ndarray, codec: Codec) -> np.ndarray:
     return codec.line(to_int16(soxr.resample(x, SAMPLE_RATE, LINE_RATE, quality="HQ")))
 
 
-class LinePlayer:
+class LinePlayer(ClipPlayer):
     """Clips played into the line, one 20 ms frame per ``frame(position, now)``; every clip's
     first and last sample logged on the call clock (the caller channel's ground truth)."""
 
@@ -34,20 +34,8 @@ class LinePlayer:
         self.max_lag_ms = 0.0
         self.late_frames = 0
 
-    @property
-    def current(self) -> Playback | None:
-        return self.clips.current
-
-    @property
-    def log(self) -> list[SendRecord]:
-        return self.clips.log
-
-    def play(self, audio: np.ndarray, label: str) -> Playback:
-        """Queue a 16 kHz clip; it goes out as the line carries it."""
-        return self.clips.play(to_line(audio, self.codec), label)
-
-    def silence(self) -> None:
-        self.clips.silence()
+    def _clip(self, audio: np.ndarray) -> np.ndarray:
+        return to_line(audio, self.codec)  # it goes out as the line carries it
 
     def stop(self) -> None:
         self.clips.silence()

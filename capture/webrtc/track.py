@@ -18,8 +18,8 @@ from av import AudioFrame
 from av.packet import Packet
 
 from turnscope.capture.clock import CallClock
-from turnscope.capture.frames import SAMPLE_RATE, to_int16
-from turnscope.capture.player import ClipQueue, Playback, SendRecord
+from turnscope.capture.frames import SAMPLE_RATE
+from turnscope.capture.player import ClipPlayer, ClipQueue
 from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
@@ -27,7 +27,7 @@ TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
 LATE_MS = 20.0  # a frame handed to WebRTC this much after its time counts as late
 
 
-class PlaybackTrack(MediaStreamTrack):
+class PlaybackTrack(ClipPlayer, MediaStreamTrack):
     """A continuous 16 kHz mono track playing queued clips on the call clock."""
 
     kind = "audio"
@@ -60,25 +60,9 @@ class PlaybackTrack(MediaStreamTrack):
         return self.current is not None
 
     @property
-    def current(self) -> Playback | None:
-        return self.clips.current
-
-    @property
-    def log(self) -> list[SendRecord]:
-        return self.clips.log
-
-    @property
     def position(self) -> int:
         """Call-clock sample index of the next frame to be sent."""
         return self._pts or 0
-
-    def play(self, audio: np.ndarray, label: str) -> Playback:
-        """Queue a clip (float or int16, 16 kHz mono)."""
-        return self.clips.play(audio if audio.dtype == np.int16 else to_int16(audio), label)
-
-    def silence(self) -> None:
-        """Drop whatever is queued and stop the current clip now."""
-        self.clips.silence()
 
     async def recv(self) -> AudioFrame | Packet:
         if self.readyState != "live":
