@@ -3,13 +3,14 @@
 # (tests/interop/pipecat_bot.py). pipecat pins its own versions of aiortc, numpy, onnxruntime ...,
 # so it lives in .venv-pipecat and the project's .venv stays as turnscope resolves it.
 #   scripts/setup_pipecat.sh          (scripts/setup.sh --dev runs it)
-# Only pipecat's SmallWebRTC transport, its Silero VAD (onnxruntime, no torch) and its runner:
+# Only pipecat's SmallWebRTC and FastAPI-websocket (phone line) transports, its Silero VAD
+# (onnxruntime, no torch) and its runner:
 # no LLM, no speech service, no cloud. Idempotent: does nothing when the pinned version imports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PIPECAT_VERSION=1.14.0
-SPEC="pipecat-ai[webrtc,silero,runner]==${PIPECAT_VERSION}"
+SPEC="pipecat-ai[webrtc,websocket,silero,runner]==${PIPECAT_VERSION}"
 VENV=.venv-pipecat
 PY=${PYTHON:-python3}
 
@@ -22,6 +23,7 @@ assert version("pipecat-ai") == sys.argv[1]
 import aiortc  # noqa: F401  (the webrtc extra)
 import onnxruntime  # noqa: F401  (the silero extra)
 import pipecat.runner.run  # noqa: F401  (the runner extra)
+import pipecat.transports.websocket.fastapi  # noqa: F401  (the websocket extra: phone lines)
 PYEOF
 }
 
