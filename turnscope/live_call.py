@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,21 @@ async def place_call(
     return run, call, caller
 
 
+_heap_settled = False
+
+
+def settle_heap() -> None:
+    """Once per process, before its first call connects: move what the imports and the set-up
+    left on the heap out of the garbage collector's way (gc.freeze). A full collection scans
+    every tracked object with the event loop stopped; over that heap it held 32 live calls'
+    audio up 40 ms."""
+    global _heap_settled
+    if not _heap_settled:
+        _heap_settled = True
+        gc.collect()
+        gc.freeze()
+
+
 async def _set_up(call: AnyCall, scenario: Scenario, transcriber: Transcriber) -> list[CallerLine]:
     """Speak the caller's lines, load the model, connect; the lines. A signal meanwhile is a
     set-up that did not finish (CallSetupError: the caller writes a bundle saying so)."""
@@ -164,6 +180,7 @@ async def _set_up(call: AnyCall, scenario: Scenario, transcriber: Transcriber) -
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()
+        settle_heap()
         await call.connect()
         return lines
 
