@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 from aiohttp import WSMsgType, web
 
+from tests.conftest import turnscope_exe
 from turnscope.asr.settings import load_settings
 from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.server import AgentServer
@@ -453,3 +455,51 @@ def test_key_presses_need_a_phone_line(tmp_path, cli):
     assert code == 2 and "dtmf" in stdout + stderr and "--transport" in stdout + stderr
     code, stdout, stderr = cli("synth", str(sc), "-o", str(tmp_path / "s"))
     assert code == 2 and "dtmf" in stdout + stderr
+
+
+def test_a_suites_live_fixture_runs_on_a_phone_line(tmp_path, cli):
+    """`bench --agent ws://... --transport twilio`: the fixture's scenario is called on the
+    reference agent's phone line and scored like any live fixture."""
+    sc = tmp_path / "phone.yaml"
+    sc.write_text(IVR)
+    suite = {
+        "kind": "agent-learning.bench-suite.v1",
+        "control": "voice",
+        "modality": "voice",
+        "name": "phone_live",
+        "version": "1",
+        "description": "an IVR menu called on a phone line",
+        "tasks": [
+            {
+                "id": "ivr",
+                "instruction": "press 1#, ask for a refund",
+                "budgets": {"max_latency_ms": 2500},
+                "required_content": [],
+                "fixture": {"source": "recorded", "audio": str(sc), "tags": ["conversational"]},
+            }
+        ],
+    }
+    suite_path = tmp_path / "suite.json"
+    suite_path.write_text(json.dumps(suite))
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--transport", "twilio", "--port", "0", "--scenario", str(sc)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = agent.stdout.readline() if agent.stdout else ""
+        url = line.split("reference agent on ", 1)[1].split()[0]
+        assert url.startswith("ws://127.0.0.1:") and url.endswith("/ws"), line
+        code, out, err = cli(
+            "bench", str(suite_path), "--agent", url, "--transport", "twilio", "-q",
+            "-o", str(tmp_path / "r.json"), "--runs", str(tmp_path / "runs"),
+        )  # fmt: skip
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    assert code == 0, (out, err)
+    result = json.loads((tmp_path / "runs" / "ivr" / "result.json").read_text())
+    assert result["source"]["transport"] == "telephony" and result["degraded"] == []
+    transcript = json.loads((tmp_path / "runs" / "ivr" / "transcript.json").read_text())
+    assert [e["digit"] for e in transcript["events"] if e["type"] == "dtmf"] == ["1", "#"]

@@ -128,6 +128,7 @@ async def run_fixture(
     *,
     agent_url: str | None = None,
     loopback_only: bool = False,
+    transport: str = "webrtc",
 ) -> FixtureRun:
     """Run one task's fixture and score it against the task's own contract."""
     from turnscope.runner import run_and_record
@@ -166,11 +167,16 @@ async def run_fixture(
             if agent_url is None:
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
             from turnscope.capture.script.scenario import load_scenario
+            from turnscope.capture.telephony.call import TelephonyOptions
             from turnscope.capture.webrtc.call import CallOptions
             from turnscope.live_call import place_call
             from turnscope.scoring.contract import scenario_plan
 
-            options = CallOptions(agent_url, loopback_only=loopback_only)
+            options: CallOptions | TelephonyOptions = (
+                CallOptions(agent_url, loopback_only=loopback_only)
+                if transport == "webrtc"
+                else TelephonyOptions(agent_url, dialect=transport)  # type: ignore[arg-type]
+            )
             sc = load_scenario(audio)
             contract = dataclasses.replace(contract, plan=scenario_plan(sc))
             run, call, _ = await place_call(options, sc, settings, contract, outdir, console=None)
@@ -195,6 +201,7 @@ async def run_suite_fixtures(
     jobs: int = 1,
     agent_url: str | None = None,
     loopback_only: bool = False,
+    transport: str = "webrtc",
     progress: Callable[[str], None] | None = None,
 ) -> list[FixtureRun]:
     """Every task, at most ``jobs`` at a time, results in suite order."""
@@ -209,6 +216,7 @@ async def run_suite_fixtures(
                 runs_dir / str(task["id"]),
                 agent_url=agent_url,
                 loopback_only=loopback_only,
+                transport=transport,
             )
         if progress is not None:
             progress(str(task["id"]))

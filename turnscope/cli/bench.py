@@ -9,6 +9,8 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from turnscope.capture.telephony.dialects import DIALECTS
+from turnscope.cli.call import check_ws_url
 from turnscope.cli.console import out, warn_line
 from turnscope.cli.options import PipelineOptions
 from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
@@ -61,9 +63,15 @@ def bench(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of a table."),
     agent: str | None = typer.Option(
-        None, "--agent", help="Offer URL of the agent, for fixtures that are live-call scenarios."
+        None,
+        "--agent",
+        help="Offer URL of the agent (or its media-stream websocket, with --transport), for "
+        "fixtures that are live-call scenarios.",
     ),
     loopback_only: bool = typer.Option(False, "--loopback-only", help="ICE on 127.0.0.1 only."),
+    transport: str = typer.Option(
+        "webrtc", "--transport", help="webrtc, or a phone line: twilio, telnyx, plivo, exotel."
+    ),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Fixtures run at the same time."),
     runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
     force: bool = typer.Option(
@@ -85,7 +93,17 @@ def bench(
         raise InputError("give at most one of --use-reference or --transcripts DIR")
     if not use_reference and transcripts is None:
         return run_fixtures(
-            data, suite, output, scorecard_path, runs, agent, loopback_only, jobs, quiet, force
+            data,
+            suite,
+            output,
+            scorecard_path,
+            runs,
+            agent,
+            loopback_only,
+            jobs,
+            quiet,
+            force,
+            transport=transport,
         )
     evidence = evidence_class or "captured_fixture"
     try:
@@ -133,8 +151,13 @@ def run_fixtures(
     jobs: int,
     quiet: bool,
     force: bool = False,
+    transport: str = "webrtc",
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
+    if transport not in ("webrtc", *DIALECTS):
+        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    if agent is not None and transport != "webrtc":
+        check_ws_url(agent)
     if not any(t.get("fixture") for t in data["tasks"]):
         raise InputError(
             "no task has a fixture to run",
@@ -177,6 +200,7 @@ def run_fixtures(
                 jobs=jobs,
                 agent_url=agent,
                 loopback_only=loopback_only,
+                transport=transport,
                 progress=lambda _tid: bar.advance(job),
             )
         )
