@@ -26,6 +26,7 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.rtvi import Rtvi
 from turnscope.capture.webrtc.signaling import (
     Signaling,
     SignalingSession,
@@ -81,6 +82,7 @@ class WebRTCCall(CallSource):
         self._timer: asyncio.Task | None = None
         self.messages = 0
         self.message_log: list[dict[str, Any]] = []
+        self.rtvi = Rtvi(now_ms=lambda: self.clock.now_ms() if self.clock.origin else 0.0)
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -94,7 +96,14 @@ class WebRTCCall(CallSource):
         self.pc.addTransceiver(self.caller_track, direction="sendrecv")
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
-        self._watch_channel(self.pc.createDataChannel("turnscope"))
+        channel = self.pc.createDataChannel("turnscope")
+        self._watch_channel(channel)
+
+        @channel.on("open")
+        def on_open() -> None:
+            # What pipecat's own clients say first; an agent without RTVI ignores it.
+            self.rtvi.start(channel.send)
+
         connected = loop.create_future()
 
         @self.pc.on("datachannel")
@@ -161,7 +170,10 @@ class WebRTCCall(CallSource):
                 data = json.loads(text)
             except ValueError:
                 return
-            if isinstance(data, dict) and data.get("type") == "outcome":
+            if isinstance(data, dict) and data.get("label") == "rtvi-ai":
+                if self.clock.origin is not None:
+                    self.rtvi.heard(data, self.clock.now_ms())
+            elif isinstance(data, dict) and data.get("type") == "outcome":
                 outcome = data.get("outcome", {k: v for k, v in data.items() if k != "type"})
                 self.info.details["reported_outcome"] = outcome
 
@@ -193,6 +205,7 @@ class WebRTCCall(CallSource):
         await self._close_pc()
 
     async def _close_pc(self) -> None:
+        self.rtvi.stop()
         if self._timer is not None:
             self._timer.cancel()
         if self.pc is not None:
@@ -259,6 +272,7 @@ class WebRTCCall(CallSource):
                 "end_reason": self.end_reason,
                 "signaling_trace": self.session.trace if self.session else [],
                 "data_channel_messages": self.messages,
+                "rtvi": self.rtvi.record(),
                 "data_channel_log": self.message_log,
             }
         )
