@@ -8,6 +8,7 @@ call ends: frames are queued as they are placed, until the call ends once, for o
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 
 from turnscope.capture.frames import PcmFrame
@@ -39,6 +40,12 @@ class CallSource:
                 break
             yield item
         self._describe()
+        clock = getattr(self, "clock", None)
+        if clock is not None and clock.origin is not None:
+            # Where sample 0 is on the machine's clocks: an agent's own log is put on the call
+            # clock by them (turnscope.explain).
+            self.info.details["clock_origin_monotonic"] = clock.origin
+            self.info.details["clock_origin_unix"] = time.time() - (time.monotonic() - clock.origin)
 
     async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
         raise NotImplementedError

@@ -109,6 +109,7 @@ async def place_call(
     outdir: Path,
     *,
     console: Console | None,
+    agent_trace: Path | None = None,
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
@@ -149,6 +150,7 @@ async def place_call(
             console=console,
             extra_result=extra,
             transcriber=transcriber,  # readied before the call connected
+            agent_trace=agent_trace,
         )
     finally:
         await call.hangup("the call ended")

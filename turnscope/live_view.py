@@ -17,7 +17,9 @@ from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
+from turnscope.explain import one_way_estimate
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
+from turnscope.scoring.latency import rtvi_events, split_latency, summary_line
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
 
@@ -29,7 +31,7 @@ def _clock(ms: float) -> str:
     return f"{int(s // 60):02d}:{s % 60:06.3f}"
 
 
-def describe_turn(turn: Turn, index: int, facts: Facts) -> Text:
+def describe_turn(turn: Turn, index: int, facts: Facts, split: str = "") -> Text:
     """One line for a turn: time span, speaker, text, and what the verifier makes of it.
 
     ``facts`` are the verifier's on the dialogue so far; ``index`` is the turn's place in it.
@@ -43,6 +45,8 @@ def describe_turn(turn: Turn, index: int, facts: Facts) -> Text:
         notes.append((f"latency {gap.gap_ms} ms", "green" if gap.ok else "bold red"))
         if gap.gap_ms < 0:
             notes.append(("started before the caller finished", "red"))
+        if split:
+            notes.append((split, "cyan"))
     if turn.speaker == CALLER and turn.interrupt:
         barge_ins = facts.barge_ins_of(index)
         if not barge_ins:
@@ -70,6 +74,7 @@ class LiveView(Sink):
         self.verifier = verifier
         self.budget = budget_ms or DEFAULT_MAX_LATENCY_MS
         self.printed: list[Turn] = []
+        self.info: SourceInfo | None = None
         self.speaking: dict[str, bool] = {CALLER: False, AGENT: False}
         self.position_ms = 0.0
         self._live: Live | None = None
@@ -77,6 +82,7 @@ class LiveView(Sink):
         self._told: dict[str, int] = {}  # warnings and degraded reasons already printed
 
     def on_start(self, info: SourceInfo, settings: Settings) -> None:
+        self.info = info
         self._info = info
         self.console.print(Text(f"turnscope: {info.description}", style="bold"))
         if self.console.is_terminal:
@@ -125,8 +131,10 @@ class LiveView(Sink):
         if update.new_final:
             budgets = {"max_latency_ms": self.budget}
             facts = verifier_facts(update.assembly.dialogue(), budgets=budgets)
+        splits = self._splits(update) if update.new_final else {}
         for turn in sorted(update.new_final, key=lambda t: t.start_ms):
-            line = describe_turn(turn, turns.index(turn), facts)
+            index = turns.index(turn)
+            line = describe_turn(turn, index, facts, splits.get(index, ""))
             self.console.print(line, soft_wrap=True)
             self.printed.append(turn)
         for bc in update.new_backchannels:
@@ -137,6 +145,19 @@ class LiveView(Sink):
             )
         if self._live:
             self._live.update(self._status())
+
+    def _splits(self, update: TurnUpdate) -> dict[int, str]:
+        """Each reply's latency split by the agent's RTVI events so far (agent turn -> line)."""
+        details = self.info.details if self.info is not None else {}
+        events = rtvi_events(details.get("rtvi"))
+        if not events:
+            return {}
+        one_way, uncertainty = one_way_estimate(details)
+        b = split_latency(
+            update.assembly.dialogue(), events, source="rtvi", one_way_ms=one_way,
+            uncertainty_ms=uncertainty,
+        )  # fmt: skip
+        return {r.agent_turn: summary_line(r) for r in b.replies if r.missing is None}
 
     def on_finish(self, result: PipelineResult) -> None:
         self._tell()

@@ -18,6 +18,7 @@ from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.frames import CHANNELS, samples_to_ms
 from turnscope.capture.source import Source
 from turnscope.errors import OutputError, TurnscopeError
+from turnscope.explain import latency_breakdown
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json, write_text
 from turnscope.live_view import LiveView
@@ -42,6 +43,7 @@ from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.evidence.documents import ContinuityThresholds, LiveContinuityReport
 from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument
+from turnscope.scoring.latency import Breakdown
 from turnscope.scoring.outcome import Outcome, score_outcome
 from turnscope.sinks import ChannelRecorder, EventLog, LiveVerifier
 
@@ -52,6 +54,7 @@ class RunOutput:
     outcome: Outcome
     outdir: Path
     files: dict[str, Path]
+    breakdown: Breakdown | None = None  # each reply's latency split by the agent's events
 
 
 async def run_and_record(
@@ -65,8 +68,10 @@ async def run_and_record(
     extra_sinks: Sequence[Sink] = (),
     extra_result: Callable[[], dict[str, Any]] | None = None,
     transcriber: Transcriber | None = None,
+    agent_trace: Path | None = None,
 ) -> RunOutput:
-    """Run the pipeline, writing channel wavs as audio arrives and the documents at the end."""
+    """Run the pipeline, writing channel wavs as audio arrives and the documents at the end;
+    ``agent_trace``: the agent's own event log, to split each reply's latency by."""
     stop = getattr(source, "stop", None) or (lambda reason: None)
     recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
@@ -94,6 +99,7 @@ async def run_and_record(
             events.records,
             evidence_class=evidence_class,
             extra=extra_result() if extra_result else None,
+            agent_trace=agent_trace,
         )
 
 
@@ -106,6 +112,7 @@ def record_run(
     *,
     evidence_class: str,
     extra: dict[str, Any] | None,
+    agent_trace: Path | None = None,
 ) -> RunOutput:
     """Score a finished run and write its documents and bundle (plain code: runs in a thread).
 
@@ -121,9 +128,14 @@ def record_run(
     if recorder.failure is not None:
         result.info.degraded.append(recorder.failure)
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
+    breakdown = latency_breakdown(result, agent_trace)
+    if breakdown is not None and not breakdown.reliable:
+        result.findings.append("latency breakdown unreliable: " + "; ".join(breakdown.reasons))
     result_doc = result_document(
         result, contract, outcome, evidence_class=evidence_class, extra=extra
     )
+    if breakdown is not None:
+        result_doc.latency_breakdown = breakdown.to_dict()
     writer = OrderedWriter(outdir)
     documents = run_documents(result, outcome, contract, result_doc, events, channel_ms)
     files = {"caller_audio": recorder.paths["caller"], "agent_audio": recorder.paths["agent"]}
@@ -150,7 +162,7 @@ def record_run(
         if writer.missing:
             writer.attempt(MANIFEST, lambda: seal(outdir))  # cover whatever was written
     writer.finish(recorder)
-    return RunOutput(result, outcome, outdir, files)
+    return RunOutput(result, outcome, outdir, files, breakdown)
 
 
 class RunIncomplete(TurnscopeError):

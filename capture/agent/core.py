@@ -197,7 +197,7 @@ class AgentCore:
         b = self.behaviour
         index = self._utt_index
         self._utt_index += 1
-        self._log("caller_end_of_turn", ev.at_ms)
+        self._log("caller_end_of_turn", ev.at_ms, decided_ms=round(ev.decided_ms, 1))
         if index in self._ignored or b.never_answer:
             return
         if self._answered_by_talk_over:
@@ -251,8 +251,8 @@ class AgentCore:
         self._next_line += 1
         self.player.play(self.clips[k], f"{k}:{line.text}")
 
-    def _log(self, kind: str, at_ms: float) -> None:
-        self.events.append({"event": kind, "at_ms": round(at_ms, 1)})
+    def _log(self, kind: str, at_ms: float, **more: Any) -> None:
+        self.events.append({"event": kind, "at_ms": round(at_ms, 1), **more})
 
     # -- ground truth and ending ---------------------------------------------------------------
 

@@ -82,7 +82,13 @@ class WebRTCCall(CallSource):
         self._timer: asyncio.Task | None = None
         self.messages = 0
         self.message_log: list[dict[str, Any]] = []
+        self.round_trips_ms: list[float] = []
+        self._rtt_task: asyncio.Task | None = None
         self.rtvi = Rtvi(now_ms=lambda: self.clock.now_ms() if self.clock.origin else 0.0)
+        # Live, before the call's own record replaces them: the live view splits each reply's
+        # latency as it is printed.
+        self.info.details["rtvi"] = {"events": self.rtvi.events}
+        self.info.details["round_trips_ms"] = self.round_trips_ms
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -150,6 +156,17 @@ class WebRTCCall(CallSource):
         self.connect_ms = (time.monotonic() - t0) * 1000
         self.clock.start()
         self._timer = asyncio.ensure_future(self._max_duration(self.options.max_duration_s))
+        self._rtt_task = asyncio.ensure_future(self._watch_round_trip())
+
+    async def _watch_round_trip(self) -> None:
+        """The round trip RTCP measures, every 2 s (the latency breakdown's one-way estimate)."""
+        while self.pc is not None:
+            await asyncio.sleep(2.0)
+            with contextlib.suppress(Exception):
+                for s in (await self.pc.getStats()).values():
+                    rtt = getattr(s, "roundTripTime", None)
+                    if s.type == "remote-inbound-rtp" and isinstance(rtt, (int, float)):
+                        self.round_trips_ms.append(round(rtt * 1000, 2))
 
     def _watch_channel(self, channel) -> None:  # type: ignore[no-untyped-def]
         @channel.on("message")
@@ -206,6 +223,8 @@ class WebRTCCall(CallSource):
 
     async def _close_pc(self) -> None:
         self.rtvi.stop()
+        if self._rtt_task is not None:
+            self._rtt_task.cancel()
         if self._timer is not None:
             self._timer.cancel()
         if self.pc is not None:
@@ -273,6 +292,7 @@ class WebRTCCall(CallSource):
                 "signaling_trace": self.session.trace if self.session else [],
                 "data_channel_messages": self.messages,
                 "rtvi": self.rtvi.record(),
+                "round_trips_ms": self.round_trips_ms,
                 "data_channel_log": self.message_log,
             }
         )

@@ -168,6 +168,9 @@ class ResultDocument(Document):
     caller_truth: dict[str, Any] | None = omitted()
     call: CallRecord | None = omitted()
     calibration: dict[str, Any] | None = omitted()
+    # Each reply's latency split into endpointing / processing / delivery by the agent's own
+    # events (scoring/latency.py), when the agent told any.
+    latency_breakdown: dict[str, Any] | None = omitted()
 
 
 class ContinuitySummary(Document):

@@ -160,6 +160,20 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
         ]
         if planned:
             out.print("; ".join(planned))
+    b = run.breakdown
+    if b is not None and b.replies:
+        split = [x for x in b.replies if x.missing is None]
+        if split:
+            med = {
+                k: sorted(getattr(x, f"{k}_ms") for x in split)[len(split) // 2]
+                for k in ("endpointing", "processing", "delivery")
+            }
+            out.print(
+                f"latency split ({b.source}, {len(split)} of {len(b.replies)} replies, median): "
+                + " / ".join(f"{k} {v:.0f}" for k, v in med.items())
+                + " ms",
+                soft_wrap=True,
+            )
     r = run.result
     out.print(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
@@ -266,6 +280,12 @@ def call(
     rate: int | None = typer.Option(
         None, "--rate", help="Device sample rate (default 48000 if the devices take it)."
     ),
+    agent_trace: Path | None = typer.Option(
+        None,
+        "--agent-trace",
+        help="The agent's own event log (JSON lines: a time and an event name), read after the "
+        "call to split each reply's latency into endpointing, processing and delivery.",
+    ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
@@ -330,16 +350,27 @@ def call(
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     kind = "device" if device else "call" if transport == "webrtc" else "phone"
     outdir = output_dir(output, f"{kind}-{sc.name}", force=force)
-    return run_call(options, sc, settings, outdir, quiet=quiet)
+    if agent_trace is not None and not agent_trace.parent.is_dir():
+        raise InputError("no such folder for the agent trace", path=agent_trace.parent)
+    return run_call(options, sc, settings, outdir, quiet=quiet, agent_trace=agent_trace)
 
 
-def run_call(options: AnyCallOptions, sc, settings, outdir: Path, *, quiet: bool) -> int:  # type: ignore[no-untyped-def]
+def run_call(  # type: ignore[no-untyped-def]
+    options: AnyCallOptions, sc, settings, outdir: Path, *, quiet: bool,
+    agent_trace: Path | None = None,
+) -> int:  # fmt: skip
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     contract = scenario_contract(sc)
 
     async def go() -> tuple[RunOutput, list[str], dict[str, Any]]:
         run, call, caller = await place_call(
-            options, sc, settings, contract, outdir, console=None if quiet else out
+            options,
+            sc,
+            settings,
+            contract,
+            outdir,
+            console=None if quiet else out,
+            agent_trace=agent_trace,
         )
         return run, list(call.info.degraded), caller.report()
 

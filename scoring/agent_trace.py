@@ -1,0 +1,178 @@
+"""An agent's own event log (``--agent-trace FILE``), read and put on the call clock.
+
+The format is JSON lines, one event each, with a time and a name:
+
+    {"time": 1764590000.123, "clock": "unix", "event": "user-stopped-speaking"}
+    {"monotonic": 51234.5678, "event": "bot_started_speaking"}
+    {"time": 1764590001.0, "event": "metrics", "ttfb_ms": 310}
+
+``time`` is Unix seconds (``"clock": "monotonic"`` for time.monotonic() seconds of the same
+machine; a ``monotonic`` key says so too). Event names are pipecat's RTVI names (either
+spelling: ``user-stopped-speaking``, ``user_stopped_speaking``, ``UserStoppedSpeaking``).
+Also read as they are: LiveKit's metrics events dumped as JSON (``{"type": "eou_metrics",
+"timestamp": ...}``: the turn decision; ``{"type": "agent_state_changed", "new_state":
+"speaking", "created_at": ...}``: the start of speaking; ``llm_metrics`` ``ttft`` and
+``tts_metrics`` ``ttfb`` as metrics), turnscope's reference-agent truth log (one call per line,
+``--truth-log``), and the interop pipecat bot's log (``reply`` records).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from turnscope.errors import InputError
+from turnscope.scoring.latency import AgentEvent, normal_name
+
+FIX = "JSON lines with a time and an event name (see `turnscope call --help`, --agent-trace)"
+
+
+@dataclass(frozen=True)
+class CallTimes:
+    """Where the call clock's sample 0 is, on the machine's clocks, and how long the call was."""
+
+    origin_monotonic: float | None
+    origin_unix: float | None
+    duration_ms: float
+
+
+@dataclass
+class AgentTrace:
+    """The trace's events on the call clock, and what kept some of them out."""
+
+    path: Path
+    events: list[AgentEvent] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    clock: str = ""
+
+
+@dataclass(frozen=True)
+class _Raw:
+    t: float
+    clock: str  # unix | monotonic
+    name: str
+    value_ms: float | None = None
+
+
+def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
+    """The trace at ``path`` on the call clock. A file that cannot be read is an InputError
+    (checked before the call); lines that make no sense are problems, kept out."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such agent trace", path=path, fix=FIX) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the agent trace: {exc}", path=path, fix=FIX) from None
+    trace = AgentTrace(path)
+    raws: list[_Raw] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        found = list(_events(data, times)) if isinstance(data, dict) else []
+        if not found:
+            bad += 1
+        raws += found
+    if bad:
+        trace.problems.append(f"{bad} line(s) of {path.name} are not events turnscope reads")
+    if not raws:
+        trace.problems.append(f"{path.name} has no event turnscope can read ({FIX})")
+        return trace
+    clocks = {r.clock for r in raws}
+    trace.clock = "/".join(sorted(clocks))
+    for r in raws:
+        origin = times.origin_monotonic if r.clock == "monotonic" else times.origin_unix
+        if origin is None:
+            continue
+        trace.events.append(AgentEvent((r.t - origin) * 1000, r.name, r.value_ms))
+    if not trace.events:
+        trace.problems.append(f"the call's {trace.clock} clock origin is unknown (a replay?)")
+        return trace
+    inside = [e for e in trace.events if -2000 <= e.at_ms <= times.duration_ms + 2000]
+    if not inside:
+        first = min(e.at_ms for e in trace.events) / 1000
+        trace.problems.append(
+            f"none of {path.name}'s events falls within this call (the first is {first:+.0f} s "
+            "from its start): a trace of another call?"
+        )
+    trace.events = sorted(inside, key=lambda e: e.at_ms)
+    return trace
+
+
+def _time(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+        else:
+            return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _events(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw]:
+    if "utterances" in data and "clock_origin_monotonic" in data:
+        yield from _reference_agent(data, times)
+        return
+    if data.get("event") == "reply" and "start_monotonic" in data:
+        t = _time(data.get("start_monotonic"))
+        if t is not None:
+            yield _Raw(t, "monotonic", "bot_started_speaking")
+        return
+    kind = data.get("type")
+    if (isinstance(kind, str) and kind.endswith("_metrics")) or kind == "agent_state_changed":
+        yield from _livekit(data)
+        return
+    name = data.get("event") or data.get("type") or data.get("name")
+    if not isinstance(name, str):
+        return
+    if "monotonic" in data:
+        t, clock = _time(data.get("monotonic")), "monotonic"
+    else:
+        t = _time(data.get("time", data.get("timestamp")))
+        clock = "monotonic" if data.get("clock") == "monotonic" else "unix"
+    if t is None:
+        return
+    value = _time(data.get("ttfb_ms", data.get("value_ms")))
+    yield _Raw(t, clock, normal_name(name), value)
+
+
+def _reference_agent(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw]:
+    """turnscope's reference agent: its turn decisions (its clock) and its prompts' starts."""
+    origin = _time(data.get("clock_origin_monotonic"))
+    if origin is None:
+        return
+    for e in data.get("events") or []:
+        if e.get("event") == "caller_end_of_turn":
+            at = _time(e.get("decided_ms", e.get("at_ms")))
+            if at is not None:
+                yield _Raw(origin + at / 1000, "monotonic", "user_stopped_speaking")
+    for u in data.get("utterances") or []:
+        t = _time(u.get("start_monotonic"))
+        if t is not None:
+            yield _Raw(t, "monotonic", "bot_started_speaking")
+
+
+def _livekit(data: Mapping[str, Any]) -> Iterator[_Raw]:
+    kind = data.get("type")
+    t = _time(data.get("timestamp", data.get("created_at")))
+    if t is None:
+        return
+    if kind == "eou_metrics":
+        yield _Raw(t, "unix", "user_stopped_speaking")
+    elif kind == "agent_state_changed" and data.get("new_state") == "speaking":
+        yield _Raw(t, "unix", "bot_started_speaking")
+    elif kind in ("llm_metrics", "tts_metrics"):
+        value = _time(data.get("ttft" if kind == "llm_metrics" else "ttfb"))
+        if value is not None:
+            yield _Raw(t, "unix", "ttfb", value * 1000)

@@ -1,0 +1,204 @@
+"""Why a reply took as long as it did, from the caller's side: each ear-measured reply gap
+split by the agent's own events into endpointing, processing and delivery.
+
+    caller's speech ends (heard) -> the agent decides the caller has finished: endpointing
+    -> the agent starts speaking (its own event): processing
+    -> its first sample is heard by the caller: delivery (transport, jitter buffer, playout)
+
+The agent's events are on the call clock either as they arrived (RTVI on the data channel: the
+agent sent each ``one_way_ms`` earlier, an estimate from the measured round trip, uncertain by
+``uncertainty_ms``) or as aligned from the agent's own log (``--agent-trace``). The parts sum to
+the verifier's latency by construction: delivery is what is left; which parts carry the
+estimate is said. Plain code: the events in, the breakdown out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from turnscope.scoring.verifier import verifier_facts
+
+Source = Literal["rtvi", "agent_trace"]
+DECIDED = ("user_stopped_speaking",)
+STARTED = ("bot_started_speaking",)
+# How far before the caller's speech end a turn decision may be logged and still be this reply's
+# (an agent that decides early, on a pause, then waits it out).
+EARLY_DECISION_MS = 300
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One event of the agent's, on the call clock (``at_ms``: when it happened at the agent,
+    as far as turnscope can tell)."""
+
+    at_ms: float
+    name: str  # user_stopped_speaking, bot_started_speaking, ... (RTVI names, snake case)
+    value_ms: float | None = None  # a metric (ttfb) the agent reported with it
+
+
+@dataclass
+class ReplySplit:
+    """One reply's latency, split."""
+
+    caller_turn: int
+    agent_turn: int
+    latency_ms: int
+    endpointing_ms: float | None = None
+    processing_ms: float | None = None
+    delivery_ms: float | None = None
+    decided_at_ms: float | None = None  # the agent's turn decision, call clock
+    started_at_ms: float | None = None  # the agent's own start of speaking, call clock
+    ttfb_ms: list[float] = field(default_factory=list)  # the agent's own metrics in between
+    estimated: list[str] = field(default_factory=list)  # parts that carry the one-way estimate
+    missing: str | None = None  # why this reply has no split
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != []}
+
+
+@dataclass
+class Breakdown:
+    """Every reply's split, what it rests on, and whether it can be trusted."""
+
+    source: Source | None
+    replies: list[ReplySplit]
+    one_way_ms: float | None = None
+    uncertainty_ms: float | None = None
+    reliable: bool = True
+    reasons: list[str] = field(default_factory=list)  # why it is unreliable or absent
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "reliable": self.reliable,
+            "reasons": self.reasons,
+            "one_way_ms": self.one_way_ms,
+            "uncertainty_ms": self.uncertainty_ms,
+            "note": self.note,
+            "replies": [r.to_dict() for r in self.replies],
+        }
+
+
+def normal_name(name: str) -> str:
+    """``user-stopped-speaking`` and ``UserStoppedSpeaking``-style names as snake case."""
+    out = []
+    for i, c in enumerate(name.strip()):
+        if c.isupper() and i and name[i - 1].islower():
+            out.append("_")
+        out.append("_" if c in "- ." else c.lower())
+    return "".join(out)
+
+
+def split_latency(
+    dialogue: Sequence[Mapping[str, Any]],
+    events: Sequence[AgentEvent],
+    *,
+    source: Source,
+    one_way_ms: float = 0.0,
+    uncertainty_ms: float | None = None,
+    problems: Sequence[str] = (),
+) -> Breakdown:
+    """Each reply the verifier pairs (caller turn -> agent turn), split by ``events``.
+
+    With ``source`` rtvi the events are arrival times: the agent's moments are taken
+    ``one_way_ms`` earlier. Endpointing and delivery then carry that estimate, processing
+    does not (both its ends came the same way)."""
+    facts = verifier_facts(dialogue)
+    shift = one_way_ms if source == "rtvi" else 0.0
+    decided = sorted(e.at_ms - shift for e in events if e.name in DECIDED)
+    started = sorted(e.at_ms - shift for e in events if e.name in STARTED)
+    ttfb = sorted((e.at_ms - shift, e.value_ms) for e in events if e.value_ms is not None)
+    replies = []
+    for gap in facts.gaps:
+        c, a = dialogue[gap.caller], dialogue[gap.agent]
+        end, start = int(c["end_ms"]), int(a["start_ms"])
+        split = ReplySplit(gap.caller, gap.agent, gap.gap_ms)
+        replies.append(split)
+        if gap.gap_ms < 0:
+            split.missing = "the agent started before the caller finished (talked over)"
+            continue
+        # The agent's decision about this caller turn, and its start of speaking for this reply.
+        t_dec = [t for t in decided if end - EARLY_DECISION_MS <= t <= start]
+        if not t_dec:
+            split.missing = "no turn decision (user-stopped-speaking) from the agent for it"
+            continue
+        t_start = [t for t in started if t_dec[-1] <= t <= start + uncertainty_or(uncertainty_ms)]
+        if not t_start:
+            split.missing = "no bot-started-speaking from the agent for it"
+            continue
+        d, s = t_dec[-1], t_start[-1]
+        split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
+        split.endpointing_ms = round(d - end, 1)
+        split.processing_ms = round(s - d, 1)
+        split.delivery_ms = round(gap.gap_ms - split.endpointing_ms - split.processing_ms, 1)
+        split.ttfb_ms = [round(v, 1) for t, v in ttfb if d <= t <= s + 50 and v is not None]
+        if source == "rtvi":
+            split.estimated = ["endpointing", "delivery"]
+    reasons = list(problems)
+    split_any = any(r.missing is None for r in replies)
+    if replies and not split_any:
+        reasons.append(
+            "no reply could be split: " + replies[0].missing if replies[0].missing else ""
+        )
+    impossible = [
+        r
+        for r in replies
+        if r.missing is None
+        and min(r.endpointing_ms or 0, r.delivery_ms or 0) < -tolerance(uncertainty_ms)
+    ]
+    if impossible:
+        reasons.append(
+            f"{len(impossible)} repl{'y' if len(impossible) == 1 else 'ies'} with a negative part "
+            "(the agent's clock and the call's do not line up)"
+        )
+    note = (
+        f"endpointing and delivery carry the one-way delay estimate ({one_way_ms:.1f} ms, "
+        f"half the measured round trip, +/- {uncertainty_or(uncertainty_ms):.1f} ms); "
+        "processing does not"
+        if source == "rtvi"
+        else "the agent's own log, aligned to the call clock"
+    )
+    return Breakdown(
+        source,
+        replies,
+        one_way_ms=round(one_way_ms, 1) if source == "rtvi" else None,
+        uncertainty_ms=None if uncertainty_ms is None else round(uncertainty_ms, 1),
+        reliable=not reasons,
+        reasons=[r for r in reasons if r],
+        note=note,
+    )
+
+
+def uncertainty_or(value: float | None) -> float:
+    return 0.0 if value is None else value
+
+
+def tolerance(uncertainty_ms: float | None) -> float:
+    """How negative a part may be and still be noise: the estimate's uncertainty, 5 ms at least."""
+    return max(5.0, uncertainty_or(uncertainty_ms))
+
+
+def rtvi_events(record: Mapping[str, Any] | None) -> list[AgentEvent]:
+    """The RTVI events a WebRTC call heard (source.details.rtvi), as agent events."""
+    out = []
+    for e in (record or {}).get("events", []):
+        name = normal_name(str(e.get("type", "")))
+        out.append(AgentEvent(float(e["at_ms"]), name))
+        for item in ((e.get("data") or {}).get("ttfb") or []) if name == "metrics" else []:
+            out.append(AgentEvent(float(e["at_ms"]), "ttfb", float(item["value"]) * 1000))
+    return out
+
+
+def summary_line(split: ReplySplit) -> str:
+    """'endpointing 640 / processing 310 / delivery 120 ms' (~ marks a part with an estimate)."""
+    if split.missing is not None:
+        return ""
+    parts = []
+    for name in ("endpointing", "processing", "delivery"):
+        value = getattr(split, f"{name}_ms")
+        mark = "~" if name in split.estimated else ""
+        parts.append(f"{name} {mark}{value:.0f}")
+    return " / ".join(parts) + " ms"
