@@ -50,7 +50,8 @@ script:
 # The bot's own endpointing (Silero stop plus its turn wait, ~0.9 s) comes before its latency.
 CALLS: dict[str, dict[str, Any]] = {
     "good": {"greeting": True, "reply": "long", "latency_ms": 300},
-    "slow": {"greeting": True, "reply": "short", "latency_ms": 2200},
+    # Also slower to decide the caller has finished (Silero stop 0.8 s, not 0.2 s).
+    "slow": {"greeting": True, "reply": "short", "latency_ms": 2200, "vad_stop_secs": 0.8},
     # Answers "wait" 600 ms after finishing its long reply (as a browser agent was seen to):
     # longer than its own 395 ms pauses between sentences.
     "ignores": {
@@ -288,3 +289,59 @@ def test_bot_faults_are_one_clear_line_exit_4_and_a_degraded_bundle(faults, name
     if name in ("mute", "silence"):
         assert result["verdict"] == "fail"
         assert any("never spoke" in f for f in result["failures"]), result
+
+
+# --- the latency split by the bot's RTVI events ---------------------------------------------------
+
+
+def _truth_split(got: dict[str, Any], reply) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+    """The bot's own parts for one reply: its turn decision and its first sample, from its log."""
+    origin = got["call"].clock.origin
+    d = got["run"].result.assembly.dialogue()
+    end, start = d[reply.caller_turn]["end_ms"], d[reply.agent_turn]["start_ms"]
+    decided = [
+        (r["monotonic"] - origin) * 1000
+        for r in got["truth"]
+        if r["event"] == "user_stopped_speaking"
+    ]
+    began = [(r["start_monotonic"] - origin) * 1000 for r in got["truth"] if r["event"] == "reply"]
+    dec = [t for t in decided if end - 300 <= t <= start][-1]
+    sent = [t for t in began if dec <= t <= start][-1]
+    return dec - end, sent - dec, start - sent
+
+
+@pytest.mark.parametrize("name", ["good", "slow"])
+def test_each_reply_is_split_by_the_bots_rtvi_events_as_its_own_log_has_it(calls, name):
+    got = calls[name]
+    b = got["run"].breakdown
+    assert b is not None and b.source == "rtvi" and b.reliable, b
+    split = [r for r in b.replies if r.missing is None]
+    assert len(split) >= 2, b.replies
+    errors = []
+    for r in split:
+        assert r.endpointing_ms + r.processing_ms + r.delivery_ms == pytest.approx(r.latency_ms)
+        truth = _truth_split(got, r)
+        errors += [
+            abs(m - t)
+            for m, t in zip((r.endpointing_ms, r.processing_ms, r.delivery_ms), truth, strict=True)
+        ]
+    assert statistics.median(errors) <= 15, errors
+    result = _result(got)
+    assert result["latency_breakdown"]["source"] == "rtvi"
+    assert result["source"]["details"]["rtvi"]["events"]
+
+
+def test_the_split_tracks_the_bots_settings(calls):
+    """Processing follows the bot's reply latency (300 / 2200 ms); endpointing its VAD stop
+    (0.2 / 0.8 s)."""
+    med = {}
+    for name in ("good", "slow"):
+        split = [r for r in calls[name]["run"].breakdown.replies if r.missing is None]
+        med[name] = {
+            part: statistics.median(getattr(r, f"{part}_ms") for r in split)
+            for part in ("endpointing", "processing", "delivery")
+        }
+    assert abs(med["good"]["processing"] - 300) <= 60, med
+    assert abs(med["slow"]["processing"] - 2200) <= 60, med
+    assert 450 <= med["slow"]["endpointing"] - med["good"]["endpointing"] <= 750, med
+    assert abs(med["slow"]["delivery"] - med["good"]["delivery"]) <= 40, med
