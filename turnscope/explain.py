@@ -3,13 +3,15 @@ the call's data channel or from the agent's own log (``--agent-trace``)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
 from turnscope.errors import InputError
 from turnscope.pipeline import PipelineResult
-from turnscope.scoring.agent_trace import AgentTrace, CallTimes, read_agent_trace
+from turnscope.scoring.agent_trace import CallTimes, read_agent_trace
 from turnscope.scoring.latency import Breakdown, rtvi_events, split_latency
 
 
@@ -23,21 +25,26 @@ def one_way_estimate(details: dict[str, Any]) -> tuple[float, float | None]:
     return rtt / 2, rtt / 2
 
 
-TRACE_WAIT_S = 3.0  # an agent writes its log as its side of the call ends, just after ours
+TRACE_WAIT_S = 10.0  # an agent writes its log as its side of the call ends, just after ours
 
 
-def settled_trace(path: Path, times: CallTimes) -> AgentTrace:
-    """The trace once it holds this call (the agent may still be writing it)."""
+def call_times(result: PipelineResult) -> CallTimes:
+    details = result.info.details
+    return CallTimes(
+        details.get("clock_origin_monotonic"), details.get("clock_origin_unix"), result.audio_ms
+    )
+
+
+async def await_trace(path: Path, result: PipelineResult) -> None:
+    """Wait (at most TRACE_WAIT_S, on the loop: the call is still hanging up) until the agent's
+    trace holds this call; it writes it as its side of the call ends, just after ours."""
     deadline = time.monotonic() + TRACE_WAIT_S
-    while True:
-        try:
-            trace = read_agent_trace(path, times)
-            if trace.events or time.monotonic() >= deadline:
-                return trace
-        except InputError:
-            if time.monotonic() >= deadline:
-                raise
-        time.sleep(0.25)
+    times = call_times(result)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(InputError):
+            if read_agent_trace(path, times).events:
+                return
+        await asyncio.sleep(0.2)
 
 
 def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -> Breakdown | None:
@@ -45,12 +52,10 @@ def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -
     details = result.info.details
     dialogue = result.assembly.dialogue()
     if agent_trace is not None:
-        times = CallTimes(
-            details.get("clock_origin_monotonic"),
-            details.get("clock_origin_unix"),
-            result.audio_ms,
-        )
-        trace = read_agent_trace(agent_trace, times)
+        try:
+            trace = read_agent_trace(agent_trace, call_times(result))
+        except InputError as exc:
+            return Breakdown("agent_trace", [], reliable=False, reasons=[str(exc)])
         return split_latency(dialogue, trace.events, source="agent_trace", problems=trace.problems)
     rtvi = details.get("rtvi")
     if not rtvi or not rtvi.get("events"):

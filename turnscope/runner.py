@@ -18,7 +18,7 @@ from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.frames import CHANNELS, samples_to_ms
 from turnscope.capture.source import Source
 from turnscope.errors import OutputError, TurnscopeError
-from turnscope.explain import latency_breakdown
+from turnscope.explain import await_trace, latency_breakdown
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json, write_text
 from turnscope.live_view import LiveView
@@ -87,6 +87,8 @@ async def run_and_record(
             result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
         finally:
             recorder.close()
+        if agent_trace is not None:
+            await await_trace(agent_trace, result)
         # Scoring and the bundle (reports, pictures) take a fraction of a second of CPU; on the
         # event loop that stalled every other live call of the process (measured: caller audio
         # up to 1.4 s late when 8 concurrent calls ended together).

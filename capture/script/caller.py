@@ -83,6 +83,7 @@ class ScriptedCaller:
         self.timed_out = False
         self._concluded = False
         self._nonstop = False
+        self._hanging_up = False
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -94,8 +95,8 @@ class ScriptedCaller:
 
     def _call_ended(self) -> None:
         # The call may end from the agent's side (it hung up, died, went silent) mid-script.
-        if self._task is not None and not self._task.done():
-            self._task.cancel()  # (or it is hanging up, the script done)
+        if self._task is not None and not self._task.done() and not self._hanging_up:
+            self._task.cancel()  # not when it is the caller hanging up: that must finish
         if self.finished_reason is None:
             end = self.call.end_reason or "the call ended"
             self.finished_reason = f"the call ended before the script did ({end})"
@@ -131,6 +132,7 @@ class ScriptedCaller:
                     "until the call's timeout; the caller could not take its turns as planned"
                 )
         self._conclude()
+        self._hanging_up = True
         await self.call.hangup(self.finished_reason)
 
     def _conclude(self) -> None:

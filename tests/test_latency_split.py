@@ -1,0 +1,148 @@
+"""The latency split: plain parts (the split, the agent-trace formats, RTVI bookkeeping) and a
+real call to the reference agent whose own log is read back with --agent-trace."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+
+import pytest
+
+from tests.conftest import turnscope_exe
+from turnscope.capture.webrtc.rtvi import MAX_EVENTS, Rtvi
+from turnscope.errors import InputError
+from turnscope.scoring.agent_trace import CallTimes, read_agent_trace
+from turnscope.scoring.latency import AgentEvent, normal_name, split_latency
+
+DIALOGUE = [
+    {"speaker": "caller", "start_ms": 0, "end_ms": 1000, "text": "hello"},
+    {"speaker": "agent", "start_ms": 2000, "end_ms": 3000, "text": "hi"},
+    {"speaker": "caller", "start_ms": 4000, "end_ms": 5000, "text": "bye"},
+    {"speaker": "agent", "start_ms": 6500, "end_ms": 7000, "text": "bye"},
+]
+
+
+def test_parts_sum_to_the_ear_latency_and_say_which_carry_the_estimate():
+    events = [
+        AgentEvent(1650, "user_stopped_speaking"),
+        AgentEvent(1910, "bot_started_speaking"),
+        AgentEvent(5700, "user_stopped_speaking"),
+        AgentEvent(6310, "bot_started_speaking"),
+    ]
+    b = split_latency(DIALOGUE, events, source="rtvi", one_way_ms=10, uncertainty_ms=10)
+    assert b.reliable and [r.latency_ms for r in b.replies] == [1000, 1500]
+    first, second = b.replies
+    assert (first.endpointing_ms, first.processing_ms, first.delivery_ms) == (640, 260, 100)
+    assert (second.endpointing_ms, second.processing_ms, second.delivery_ms) == (690, 610, 200)
+    assert first.estimated == ["endpointing", "delivery"]
+    assert "one-way" in b.note
+
+
+def test_a_reply_without_the_agents_events_is_not_split_and_says_why():
+    b = split_latency(DIALOGUE, [AgentEvent(1650, "user_stopped_speaking")], source="rtvi")
+    assert all(r.missing for r in b.replies)
+    assert not b.reliable and "bot-started-speaking" in b.reasons[0]
+
+
+def test_names_in_every_spelling():
+    for name in ("user-stopped-speaking", "user_stopped_speaking", "UserStoppedSpeaking"):
+        assert normal_name(name) == "user_stopped_speaking"
+
+
+def _times() -> CallTimes:
+    return CallTimes(origin_monotonic=1000.0, origin_unix=1_700_000_000.0, duration_ms=8000)
+
+
+def test_agent_trace_formats_land_on_the_call_clock(tmp_path):
+    lines = [
+        {"time": 1_700_000_001.65, "event": "user-stopped-speaking"},
+        {"monotonic": 1001.91, "event": "bot_started_speaking"},
+        {"type": "eou_metrics", "timestamp": 1_700_000_005.7, "end_of_utterance_delay": 0.5},
+        {"type": "agent_state_changed", "new_state": "speaking", "created_at": 1_700_000_006.31},
+        {"type": "tts_metrics", "timestamp": 1_700_000_006.2, "ttfb": 0.21},
+    ]
+    path = tmp_path / "agent.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    trace = read_agent_trace(path, _times())
+    assert trace.problems == []
+    got = [(round(e.at_ms), e.name) for e in trace.events]
+    assert (1650, "user_stopped_speaking") in got and (1910, "bot_started_speaking") in got
+    assert (5700, "user_stopped_speaking") in got and (6310, "bot_started_speaking") in got
+    b = split_latency(DIALOGUE, trace.events, source="agent_trace")
+    assert b.reliable and b.replies[1].ttfb_ms == [210.0]
+    assert b.replies[0].estimated == []
+
+
+def test_bad_agent_traces_are_said_and_change_nothing_else(tmp_path):
+    with pytest.raises(InputError, match="no such agent trace"):
+        read_agent_trace(tmp_path / "missing.jsonl", _times())
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not json\n[1, 2]\n{}\n")
+    assert "no event turnscope can read" in read_agent_trace(junk, _times()).problems[-1]
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"monotonic": 5000.0, "event": "bot_started_speaking"}) + "\n")
+    assert "another call" in read_agent_trace(other, _times()).problems[-1]
+    skewed = tmp_path / "skewed.jsonl"  # a wall clock 0.8 s off: decisions after the replies
+    skewed.write_text(
+        "\n".join(
+            json.dumps({"time": 1_700_000_000 + t, "event": n})
+            for t, n in ((2.45, "user_stopped_speaking"), (2.7, "bot_started_speaking"))
+        )
+    )
+    b = split_latency(DIALOGUE, read_agent_trace(skewed, _times()).events, source="agent_trace")
+    assert not b.reliable
+
+
+def test_rtvi_bookkeeping_counts_what_it_cannot_trust():
+    r = Rtvi(now_ms=lambda: 0.0)
+    r.heard({"label": "rtvi-ai"}, 10)
+    r.heard({"label": "rtvi-ai", "type": "dance"}, 20)
+    r.heard({"label": "rtvi-ai", "type": "bot-stopped-speaking"}, 30)
+    for i in range(MAX_EVENTS + 3):
+        r.heard({"label": "rtvi-ai", "type": "user-started-speaking"}, 40 + i)
+    problems = " | ".join(r.problems())
+    assert "without a type" in problems and "'dance'" in problems
+    assert "out of order" in problems and "flooded" in problems
+    assert len(r.events) == MAX_EVENTS
+
+
+def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
+    """`call --agent-trace` with the reference agent's truth log (its true send times)."""
+    truth = tmp_path / "agent-truth.jsonl"
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--port", "0", "--no-greet", "--latency-ms", "700",
+         "--truth-log", str(truth)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = agent.stdout.readline() if agent.stdout else ""
+        base = line.split("reference agent on ", 1)[1].split(":", 2)
+        url = f"{base[0]}:{base[1]}:{base[2].split(':')[0]}/api/offer"
+        sc = tmp_path / "s.yaml"
+        sc.write_text(
+            "name: split\ncaller: {timeout_s: 30, hangup_after_ms: 500}\nscript:\n"
+            "  - caller: Hello, I would like a refund please.\n  - agent: Sure.\n"
+            "  - caller: Thank you, goodbye.\n  - agent: Goodbye.\n"
+        )
+        out = tmp_path / "run"
+        code, stdout, stderr = cli(
+            "call", url, "--scenario", str(sc), "--loopback-only", "-q", "-o", str(out),
+            "--agent-trace", str(truth),
+        )  # fmt: skip
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    assert code in (0, 1), (stdout, stderr)
+    assert "latency split (agent_trace" in stdout
+    b = json.loads((out / "result.json").read_text())["latency_breakdown"]
+    assert b["source"] == "agent_trace" and b["reliable"], b
+    replies = [r for r in b["replies"] if "missing" not in r]
+    assert len(replies) == 2
+    for r in replies:
+        total = r["endpointing_ms"] + r["processing_ms"] + r["delivery_ms"]
+        assert total == pytest.approx(r["latency_ms"], abs=0.2)
+        # The agent answers 700 ms after the speech end it heard; it decided ~400 ms after it.
+        assert 150 <= r["processing_ms"] <= 450, r
+        assert 60 <= r["delivery_ms"] <= 200, r  # transport + the caller's jitter buffer
+    assert statistics.median(r["endpointing_ms"] for r in replies) >= 300
