@@ -193,8 +193,13 @@ def test_report_command_builds_both_files(bundle: Path, built, cli):
     assert code == 0 and out.strip() == str((bundle / "report.html").resolve())
 
 
+AUDIO = re.compile(r'src="data:audio/ogg;base64,[A-Za-z0-9+/=]+"')
+
+
 def test_report_is_one_self_contained_file(built):
     page = built[0].read_text(encoding="utf-8")
+    assert len(AUDIO.findall(page)) == 1  # the call's audio, inline; nothing else has a src
+    page = AUDIO.sub("", page)
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
     assert not re.search(r"<link\b[^>]*\bhref\s*=", page, re.I)
@@ -311,7 +316,9 @@ def test_ten_minute_call_stays_small_and_wraps_a_minute_per_row(tmp_path):
     fake = fake_bundle(tmp_path / "long", turns=turns, seconds=600, wer=wer, backchannels=bc)
     html_path, png_path = build_report(fake)
     page = html_path.read_text(encoding="utf-8")
-    assert html_path.stat().st_size < 3_000_000
+    audio = AUDIO.findall(page)
+    assert len(audio) == 1 and len(audio[0]) < 600 * 6000 * 4 / 3  # Opus, under 6 kB/s
+    assert len(AUDIO.sub("", page)) < 3_000_000
     assert page.count('<div id="row-') == 10
     assert page.count('data-mark="latency-label"') == len(turns) // 2
     assert 'class="tag bad">reply latency 1500 ms' in page

@@ -20,6 +20,7 @@ class Rect:
     stroke: str | None = None
     title: str | None = None
     mark: str | None = None
+    play_s: float | None = None  # report.html plays the call from here when it is clicked
 
 
 @dataclass(frozen=True)

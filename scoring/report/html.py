@@ -1,9 +1,10 @@
 """report.html and timeline.png: a run bundle made readable at a glance, without reading JSON.
 
 ``build_report(bundle)`` writes both into the bundle. report.html is one self-contained file
-(inline CSS and SVG, no script, a Content-Security-Policy that forbids fetching anything): the
-verdict and degraded evidence first, the four sub-scores with the failing floors, the timeline of
-both channels, the turn table, WER with its word alignment, and the continuity metrics. This
+(inline CSS, SVG, audio and one small script; a Content-Security-Policy that forbids fetching
+anything): the verdict and degraded evidence first, the four sub-scores with the failing floors,
+the call's audio, the timeline of both channels, each reply's latency split, the turn table, WER
+with its word alignment, and the continuity metrics. Clicking a turn plays from it. This
 module is the page; its sections are verdict.py, turns.py and measures.py.
 """
 
@@ -13,7 +14,10 @@ from pathlib import Path
 
 from turnscope.jsonio import write_bytes, write_text
 from turnscope.scoring.evidence.bundle import seal
+from turnscope.scoring.report.explained import CSS as SPLIT_CSS
+from turnscope.scoring.report.explained import breakdown
 from turnscope.scoring.report.figure import Figure
+from turnscope.scoring.report.listen import SEEK, player
 from turnscope.scoring.report.markup import e
 from turnscope.scoring.report.measures import continuity, wer
 from turnscope.scoring.report.model import ReportModel, read_report
@@ -79,13 +83,15 @@ def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
     title = f"turnscope · {m.bundle.name} · {(m.verdict or 'no verdict').upper()}"
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        # Nothing may be fetched: the report must open the same offline, from any folder.
+        # Nothing may be fetched: the report must open the same offline, from any folder. The
+        # audio is inline (data:) and the one script is inline too (play from a clicked turn).
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">"
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; media-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body><main>"
-        f"{header(m)}{alerts(m)}{scores(m)}{timeline(m, legend, rows)}{turn_table(m)}{wer(m)}"
-        f"{continuity(m)}</main></body></html>\n"
+        f"<title>{e(title)}</title><style>{CSS}{SPLIT_CSS}</style></head><body><main>"
+        f"{header(m)}{alerts(m)}{scores(m)}{player(m.bundle)}{timeline(m, legend, rows)}"
+        f"{breakdown(m)}{turn_table(m)}{wer(m)}{continuity(m)}</main>"
+        f"<script>{SEEK}</script></body></html>\n"
     )
 
 

@@ -123,6 +123,7 @@ class ReportModel:
     notes: list[str] = field(default_factory=list)
     exercise: dict[str, Exercise] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
+    latency_breakdown: dict[str, Any] | None = None  # result.json's, when the agent told any
 
 
 def _turns(doc: Transcript) -> list[TurnView]:
@@ -265,6 +266,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
     if continuity.get("status") == "degraded" and not degraded:  # another producer's bundle
         degraded = _dedupe([*degraded, *(continuity.get("caveats") or [])])
     return ReportModel(
+        latency_breakdown=result.latency_breakdown,
         bundle=bundle,
         duration_ms=duration,
         max_latency_ms=max_latency,

@@ -26,6 +26,10 @@ def _attr(mark: str | None) -> str:
     return f' data-mark="{mark}"' if mark else ""
 
 
+def _play(at_s: float | None) -> str:
+    return f' data-t="{max(0.0, at_s):.2f}"' if at_s is not None else ""
+
+
 def to_svg(fig: Figure) -> str:
     """The figure as one <svg> element."""
     e = html.escape
@@ -40,7 +44,7 @@ def to_svg(fig: Figure) -> str:
             body = f"<title>{e(sh.title)}</title></rect>" if sh.title else "</rect>"
             out.append(
                 f'<rect x="{_n(sh.x)}" y="{_n(sh.y)}" width="{_n(sh.w)}" height="{_n(sh.h)}"'
-                f' fill="{sh.fill}"{extra}{_attr(sh.mark)}>{body}'
+                f' fill="{sh.fill}"{extra}{_attr(sh.mark)}{_play(sh.play_s)}>{body}'
             )
         elif isinstance(sh, Stroke):
             dash = ' stroke-dasharray="4 3"' if sh.dash else ""

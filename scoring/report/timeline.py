@@ -201,6 +201,7 @@ def _speech(m: ReportModel, row: _Row) -> list[Shape]:
                 stroke=stroke,
                 title=tip,
                 mark="turn",
+                play_s=t.start_ms / 1000,
             )
         )
         s.append(
@@ -222,6 +223,7 @@ def _speech(m: ReportModel, row: _Row) -> list[Shape]:
                     COLOUR["backchannel"],
                     title=f"backchannel {clock(b.start_ms)}: {b.text}",
                     mark="backchannel",
+                    play_s=b.start_ms / 1000 - 1.0,
                 )
             )
             s.append(

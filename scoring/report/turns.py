@@ -82,7 +82,8 @@ def turn_table(m: ReportModel) -> str:
         rows.append(
             (
                 t.start_ms,
-                f'<tr class="{cls}" id="turn-{t.index}"><td>{t.index}</td>'
+                f'<tr class="{cls}" id="turn-{t.index}" data-t="{t.start_ms / 1000:.2f}">'
+                f"<td>{t.index}</td>"
                 f'<td class="t">{_row_link(m, t.start_ms)}&ndash;{clock(t.end_ms)}</td>'
                 f'<td class="s">{e(t.speaker)}</td><td>{e(t.text)}</td>'
                 f"<td>{''.join(notes[t.index])}</td></tr>",

@@ -1,0 +1,77 @@
+"""The latency breakdown in report.html: per reply a stacked bar (endpointing, processing,
+delivery), the parts that carry the one-way estimate hatched, each bar playing the reply."""
+
+from __future__ import annotations
+
+from turnscope.scoring.report.markup import e
+from turnscope.scoring.report.model import ReportModel
+from turnscope.scoring.report.timeline import clock
+
+PARTS = (("endpointing", "#2563eb"), ("processing", "#d97706"), ("delivery", "#7c3aed"))
+CSS = """
+.split{display:flex;height:16px;min-width:2px;border-radius:3px;overflow:hidden;cursor:pointer}
+.split i{display:block;height:16px}
+.split i.est{background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.45) 0 3px,
+ transparent 3px 7px)}
+[data-t]{cursor:pointer}
+"""
+
+
+def breakdown(m: ReportModel) -> str:
+    """The section, or nothing when the agent told nothing."""
+    b = m.latency_breakdown
+    if not b:
+        return ""
+    turns = {t.index: t for t in m.turns}
+    replies = b.get("replies") or []
+    longest = max([r.get("latency_ms", 0) for r in replies] + [1])
+    head = (
+        '<section id="latency"><h2>Why each reply took as long as it did</h2><div class="meta">'
+        "From the caller's speech end to the agent's first sound: endpointing (the agent "
+        "deciding the caller had finished), processing (from that decision to starting to "
+        "speak), delivery "
+        f"(transport, jitter buffer, playout). Source: {e(b.get('source') or '?')}. "
+        f"{e(b.get('note') or '')}. Hatched: includes the estimate.</div>"
+    )
+    if not b.get("reliable", True):
+        head += f'<div class="box warn">Unreliable: {e("; ".join(b.get("reasons") or []))}</div>'
+    legend = " ".join(
+        f'<span class="tag" style="background:{c}">{name}</span>' for name, c in PARTS
+    )
+    rows = []
+    for r in replies:
+        caller = turns.get(r.get("caller_turn"))
+        at = (caller.end_ms / 1000 - 1.0) if caller else 0.0
+        when = clock(caller.end_ms) if caller else "?"
+        latency = r.get("latency_ms", 0)
+        if "missing" in r:
+            bar, parts = f"<span class=meta>not split: {e(r['missing'])}</span>", ""
+        else:
+            segs = []
+            for name, colour in PARTS:
+                ms = max(0.0, float(r.get(f"{name}_ms") or 0))
+                est = " est" if name in (r.get("estimated") or []) else ""
+                width = 100 * ms / longest
+                segs.append(
+                    f'<i class="{est.strip()}" style="width:{width:.2f}%;background-color:'
+                    f'{colour}" title="{name} {ms:.0f} ms"></i>'
+                )
+            bar = f'<div class="split" data-t="{max(0.0, at):.2f}">{"".join(segs)}</div>'
+            parts = " / ".join(
+                f"{name} {'~' if name in (r.get('estimated') or []) else ''}"
+                f"{float(r[f'{name}_ms']):.0f}"
+                for name, _ in PARTS
+            )
+            if r.get("ttfb_ms"):
+                parts += " (agent's ttfb " + ", ".join(f"{v:.0f}" for v in r["ttfb_ms"]) + ")"
+        rows.append(
+            f'<tr data-t="{max(0.0, at):.2f}"><td>#{r.get("caller_turn")} &rarr; '
+            f"#{r.get('agent_turn')}</td><td class=t>{when}</td><td class=t>{latency} ms</td>"
+            f'<td style="width:45%">{bar}</td><td>{parts}</td></tr>'
+        )
+    return (
+        head + f"<div>{legend}</div><table><thead><tr><th>reply</th><th>caller ended</th>"
+        "<th>latency</th><th>split</th><th>ms</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></section>"
+    )

@@ -1,0 +1,63 @@
+"""The report you can listen to: both channels embedded as one stereo Ogg Opus (caller left,
+agent right), a player, and a small script that plays from a turn, a latency bar or a barge-in
+when it is clicked (anything with ``data-t``: seconds on the call clock)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from turnscope.scoring.report.markup import e
+
+MAX_EMBED_S = 20 * 60  # longer calls: at ~2.6 kB/s of Opus the report would pass 4 MB
+RATE = 16000
+
+SEEK = """
+document.addEventListener('click',function(ev){
+ var el=ev.target.closest('[data-t]');var a=document.getElementById('call-audio');
+ if(!el||!a)return;ev.preventDefault();a.currentTime=Math.max(0,parseFloat(el.dataset.t));a.play();
+});
+"""
+
+
+def opus_of(bundle: Path) -> bytes | None:
+    """caller.wav and agent.wav as stereo Ogg Opus, or None (missing, or too long)."""
+    paths = [bundle / "caller.wav", bundle / "agent.wav"]
+    if not all(p.is_file() for p in paths):
+        return None
+    try:
+        chans = [sf.read(p, dtype="float32", always_2d=True)[0][:, 0] for p in paths]
+    except (OSError, RuntimeError, sf.LibsndfileError):
+        return None
+    n = max(len(c) for c in chans)
+    if n == 0 or n > MAX_EMBED_S * RATE:
+        return None
+    both = np.zeros((n, 2), np.float32)
+    for i, c in enumerate(chans):
+        both[: len(c), i] = c
+    out = io.BytesIO()
+    # About 21 kbit/s: speech stays clear enough to review, a 10-minute call is 1.6 MB.
+    sf.write(out, both, RATE, format="OGG", subtype="OPUS", compression_level=0.95)
+    return out.getvalue()
+
+
+def player(bundle: Path) -> str:
+    """The audio section: the player, or why there is none."""
+    data = opus_of(bundle)
+    if data is None:
+        return (
+            '<section id="listen"><h2>Listen</h2><div class="box note">The call audio is not '
+            f"embedded (missing, or longer than {MAX_EMBED_S // 60} minutes): open "
+            f"{e('caller.wav')} / {e('agent.wav')} beside this report.</div></section>"
+        )
+    src = "data:audio/ogg;base64," + base64.b64encode(data).decode("ascii")
+    return (
+        '<section id="listen"><h2>Listen</h2><div class="meta">Caller left, agent right. Click '
+        "a turn, a latency bar or a barge-in to play from there.</div>"
+        f'<audio id="call-audio" controls preload="auto" src="{src}" style="width:100%">'
+        "</audio></section>"
+    )
