@@ -246,6 +246,9 @@ def timeline_document(
                 text=b.text,
             )
         )
+    for ev in (result.info.details.get("rtvi") or {}).get("events") or []:
+        # The agent's own events (RTVI), as they arrived: beside the turns they explain.
+        markers.append(Marker(key="agent_event", offset_ms=ev["at_ms"], text=ev["type"]))
     markers.sort(key=lambda m: (m.offset_ms, m.key))
     return WaveformTimeline(
         channels=timeline_channels({ch: _r(ms) for ch, ms in channel_ms.items()}),

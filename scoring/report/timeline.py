@@ -253,6 +253,7 @@ def _latency(m: ReportModel, row: _Row) -> list[Shape]:
         for edge, xe in ((lo, xa), (hi, xb)):
             if row.has(edge):
                 s.append(Stroke(xe, LAT_Y - 4, xe, LAT_Y + 4, colour, 2))
+        s += _split(m, row, g.agent)
         if row.has(g.agent_start_ms):  # labelled once, in the row where the agent starts
             if g.gap_ms < 0:
                 text = f"{g.gap_ms:.0f} ms early"
@@ -273,6 +274,31 @@ def _latency(m: ReportModel, row: _Row) -> list[Shape]:
                 )
             )
     return s
+
+
+SPLIT_COLOURS = {"endpointing": "#2563eb", "processing": "#d97706", "delivery": "#7c3aed"}
+
+
+def _split(m: ReportModel, row: _Row, agent_turn: int) -> list[Shape]:
+    """Under a reply's latency line, its split: caller end -> the agent's decision -> its start
+    of speaking -> heard (the parts coloured as in the breakdown section)."""
+    b = m.latency_breakdown or {}
+    r = next((x for x in b.get("replies") or [] if x.get("agent_turn") == agent_turn), None)
+    if r is None or "missing" in r:
+        return []
+    t0 = m.turns[r["caller_turn"]].end_ms if r["caller_turn"] < len(m.turns) else None
+    if t0 is None:
+        return []
+    out: list[Shape] = []
+    at = t0
+    for name, colour in SPLIT_COLOURS.items():
+        ms = max(0.0, float(r.get(f"{name}_ms") or 0))
+        sp = row.span(at, at + ms)
+        if sp:
+            y = LAT_Y + 5
+            out.append(Stroke(sp[0], y, sp[0] + sp[1], y, colour, 3, mark=f"split-{name}"))
+        at += ms
+    return out
 
 
 def _barge_ins(m: ReportModel, row: _Row) -> list[Shape]:

@@ -1,0 +1,142 @@
+"""The latency split against a real agent's own log: WebRTC calls on 127.0.0.1 to the stock
+pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latency varied.
+
+    .venv/bin/python benchmarks/latency_breakdown.py [--calls 3]
+
+For every bot setting (Silero VAD stop 0.2 / 0.8 s x reply latency 300 / 1200 ms) and every
+reply the split covers: each part (endpointing, processing, delivery) against the bot's own log
+(when it decided the caller had finished, when its first sample went out), median and p95 of the
+|error|, and whether the parts sum to the ear-measured latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.interop.pipecat import call_bot, pipecat_bot  # noqa: E402
+
+PARTS = ("endpointing", "processing", "delivery")
+SCENARIO = """
+name: split-bench
+caller: {voice: en-us, timeout_s: 40, hangup_after_ms: 500}
+script:
+  - caller: Hi, I would like a refund for my headphones please.
+  - agent: Sure.
+  - caller: Can you email me a return label?
+  - agent: Yes.
+  - caller: Thank you, that is all. Goodbye.
+  - agent: Goodbye.
+"""
+
+
+def truth_parts(run, call, truth: list[dict], reply) -> tuple[float, float, float] | None:  # type: ignore[no-untyped-def]
+    """The bot's own parts for one reply, from its log (monotonic, the call clock's base)."""
+    origin = call.clock.origin
+    d = run.result.assembly.dialogue()
+    end, start = d[reply.caller_turn]["end_ms"], d[reply.agent_turn]["start_ms"]
+    decided = [
+        (r["monotonic"] - origin) * 1000 for r in truth if r["event"] == "user_stopped_speaking"
+    ]
+    began = [(r["start_monotonic"] - origin) * 1000 for r in truth if r["event"] == "reply"]
+    dec = [t for t in decided if end - 300 <= t <= start]
+    if not dec:
+        return None
+    sent = [t for t in began if dec[-1] <= t <= start]
+    if not sent:
+        return None
+    return dec[-1] - end, sent[-1] - dec[-1], start - sent[-1]
+
+
+async def one_setting(work: Path, vad_stop: float, latency: int, calls: int) -> dict:
+    scenario = work / "s.yaml"
+    errors = {p: [] for p in PARTS}
+    measured = {p: [] for p in PARTS}
+    sums_exact, split, replies = True, 0, 0
+    name = f"stop{vad_stop}-lat{latency}"
+    with pipecat_bot(work / name, greeting=False, reply="short", latency_ms=latency,
+                     vad_stop_secs=vad_stop) as bot:  # fmt: skip
+        for i in range(calls):
+            run, call, _ = await call_bot(bot.url, scenario, work / f"{name}-{i}")
+            b = run.breakdown
+            truth = bot.truth()
+            for r in b.replies if b else []:
+                replies += 1
+                if r.missing is not None:
+                    continue
+                split += 1
+                total = r.endpointing_ms + r.processing_ms + r.delivery_ms
+                sums_exact &= abs(total - r.latency_ms) < 0.15
+                t = truth_parts(run, call, truth, r)
+                for p, tv in zip(PARTS, t or (None,) * 3, strict=True):
+                    measured[p].append(getattr(r, f"{p}_ms"))
+                    if tv is not None:
+                        errors[p].append(abs(getattr(r, f"{p}_ms") - tv))
+    return {
+        "vad_stop": vad_stop,
+        "latency": latency,
+        "errors": errors,
+        "measured": measured,
+        "sums": sums_exact,
+        "split": split,
+        "replies": replies,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(tempfile.mkdtemp(prefix="turnscope-split-"))
+    (work / "s.yaml").write_text(SCENARIO)
+    rows = [
+        asyncio.run(one_setting(work, stop, lat, args.calls))
+        for stop, lat in itertools.product((0.2, 0.8), (300, 1200))
+    ]
+    print()
+    print(f"pipecat bot, {args.calls} calls per setting, 3 replies each")
+    print(
+        "| VAD stop | reply latency | replies split | endpointing: measured med, error med / p95 "
+        "| processing: measured med, error med / p95 | delivery: measured med, error med / p95 "
+        "| parts sum to the ear latency |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    allerr = {p: [] for p in PARTS}
+    for r in rows:
+        cells = []
+        for p in PARTS:
+            err, got = r["errors"][p], r["measured"][p]
+            allerr[p] += err
+            cells.append(
+                f"{np.median(got):.0f} ms, {np.median(err):.1f} / {np.percentile(err, 95):.1f} ms"
+                if err
+                else "-"
+            )
+        print(
+            f"| {r['vad_stop']} s | {r['latency']} ms | {r['split']} of {r['replies']} | "
+            + " | ".join(cells)
+            + f" | {'exactly' if r['sums'] else 'NO'} |"
+        )
+    print(
+        "| all | | | "
+        + " | ".join(
+            f"error {np.median(allerr[p]):.1f} / {np.percentile(allerr[p], 95):.1f} ms"
+            for p in PARTS
+        )
+        + " | |"
+    )
+
+
+if __name__ == "__main__":
+    main()
