@@ -38,6 +38,7 @@ class CallTimes:
     origin_monotonic: float | None
     origin_unix: float | None
     duration_ms: float
+    agent_starts_ms: tuple[float, ...] = ()  # the agent turns' starts (a replay aligns by them)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class AgentTrace:
     events: list[AgentEvent] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     clock: str = ""
+    aligned_by: str = ""  # how it was put on the call clock when the machine's clocks could not
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,15 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
         return trace
     clocks = {r.clock for r in raws}
     trace.clock = "/".join(sorted(clocks))
+    if times.origin_monotonic is None and times.origin_unix is None:
+        return _by_first_reply(trace, raws, times)
     for r in raws:
         origin = times.origin_monotonic if r.clock == "monotonic" else times.origin_unix
         if origin is None:
             continue
         trace.events.append(AgentEvent((r.t - origin) * 1000, r.name, r.value_ms))
     if not trace.events:
-        trace.problems.append(f"the call's {trace.clock} clock origin is unknown (a replay?)")
+        trace.problems.append(f"the call's {trace.clock} clock origin is unknown")
         return trace
     inside = [e for e in trace.events if -2000 <= e.at_ms <= times.duration_ms + 2000]
     if not inside:
@@ -105,6 +109,34 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
             "from its start): a trace of another call?"
         )
     trace.events = sorted(inside, key=lambda e: e.at_ms)
+    return trace
+
+
+def _by_first_reply(trace: AgentTrace, raws: list[_Raw], times: CallTimes) -> AgentTrace:
+    """A recording has no clock origin: the trace is shifted so that its starts of speaking
+    best meet the agent turns heard (the shift that puts its first start on one of them with
+    the smallest total mismatch): the delivery of that reply is then 0 by construction, and
+    every other part is relative to it."""
+    if len({r.clock for r in raws}) > 1:
+        trace.problems.append("the trace mixes clocks and the recording has none to align to")
+        return trace
+    starts = sorted(r.t * 1000 for r in raws if r.name == "bot_started_speaking")
+    heard = sorted(times.agent_starts_ms)
+    if not starts or not heard:
+        trace.problems.append(
+            "a recording has no clock to align the trace to, and no start of speaking in it "
+            "to align by"
+        )
+        return trace
+
+    def mismatch(shift: float) -> float:
+        return sum(min(abs(h - (t + shift)) for h in heard) for t in starts)
+
+    shift = min((h - starts[0] for h in heard), key=mismatch)
+    trace.aligned_by = "its starts of speaking, placed where the agent was heard starting"
+    trace.events = sorted(
+        (AgentEvent(r.t * 1000 + shift, r.name, r.value_ms) for r in raws), key=lambda e: e.at_ms
+    )
     return trace
 
 

@@ -125,7 +125,7 @@ def split_latency(
         if not t_dec:
             split.missing = "no turn decision (user-stopped-speaking) from the agent for it"
             continue
-        t_start = [t for t in started if t_dec[-1] <= t <= start + uncertainty_or(uncertainty_ms)]
+        t_start = [t for t in started if t_dec[-1] <= t <= start + tolerance(uncertainty_ms)]
         if not t_start:
             split.missing = "no bot-started-speaking from the agent for it"
             continue

@@ -3,13 +3,14 @@ real call to the reference agent whose own log is read back with --agent-trace."
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import subprocess
 
 import pytest
 
-from tests.conftest import turnscope_exe
+from tests.conftest import ROOT, turnscope_exe
 from turnscope.capture.webrtc.rtvi import MAX_EVENTS, Rtvi
 from turnscope.errors import InputError
 from turnscope.scoring.agent_trace import CallTimes, read_agent_trace
@@ -146,3 +147,40 @@ def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
         assert 150 <= r["processing_ms"] <= 450, r
         assert 60 <= r["delivery_ms"] <= 200, r  # transport + the caller's jitter buffer
     assert statistics.median(r["endpointing_ms"] for r in replies) >= 300
+
+
+def test_a_replay_aligns_the_agents_log_by_its_first_reply(sample_bundle, tmp_path, cli):
+    """A recording has no clock: the agent's first start of speaking is put where it was
+    heard, and every reply is split relative to it."""
+    turns = json.loads((sample_bundle / "transcript.json").read_text())["turns"]
+    lines, base = [], 5000.0  # the agent's own clock: anything
+    for prev, t in itertools.pairwise(turns):
+        if t["speaker"] == "agent" and prev["speaker"] == "caller":
+            gap = t["start_ms"] - prev["end_ms"]
+            decided = prev["end_ms"] + (gap - 120) / 2  # then as long again to its start,
+            began = t["start_ms"] - 120  # and 120 ms of delivery
+            lines.append({"monotonic": base + decided / 1000, "event": "user-stopped-speaking"})
+            lines.append({"monotonic": base + began / 1000, "event": "bot-started-speaking"})
+    trace = tmp_path / "agent.jsonl"
+    trace.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = tmp_path / "replay"
+    code, _, stderr = cli(
+        "replay", str(ROOT / "recordings" / "refund-call.wav"), "-q",
+        "-o", str(out), "--agent-trace", str(trace),
+    )  # fmt: skip
+    assert code in (0, 1), stderr
+    b = json.loads((out / "result.json").read_text())["latency_breakdown"]
+    assert b["reliable"] and "starts of speaking" in b["note"], b
+    split = [r for r in b["replies"] if "missing" not in r]
+    assert len(split) >= 2
+    for r in split:  # the log's 120 ms of delivery moves into endpointing, for every reply alike
+        assert abs(r["delivery_ms"]) <= 2, r
+        assert abs(r["endpointing_ms"] - r["processing_ms"] - 120) <= 2, r
+
+
+def test_a_missing_agent_trace_is_one_line_and_changes_nothing_else(tmp_path, cli):
+    code, stdout, stderr = cli(
+        "replay", str(ROOT / "recordings" / "refund-call.wav"), "-q",
+        "-o", str(tmp_path / "r"), "--agent-trace", str(tmp_path / "nope.jsonl"),
+    )  # fmt: skip
+    assert code == 2 and "no such agent trace" in stdout + stderr

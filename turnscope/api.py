@@ -39,6 +39,7 @@ def replay(
     force: bool = False,
     realtime: bool = False,
     console: Console | None = None,
+    agent_trace: str | Path | None = None,
 ) -> RunOutput:
     """Replay a recorded call (one stereo file, ``caller_channel`` 0 = left is the caller; or
     ``caller=`` and ``agent=`` mono files) through the pipeline, score it (against
@@ -66,7 +67,13 @@ def replay(
     folder = output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
     return asyncio.run(
         run_and_record(
-            source, settings, contract, folder, evidence_class="captured_fixture", console=console
+            source,
+            settings,
+            contract,
+            folder,
+            evidence_class="captured_fixture",
+            console=console,
+            agent_trace=Path(agent_trace) if agent_trace is not None else None,
         )
     )
 

@@ -30,8 +30,12 @@ TRACE_WAIT_S = 10.0  # an agent writes its log as its side of the call ends, jus
 
 def call_times(result: PipelineResult) -> CallTimes:
     details = result.info.details
+    agent = [t.start_ms for t in result.assembly.turns if t.speaker == "agent"]
     return CallTimes(
-        details.get("clock_origin_monotonic"), details.get("clock_origin_unix"), result.audio_ms
+        details.get("clock_origin_monotonic"),
+        details.get("clock_origin_unix"),
+        result.audio_ms,
+        agent_starts_ms=tuple(agent),
     )
 
 
@@ -40,6 +44,8 @@ async def await_trace(path: Path, result: PipelineResult) -> None:
     trace holds this call; it writes it as its side of the call ends, just after ours."""
     deadline = time.monotonic() + TRACE_WAIT_S
     times = call_times(result)
+    if times.origin_monotonic is None and times.origin_unix is None:
+        return  # a recording: its trace was written long ago
     while time.monotonic() < deadline:
         with contextlib.suppress(InputError):
             if read_agent_trace(path, times).events:
@@ -56,7 +62,13 @@ def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -
             trace = read_agent_trace(agent_trace, call_times(result))
         except InputError as exc:
             return Breakdown("agent_trace", [], reliable=False, reasons=[str(exc)])
-        return split_latency(dialogue, trace.events, source="agent_trace", problems=trace.problems)
+        b = split_latency(dialogue, trace.events, source="agent_trace", problems=trace.problems)
+        if trace.aligned_by:
+            b.note = f"the agent's own log, aligned by {trace.aligned_by}"
+            for r in b.replies:
+                if r.missing is None:
+                    r.estimated = ["endpointing", "delivery"]
+        return b
     rtvi = details.get("rtvi")
     if not rtvi or not rtvi.get("events"):
         return None

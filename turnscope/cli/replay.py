@@ -50,9 +50,17 @@ def replay(
     aggressiveness: int | None = typer.Option(None, "--vad-aggressiveness", min=0, max=3),
     frame_ms: int | None = typer.Option(None, "--frame-ms", help="webrtcvad frame: 10, 20, 30."),
     silero: bool | None = typer.Option(None, "--silero/--no-silero", help="Silero second opinion."),
+    agent_trace: Path | None = typer.Option(
+        None,
+        "--agent-trace",
+        help="The agent's own event log for this call (JSON lines), to split each reply's "
+        "latency; aligned by its first start of speaking.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
     """Replay a recorded call: turns as they complete, then WER and the verifier's verdict."""
+    if agent_trace is not None and not agent_trace.is_file():
+        raise InputError("no such agent trace", path=agent_trace, fix="give the agent's log")
     if caller_channel not in _CHANNEL:
         raise InputError(f"--caller-channel must be left or right, not {caller_channel!r}")
     settings = PipelineOptions(
@@ -82,6 +90,7 @@ def replay(
         force=force,
         realtime=realtime,
         console=None if quiet else out,
+        agent_trace=agent_trace,
     )
     for w in run.result.warnings:
         warn_line(w)
