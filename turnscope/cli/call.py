@@ -69,38 +69,36 @@ def parse_headers(pairs: list[str], bearer_env: str | None) -> dict[str, str]:
 ICE_SCHEMES = ("stun", "stuns", "turn", "turns")
 
 
-def check_url(url: str) -> str:
-    """The agent's offer URL: http(s) with a host (anything else is bad input, exit 2)."""
+def _checked(url: str, schemes: tuple[str, ...], what: str, fix: str) -> str:
+    """``url`` with one of ``schemes``, a host and a valid port (else bad input, exit 2)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError(
-            f"{redact.scrub(url)!r} is not an agent URL",
-            fix="give the offer endpoint, e.g. http://127.0.0.1:7860/api/offer",
-        )
+    if parts.scheme not in schemes or not parts.hostname:
+        raise InputError(f"{redact.scrub(url)!r} is not {what}", fix=fix)
     try:
         parts.port  # noqa: B018 (raises on a port out of range)
     except ValueError as exc:
         raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
     return url
+
+
+def check_url(url: str) -> str:
+    """The agent's offer URL: http(s) with a host."""
+    return _checked(
+        url, ("http", "https"), "an agent URL",
+        "give the offer endpoint, e.g. http://127.0.0.1:7860/api/offer",
+    )  # fmt: skip
 
 
 def check_ws_url(url: str) -> str:
     """A phone-line agent's websocket URL: ws(s) with a host. Its query values are secrets
     from here on (they often carry the token)."""
-    parts = urlsplit(url)
-    for pair in parts.query.split("&"):
+    for pair in urlsplit(url).query.split("&"):
         if "=" in pair:
             redact.register([pair.split("=", 1)[1]])
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise InputError(
-            f"{redact.scrub(url)!r} is not a media-stream websocket URL",
-            fix="give the agent's websocket, e.g. ws://127.0.0.1:8765/ws",
-        )
-    try:
-        parts.port  # noqa: B018 (raises on a port out of range)
-    except ValueError as exc:
-        raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
-    return url
+    return _checked(
+        url, ("ws", "wss"), "a media-stream websocket URL",
+        "give the agent's websocket, e.g. ws://127.0.0.1:8765/ws",
+    )  # fmt: skip
 
 
 def parse_params(pairs: list[str]) -> dict[str, str]:
