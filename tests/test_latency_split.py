@@ -184,3 +184,41 @@ def test_a_missing_agent_trace_is_one_line_and_changes_nothing_else(tmp_path, cl
         "-o", str(tmp_path / "r"), "--agent-trace", str(tmp_path / "nope.jsonl"),
     )  # fmt: skip
     assert code == 2 and "no such agent trace" in stdout + stderr
+
+
+def test_a_skewed_wall_clock_is_lined_up_by_the_agents_starts_and_said(tmp_path):
+    """A live call's trace from a machine whose wall clock is 0.8 s ahead: the parts come out
+    impossible, so the trace is lined up by its starts of speaking and the skew is said."""
+    from types import SimpleNamespace
+
+    from turnscope.explain import latency_breakdown
+
+    origin_unix = 1_700_000_000.0
+    skew = 0.8
+    lines = []
+    for caller_end, agent_start in ((1000, 2000), (5000, 6500)):
+        lines.append(
+            {
+                "time": origin_unix + skew + (caller_end + 600) / 1000,
+                "event": "user-stopped-speaking",
+            }
+        )
+        lines.append(
+            {
+                "time": origin_unix + skew + (agent_start - 100) / 1000,
+                "event": "bot-started-speaking",
+            }
+        )
+    trace = tmp_path / "agent.jsonl"
+    trace.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    turns = [SimpleNamespace(speaker=t["speaker"], start_ms=t["start_ms"]) for t in DIALOGUE]
+    result = SimpleNamespace(
+        info=SimpleNamespace(
+            details={"clock_origin_unix": origin_unix, "clock_origin_monotonic": 10.0}
+        ),
+        assembly=SimpleNamespace(dialogue=lambda: DIALOGUE, turns=turns),
+        audio_ms=8000,
+    )
+    b = latency_breakdown(result, trace)
+    assert b.reliable and "+700 ms ahead" in b.note, (b.reasons, b.note)  # 800 less its delivery
+    assert [r.delivery_ms for r in b.replies] == [0.0, 0.0]

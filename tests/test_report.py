@@ -393,7 +393,9 @@ def test_live_view_and_timeline_markers_render_the_verifiers_facts():
         assert shown == ([] if gap is None else [str(gap.gap_ms)]), line
         yields = re.findall(r"barge-in: agent (?:yielded after|kept talking) (\d+) ms", line)
         assert yields == [str(b.yield_ms) for b in facts.barge_ins_of(i)], line
-    doc = timeline_document(SimpleNamespace(assembly=assembly), [], {}).model_dump(mode="json")
+    doc = timeline_document(
+        SimpleNamespace(assembly=assembly, info=SimpleNamespace(details={})), [], {}
+    ).model_dump(mode="json")
     stopped = {
         m["turn_index"]: m.get("agent_stopped_after_ms")
         for m in doc["markers"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from turnscope.errors import InputError
 from turnscope.pipeline import PipelineResult
-from turnscope.scoring.agent_trace import CallTimes, read_agent_trace
+from turnscope.scoring.agent_trace import AgentTrace, CallTimes, read_agent_trace
 from turnscope.scoring.latency import Breakdown, rtvi_events, split_latency
 
 
@@ -53,6 +53,27 @@ async def await_trace(path: Path, result: PipelineResult) -> None:
         await asyncio.sleep(0.2)
 
 
+def _realigned(
+    result: PipelineResult, path: Path, trace: AgentTrace, first: Breakdown
+) -> tuple[Breakdown, AgentTrace]:
+    """A wall-clock trace from another machine whose clock is off (its parts come out
+    impossible): lined up by its starts of speaking instead, the skew said."""
+    times = call_times(result)
+    moved = read_agent_trace(path, CallTimes(None, None, times.duration_ms, times.agent_starts_ms))
+    if not moved.events:
+        return first, trace
+    b = split_latency(
+        result.assembly.dialogue(), moved.events, source="agent_trace", problems=moved.problems
+    )
+    if not b.reliable:
+        return first, trace
+    skew = moved.events[0].at_ms - trace.events[0].at_ms
+    moved.aligned_by = (
+        f"its starts of speaking (its wall clock ran {-skew:+.0f} ms ahead of the call's)"
+    )
+    return b, moved
+
+
 def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -> Breakdown | None:
     """The breakdown of ``result``'s replies, or None when nothing from the agent is known."""
     details = result.info.details
@@ -63,6 +84,8 @@ def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -
         except InputError as exc:
             return Breakdown("agent_trace", [], reliable=False, reasons=[str(exc)])
         b = split_latency(dialogue, trace.events, source="agent_trace", problems=trace.problems)
+        if not b.reliable and trace.clock == "unix" and trace.events:
+            b, trace = _realigned(result, agent_trace, trace, b)
         if trace.aligned_by:
             b.note = f"the agent's own log, aligned by {trace.aligned_by}"
             for r in b.replies:

@@ -17,12 +17,13 @@ from turnscope.scoring.evidence.bundle import seal
 from turnscope.scoring.report.explained import CSS as SPLIT_CSS
 from turnscope.scoring.report.explained import breakdown
 from turnscope.scoring.report.figure import Figure
+from turnscope.scoring.report.legend import header_figure, legend_figure
 from turnscope.scoring.report.listen import SEEK, player
 from turnscope.scoring.report.markup import e
 from turnscope.scoring.report.measures import continuity, wer
 from turnscope.scoring.report.model import ReportModel, read_report
 from turnscope.scoring.report.png import png_bytes
-from turnscope.scoring.report.timeline import PLOT, header_figure, legend_figure, row_figures
+from turnscope.scoring.report.timeline import PLOT, row_figures
 from turnscope.scoring.report.turns import timeline, turn_table
 from turnscope.scoring.report.verdict import alerts, header, scores
 

@@ -124,6 +124,7 @@ class ReportModel:
     exercise: dict[str, Exercise] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
     latency_breakdown: dict[str, Any] | None = None  # result.json's, when the agent told any
+    agent_events: list[tuple[float, str]] = field(default_factory=list)  # (ms, name): RTVI
 
 
 def _turns(doc: Transcript) -> list[TurnView]:
@@ -287,6 +288,11 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
                 b.utterance,
             )
             for b in transcript.backchannels
+        ],
+        agent_events=[
+            (number(m.offset_ms), str(m.text or ""))
+            for m in timeline.markers
+            if m.key == "agent_event"
         ],
         audio_gaps=[
             AudioGap(str(m.channel), number(m.offset_ms), number(m.duration_ms))

@@ -22,17 +22,23 @@ def _n(v: float) -> str:
     return str(int(r)) if r == int(r) else str(r)
 
 
-def _attr(mark: str | None) -> str:
+def _marked(mark: str | None) -> str:
     return f' data-mark="{mark}"' if mark else ""
+
+
+def _none(mark: str | None) -> str:
+    return ""
 
 
 def _play(at_s: float | None) -> str:
     return f' data-t="{max(0.0, at_s):.2f}"' if at_s is not None else ""
 
 
-def to_svg(fig: Figure) -> str:
-    """The figure as one <svg> element."""
+def to_svg(fig: Figure, *, marks: bool = True) -> str:
+    """The figure as one <svg> element; ``marks=False`` leaves out the data-mark attributes
+    (a close-up repeats what its row already marks)."""
     e = html.escape
+    _attr = _marked if marks else _none
     out = [
         f'<svg width="{fig.width}" height="{fig.height}" viewBox="0 0 {fig.width} {fig.height}"'
         f' role="img" aria-label="{e(fig.title or "timeline")}">'

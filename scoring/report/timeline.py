@@ -15,7 +15,6 @@ import numpy as np
 from turnscope.scoring.report.figure import TEXT, Figure, Label, Poly, Rect, Shape, Stroke
 from turnscope.scoring.report.model import ReportModel, seconds_per_row
 from turnscope.scoring.report.reading import Envelope
-from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 
 LEFT, PLOT, RIGHT = 70, 1200, 20
 WIDTH = LEFT + PLOT + RIGHT
@@ -338,6 +337,53 @@ def _barge_ins(m: ReportModel, row: _Row) -> list[Shape]:
     return s
 
 
+def _agent_events(m: ReportModel, row: _Row) -> list[Shape]:
+    """The agent's own events (RTVI, as they arrived): a tick on the agent lane's edge each,
+    named on hover."""
+    s: list[Shape] = []
+    top = LANE["agent"]["top"]
+    for at, name in m.agent_events:
+        if row.has(at):
+            s.append(
+                Rect(
+                    row.x(at) - 1,
+                    top,
+                    2,
+                    7,
+                    COLOUR["muted"],
+                    title=f"{clock(at)} agent: {name}",
+                    mark="agent-event",
+                )
+            )
+    return s
+
+
+def _shapes(m: ReportModel, row: _Row, step: float) -> list[Shape]:
+    return [
+        *_frame(row, step),
+        *_shading(m, row),
+        *_speech(m, row),
+        *_latency(m, row),
+        *_barge_ins(m, row),
+        *_agent_events(m, row),
+    ]
+
+
+ZOOM_PAD_MS = 1500.0
+ZOOM_MAX_MS = 15_000.0
+
+
+def zoom_figure(m: ReportModel, start_ms: float, end_ms: float, index: int) -> Figure:
+    """A turn close up: the same drawing over the turn and 1.5 s either side (at most 15 s)."""
+    r0 = max(0.0, start_ms - ZOOM_PAD_MS)
+    r1 = min(max(m.duration_ms, 1.0), end_ms + ZOOM_PAD_MS, r0 + ZOOM_MAX_MS)
+    row = _Row(r0, r1, max(r1 - r0, 1.0))
+    title = f"turn {index}: {clock(r0)}{DASH}{clock(r1)}"
+    return Figure(
+        WIDTH, ROW_H, _shapes(m, row, _tick_step(r1 - r0)), id=f"zoom-{index}", title=title
+    )
+
+
 def row_figures(m: ReportModel) -> list[Figure]:
     """One figure per timeline row, back to front: frame, shading, speech, annotations."""
     row_ms = seconds_per_row(m.duration_ms)
@@ -346,71 +392,7 @@ def row_figures(m: ReportModel) -> list[Figure]:
     figures = []
     for r in range(n_rows):
         row = _Row(r * row_ms, min((r + 1) * row_ms, max(m.duration_ms, 1.0)), row_ms)
-        shapes = [
-            *_frame(row, step),
-            *_shading(m, row),
-            *_speech(m, row),
-            *_latency(m, row),
-            *_barge_ins(m, row),
-        ]
+        shapes = _shapes(m, row, step)
         title = f"{clock(row.r0, tenths=False)}{DASH}{clock(row.r1, tenths=False)}"
         figures.append(Figure(WIDTH, ROW_H, shapes, id=f"row-{r}", title=title))
     return figures
-
-
-LEGEND = (
-    ("caller turn", "caller", "bar"),
-    ("agent turn", "agent", "bar"),
-    ("barge-in overlap", "barge", "shade"),
-    ("talk-over", "talk_over", "shade"),
-    ("latency / yield within budget", "ok", "line"),
-    ("over budget", "bad", "line"),
-    ("backchannel", "backchannel", "bar"),
-    ("audio gap", "gap", "shade"),
-)
-
-
-def legend_figure(m: ReportModel) -> Figure:
-    """Swatches explaining the colours, with the budgets the picture is judged against."""
-    s: list[Shape] = []
-    xx = LEFT
-    for text, key, kind in LEGEND:
-        if kind == "line":
-            s.append(Stroke(xx, 14, xx + 16, 14, COLOUR[key], 3))
-        else:
-            s.append(Rect(xx, 7, 16, 14, COLOUR[key], 0.35 if kind == "shade" else 1.0))
-        s.append(Label(xx + 21, 18, text, COLOUR["text"], 11))
-        xx += 21 + len(text) * 11 * 0.55 + 18
-    s.append(
-        Label(
-            LEFT,
-            38,
-            f"latency budget {m.max_latency_ms} ms (caller end -> agent start, "
-            "as the verifier pairs them); "
-            f"barge-in: the agent must stop within {BARGE_IN_YIELD_MS} ms; "
-            "thin strips under/over the envelopes are VAD voiced spans",
-            COLOUR["muted"],
-            10,
-        )
-    )
-    return Figure(WIDTH, 46, s, id="legend")
-
-
-def header_figure(m: ReportModel) -> Figure:
-    """The PNG's title line: which bundle, the verdict, the failing floors, degraded evidence."""
-    verdict = (m.verdict or "no verdict").upper()
-    colour = {"PASS": COLOUR["ok"], "FAIL": COLOUR["bad"], "ERROR": COLOUR["bad"]}.get(
-        verdict, COLOUR["muted"]
-    )
-    s: list[Shape] = [
-        Label(LEFT, 24, m.bundle.name, COLOUR["text"], 16, bold=True, max_w=560),
-        Label(LEFT + 580, 24, verdict, colour, 16, bold=True),
-    ]
-    parts = [f"{clock(m.duration_ms)} of call", f"{len(m.turns)} turns"]
-    if m.failed_floors:
-        parts.append("failed floor: " + ", ".join(m.failed_floors))
-    s.append(Label(LEFT + 660, 24, "  ·  ".join(parts), COLOUR["text"], 12, max_w=PLOT - 600))
-    if m.degraded:
-        text = "DEGRADED EVIDENCE: " + "; ".join(m.degraded)
-        s.append(Label(LEFT, 46, text, COLOUR["bad"], 12, bold=True, max_w=PLOT))
-    return Figure(WIDTH, 56 if m.degraded else 34, s, id="header")

@@ -8,7 +8,7 @@ from turnscope.scoring.report.figure import Figure
 from turnscope.scoring.report.markup import e, tag
 from turnscope.scoring.report.model import ReportModel, seconds_per_row
 from turnscope.scoring.report.svg import to_svg
-from turnscope.scoring.report.timeline import clock
+from turnscope.scoring.report.timeline import clock, zoom_figure
 
 
 def _row_link(m: ReportModel, ms: float) -> str:
@@ -71,6 +71,17 @@ def _turn_notes(m: ReportModel) -> dict[int, list[str]]:
     return notes
 
 
+MAX_ZOOMS = 200  # a turn's close-up is ~10 kB of SVG: beyond this many, the rows suffice
+
+
+def _zoom(m: ReportModel, t) -> str:  # type: ignore[no-untyped-def]
+    """The turn close up, folded (no script: a details element)."""
+    if len(m.turns) > MAX_ZOOMS or m.duration_ms <= 0:
+        return ""
+    fig = zoom_figure(m, t.start_ms, t.end_ms, t.index)
+    return f'<details class="zoom"><summary>zoom</summary>{to_svg(fig, marks=False)}</details>'
+
+
 def turn_table(m: ReportModel) -> str:
     """Turns and backchannels in time order, each with its notes."""
     if not m.turns and not m.backchannels:
@@ -86,7 +97,7 @@ def turn_table(m: ReportModel) -> str:
                 f"<td>{t.index}</td>"
                 f'<td class="t">{_row_link(m, t.start_ms)}&ndash;{clock(t.end_ms)}</td>'
                 f'<td class="s">{e(t.speaker)}</td><td>{e(t.text)}</td>'
-                f"<td>{''.join(notes[t.index])}</td></tr>",
+                f"<td>{''.join(notes[t.index])}{_zoom(m, t)}</td></tr>",
             )
         )
     for b in m.backchannels:
