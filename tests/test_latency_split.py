@@ -113,6 +113,7 @@ def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
     truth = tmp_path / "agent-truth.jsonl"
     agent = subprocess.Popen(
         [*turnscope_exe(), "agent", "--port", "0", "--no-greet", "--latency-ms", "700",
+         "--line", "Sure.", "--line", "Goodbye.",
          "--truth-log", str(truth)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
