@@ -14,7 +14,7 @@ from tests.conftest import ROOT, turnscope_exe
 from turnscope.capture.webrtc.rtvi import MAX_EVENTS, Rtvi
 from turnscope.errors import InputError
 from turnscope.scoring.agent_trace import CallTimes, read_agent_trace
-from turnscope.scoring.latency import AgentEvent, normal_name, split_latency
+from turnscope.scoring.latency import AgentEvent, normal_name, rtvi_events, split_latency
 
 DIALOGUE = [
     {"speaker": "caller", "start_ms": 0, "end_ms": 1000, "text": "hello"},
@@ -148,6 +148,16 @@ def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
         assert 150 <= r["processing_ms"] <= 450, r
         assert 60 <= r["delivery_ms"] <= 200, r  # transport + the caller's jitter buffer
     assert statistics.median(r["endpointing_ms"] for r in replies) >= 300
+    # The same agent says the same moments as RTVI on the data channel: both paths agree.
+    result = json.loads((out / "result.json").read_text())
+    dialogue = json.loads((out / "transcript.json").read_text())["turns"]
+    rtvi = split_latency(dialogue, rtvi_events(result["source"]["details"]["rtvi"]), source="rtvi")
+    heard = [r for r in rtvi.replies if r.missing is None]
+    assert len(heard) == len(replies)
+    for a, b in zip(heard, replies, strict=True):
+        for part in ("endpointing", "processing", "delivery"):
+            # its RTVI start is when it queued the prompt; its log, when the first sample left
+            assert abs(getattr(a, f"{part}_ms") - b[f"{part}_ms"]) <= 30, (part, a, b)
 
 
 def test_a_replay_aligns_the_agents_log_by_its_first_reply(sample_bundle, tmp_path, cli):

@@ -120,6 +120,9 @@ class AgentCore:
         self._answered_by_talk_over = False
         self._reply: asyncio.Task | None = None
         self._keys: asyncio.Task | None = None  # a key press turn waiting for more keys
+        # Told each turn decision and start of speaking as it happens (the WebRTC session says
+        # them as RTVI events, as a pipecat agent does).
+        self.tell: Callable[[str], None] = lambda kind: None
         self._tasks: list[asyncio.Task] = []
         self._utt_index = 0
 
@@ -198,6 +201,7 @@ class AgentCore:
         index = self._utt_index
         self._utt_index += 1
         self._log("caller_end_of_turn", ev.at_ms, decided_ms=round(ev.decided_ms, 1))
+        self.tell("user-stopped-speaking")
         if index in self._ignored or b.never_answer:
             return
         if self._answered_by_talk_over:
@@ -250,6 +254,7 @@ class AgentCore:
         k = self._next_line
         self._next_line += 1
         self.player.play(self.clips[k], f"{k}:{line.text}")
+        self.tell("bot-started-speaking")
 
     def _log(self, kind: str, at_ms: float, **more: Any) -> None:
         self.events.append({"event": kind, "at_ms": round(at_ms, 1), **more})

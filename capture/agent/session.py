@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,10 @@ class AgentSession:
         await self.core.prepare()
         self.pc.addTrack(self.track)
 
+        @self.pc.on("datachannel")
+        def on_datachannel(channel) -> None:  # type: ignore[no-untyped-def]
+            self.core.tell = lambda kind: self._rtvi(channel, kind)
+
         @self.pc.on("track")
         def on_track(track: MediaStreamTrack) -> None:
             if track.kind == "audio":
@@ -73,6 +78,13 @@ class AgentSession:
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         await self.pc.setLocalDescription(await self.pc.createAnswer())
         return self.pc.localDescription.sdp
+
+    @staticmethod
+    def _rtvi(channel, kind: str) -> None:  # type: ignore[no-untyped-def]
+        """An RTVI event to the caller, as pipecat's agents send them (no timestamp)."""
+        if channel.readyState == "open":
+            with contextlib.suppress(Exception):
+                channel.send(json.dumps({"label": "rtvi-ai", "type": kind}))
 
     # -- listening ------------------------------------------------------------------------------
 
