@@ -98,6 +98,20 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
     }
 
 
+def error_stats(errors: list[float], yields: list[float]) -> dict:
+    """Boundary errors (signed, measured - logged) and yield errors, summarised."""
+    nan = float("nan")
+    abs_err = [abs(e) for e in errors]
+    return {
+        "err_med": float(np.median(abs_err)) if abs_err else nan,
+        "err_p95": float(np.percentile(abs_err, 95)) if abs_err else nan,
+        "bias": float(np.median(errors)) if errors else nan,
+        "yield_med": float(np.median(np.abs(yields))) if yields else nan,
+        "yield_max": float(np.max(np.abs(yields))) if yields else nan,
+        "yields": len(yields),
+    }
+
+
 def analyse(calls: list[dict], truths: list[dict]) -> dict:
     """Each call against the agent's log of it: boundary errors, the yield, media lost."""
     errors, yields, lost, sent, outliers = [], [], 0, 0, []
@@ -125,19 +139,8 @@ def analyse(calls: list[dict], truths: list[dict]) -> dict:
                     outliers.append(f"{edge} {err:+.0f} ms at {ls / 1000:.1f} s: {c['texts'][i]!r}")
             if cut:
                 yields.append(me - le)
-    abs_err = [abs(e) for e in errors]
-    return {
-        "matched": matched,
-        "err_med": float(np.median(abs_err)) if abs_err else float("nan"),
-        "err_p95": float(np.percentile(abs_err, 95)) if abs_err else float("nan"),
-        "bias": float(np.median(errors)) if errors else float("nan"),
-        "yield_med": float(np.median(np.abs(yields))) if yields else float("nan"),
-        "yield_max": float(np.max(np.abs(yields))) if yields else float("nan"),
-        "yields": len(yields),
-        "lost": lost,
-        "sent": sent,
-        "outliers": outliers,
-    }
+    return {**error_stats(errors, yields), "matched": matched, "lost": lost, "sent": sent,
+            "outliers": outliers}  # fmt: skip
 
 
 def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
@@ -157,17 +160,7 @@ def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
             errors += [ms - ls, me - le]
             if r.get("interrupted"):
                 yields.append(me - le)
-    abs_err = [abs(e) for e in errors]
-    return {
-        "matched": matched,
-        "err_med": float(np.median(abs_err)) if abs_err else float("nan"),
-        "err_p95": float(np.percentile(abs_err, 95)) if abs_err else float("nan"),
-        "bias": float(np.median(errors)) if errors else float("nan"),
-        "yield_med": float(np.median(np.abs(yields))) if yields else float("nan"),
-        "yield_max": float(np.max(np.abs(yields))) if yields else float("nan"),
-        "yields": len(yields),
-        "outliers": outliers,
-    }
+    return {**error_stats(errors, yields), "matched": matched, "outliers": outliers}
 
 
 async def run_batch(

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
+from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.source import SourceInfo
 
@@ -19,6 +20,7 @@ class CallSource:
     """Base of the live call sources; ``frames`` is the ``Source`` protocol's stream."""
 
     info: SourceInfo
+    clock: CallClock  # set by each source
 
     def __init__(self) -> None:
         self.ended: asyncio.Future | None = None  # created by connect(), on the running loop
@@ -40,12 +42,12 @@ class CallSource:
                 break
             yield item
         self._describe()
-        clock = getattr(self, "clock", None)
-        if clock is not None and clock.origin is not None:
+        origin = self.clock.origin
+        if origin is not None:
             # Where sample 0 is on the machine's clocks: an agent's own log is put on the call
             # clock by them (turnscope.explain).
-            self.info.details["clock_origin_monotonic"] = clock.origin
-            self.info.details["clock_origin_unix"] = time.time() - (time.monotonic() - clock.origin)
+            self.info.details["clock_origin_monotonic"] = origin
+            self.info.details["clock_origin_unix"] = time.time() - (time.monotonic() - origin)
 
     async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
         raise NotImplementedError

@@ -141,15 +141,15 @@ def _by_first_reply(trace: AgentTrace, raws: list[_Raw], times: CallTimes) -> Ag
 
 
 def _time(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                return None
-        else:
+    """A finite number of seconds (a number, or a string of one), else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
             return None
-    return float(value) if math.isfinite(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _events(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw]:

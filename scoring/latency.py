@@ -134,15 +134,13 @@ def split_latency(
         split.endpointing_ms = round(d - end, 1)
         split.processing_ms = round(s - d, 1)
         split.delivery_ms = round(gap.gap_ms - split.endpointing_ms - split.processing_ms, 1)
-        split.ttfb_ms = [round(v, 1) for t, v in ttfb if d <= t <= s + 50 and v is not None]
+        split.ttfb_ms = [round(v, 1) for t, v in ttfb if d <= t <= s + 50]
         if source == "rtvi":
             split.estimated = ["endpointing", "delivery"]
     reasons = list(problems)
     split_any = any(r.missing is None for r in replies)
     if replies and not split_any:
-        reasons.append(
-            "no reply could be split: " + replies[0].missing if replies[0].missing else ""
-        )
+        reasons.append(f"no reply could be split: {replies[0].missing}")
     impossible = [
         r
         for r in replies
@@ -167,7 +165,7 @@ def split_latency(
         one_way_ms=round(one_way_ms, 1) if source == "rtvi" else None,
         uncertainty_ms=None if uncertainty_ms is None else round(uncertainty_ms, 1),
         reliable=not reasons,
-        reasons=[r for r in reasons if r],
+        reasons=reasons,
         note=note,
     )
 

@@ -112,9 +112,9 @@ def call(
     elif transport in DIALECTS:
         options = TelephonyOptions(
             url,
-            dialect=transport,
+            dialect=transport,  # type: ignore[arg-type]
             params=dict(params or {}),
-            headers=dict(headers or {}),  # type: ignore[arg-type]
+            headers=dict(headers or {}),
         )
     else:
         raise InputError(f"transport must be webrtc or one of {', '.join(DIALECTS)}")

@@ -92,6 +92,11 @@ def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -
                 if r.missing is None:
                     r.estimated = ["endpointing", "delivery"]
         return b
+    return rtvi_breakdown(details, dialogue)
+
+
+def rtvi_breakdown(details: dict[str, Any], dialogue: list[dict[str, Any]]) -> Breakdown | None:
+    """The split by the RTVI events a WebRTC call heard (so far, live), or None without any."""
     rtvi = details.get("rtvi")
     if not rtvi or not rtvi.get("events"):
         return None

@@ -17,9 +17,9 @@ from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
-from turnscope.explain import one_way_estimate
+from turnscope.explain import rtvi_breakdown
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
-from turnscope.scoring.latency import rtvi_events, split_latency, summary_line
+from turnscope.scoring.latency import summary_line
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
 
@@ -149,14 +149,9 @@ class LiveView(Sink):
     def _splits(self, update: TurnUpdate) -> dict[int, str]:
         """Each reply's latency split by the agent's RTVI events so far (agent turn -> line)."""
         details = self.info.details if self.info is not None else {}
-        events = rtvi_events(details.get("rtvi"))
-        if not events:
+        b = rtvi_breakdown(details, update.assembly.dialogue())
+        if b is None:
             return {}
-        one_way, uncertainty = one_way_estimate(details)
-        b = split_latency(
-            update.assembly.dialogue(), events, source="rtvi", one_way_ms=one_way,
-            uncertainty_ms=uncertainty,
-        )  # fmt: skip
         return {r.agent_turn: summary_line(r) for r in b.replies if r.missing is None}
 
     def on_finish(self, result: PipelineResult) -> None:

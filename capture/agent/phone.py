@@ -27,7 +27,7 @@ from turnscope.capture.player import ClipPlayer, ClipQueue, SendRecord
 from turnscope.capture.telephony.codec import LINE_RATE, Codec
 from turnscope.capture.telephony.dialects import CallIds, Dialect, detect, start_ids
 from turnscope.capture.telephony.line import FRAME, STEP, Upsampler, to_line
-from turnscope.capture.telephony.playout import JITTER
+from turnscope.capture.telephony.playout import JITTER, plays_from
 
 TICK_S = FRAME / LINE_RATE
 JITTER_S = JITTER / LINE_RATE
@@ -100,9 +100,9 @@ class PhoneVoice(ClipPlayer):
             k += 1
 
     def _heard_at(self, first: int, pos: int, sent: float) -> None:
-        """When the carrier plays the frame just sent (the rule of telephony/playout.py: on
-        arrival, or after what it still has queued), and so the prompt edges in it."""
-        play = self._cursor if sent <= self._cursor + JITTER_S else sent
+        """When the carrier plays the frame just sent (the carrier's own rule), and so the
+        prompt edges in it."""
+        play = plays_from(sent, self._cursor or None, JITTER_S)
         self._cursor = play + TICK_S
         span = FRAME * STEP
         for i in range(first, len(self.clips.log)):

@@ -94,7 +94,8 @@ class TelephonyCall(CallSource):
         self._agent_up = Upsampler()
         self._caller_at = 0  # call-clock samples emitted per channel
         self._agent_at = 0
-        self._agent_closed: str | None = None
+        self._agent_closed: str | None = None  # how the agent's side ended, once it has
+        self._agent_died = False  # ... by no longer answering pings (not a hang-up)
         self._hanging_up = False
         self.connect_ms: float | None = None
         self._worst_lag_at_ms: float | None = None
@@ -202,7 +203,7 @@ class TelephonyCall(CallSource):
             self._place(CALLER, self._caller_up.push(line), now)
             self._play_to(k * FRAME, now)  # what has played by now (not ahead: arrivals place)
             if self._agent_closed and not self.playout.queue:
-                if self._agent_closed.startswith("the agent stopped"):
+                if self._agent_died:
                     self._finish(self._agent_closed, degraded=True)
                 else:
                     self._agent_hung_up(self._agent_closed)
@@ -261,11 +262,13 @@ class TelephonyCall(CallSource):
                 break
         if self._closed or self._hanging_up:
             return
-        if isinstance(ws.exception(), (asyncio.TimeoutError, TimeoutError)):
-            why = "the agent stopped answering websocket pings (it hung or died)"
-        else:
-            why = f"it closed the websocket, code {ws.close_code}"
-        self._agent_closed = why  # what is queued still plays out; then the call ends
+        # What is queued still plays out; then the call ends.
+        self._agent_died = isinstance(ws.exception(), (asyncio.TimeoutError, TimeoutError))
+        self._agent_closed = (
+            "the agent stopped answering websocket pings (it hung or died)"
+            if self._agent_died
+            else f"it closed the websocket, code {ws.close_code}"
+        )
 
     def _later(self, work: Any) -> None:
         task = asyncio.ensure_future(work)

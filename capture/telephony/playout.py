@@ -23,6 +23,15 @@ UNDERRUN_GAP = 1600  # 200 ms at 8 kHz
 JITTER = 80  # 10 ms
 
 
+def plays_from(arrived: float, queued_end: float | None, jitter: float = JITTER) -> float:
+    """Where audio arriving at ``arrived`` starts to play: straight after the audio queued
+    before it, when it comes before that ends or within ``jitter`` of its end; else where it
+    arrived. Any unit, one for all three (the reference agent models its carrier with it)."""
+    if queued_end is not None and arrived <= queued_end + jitter:
+        return queued_end
+    return arrived
+
+
 @dataclass
 class Chunk:
     """Queued agent audio: where it plays and when it arrived (line samples)."""
@@ -62,19 +71,13 @@ class Playout:
         """Where the next audio would start if it arrived now-ish: after the queue."""
         return self.queue[-1].end if self.queue else self.rendered
 
-    def depth(self, now: int) -> int:
-        return max(0, self.end - max(now, self.rendered))
-
     def push(self, now: int, pcm: np.ndarray) -> Chunk:
         """Agent audio arriving at ``now``."""
         now = max(now, self.rendered)
         tail = self.queue[-1].end if self.queue else self.last_end
-        if self.last_end and now <= tail + JITTER:
-            start = max(tail, self.rendered)
-        else:
-            if self.last_end and now - tail <= UNDERRUN_GAP:
-                self.underruns += 1
-            start = now
+        start = max(int(plays_from(now, tail if self.last_end else None)), self.rendered)
+        if start == now and self.last_end and 0 < now - tail <= UNDERRUN_GAP:
+            self.underruns += 1  # it did not continue what played: a gap the caller hears
         chunk = Chunk(start, pcm, now)
         self.last_end = chunk.end
         self.queue.append(chunk)

@@ -17,9 +17,8 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.device import DeviceAgent, DeviceAgentOptions
 from turnscope.capture.agent.server import AgentServer
 from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.cli.console import fail_line, out
-from turnscope.cli.options import number
+from turnscope.cli.options import check_transport, number
 from turnscope.configs import config_path
 from turnscope.errors import CallSetupError, InputError
 from turnscope.jsonio import one_line
@@ -143,8 +142,7 @@ def agent(
     if in_device or out_device or loopback_in or no_calibrate or rate is not None:
         raise InputError("--in, --out, --loopback-in, --no-calibrate and --rate need --device")
 
-    if transport not in ("webrtc", *DIALECTS):
-        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    check_transport(transport)
     phone = transport if transport != "webrtc" else None
 
     async def serve() -> None:

@@ -9,10 +9,9 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.cli.call import check_ws_url
 from turnscope.cli.console import out, warn_line
-from turnscope.cli.options import PipelineOptions
+from turnscope.cli.options import PipelineOptions, check_transport
 from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
 from turnscope.errors import BenchError, InputError
 from turnscope.fixture_runner import run_suite_fixtures
@@ -154,8 +153,7 @@ def run_fixtures(
     transport: str = "webrtc",
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
-    if transport not in ("webrtc", *DIALECTS):
-        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    check_transport(transport)
     if agent is not None and transport != "webrtc":
         check_ws_url(agent)
     if not any(t.get("fixture") for t in data["tasks"]):

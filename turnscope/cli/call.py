@@ -15,10 +15,9 @@ from turnscope import redact
 from turnscope.capture.device.call import DeviceCallOptions
 from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.telephony.call import TelephonyOptions
-from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.cli.console import fail_line, out, warn_line
-from turnscope.cli.options import PipelineOptions, number
+from turnscope.cli.options import PipelineOptions, check_transport, number
 from turnscope.cli.render import outcome_table
 from turnscope.errors import CallSetupError, InputError
 from turnscope.live_call import AnyCallOptions, place_call, write_setup_failure
@@ -292,8 +291,7 @@ def call(
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
     options: AnyCallOptions
-    if transport not in ("webrtc", *DIALECTS):
-        raise InputError(f"--transport must be webrtc, {', '.join(DIALECTS)}; not {transport!r}")
+    check_transport(transport)
     if (param or codec) and transport == "webrtc":
         raise InputError("--param and --codec are for phone lines (--transport twilio ...)")
     if device:

@@ -12,7 +12,18 @@ import typer
 from pydantic import ValidationError
 
 from turnscope.asr.settings import Settings, load_settings
+from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.errors import InputError
+
+TRANSPORTS = ("webrtc", *DIALECTS)
+
+
+def check_transport(transport: str) -> str:
+    """``--transport``: webrtc or a phone line's dialect."""
+    if transport not in TRANSPORTS:
+        raise InputError(f"--transport must be {', '.join(TRANSPORTS)}; not {transport!r}")
+    return transport
+
 
 # The settings key each pipeline flag overrides, so a bad value is reported against the flag
 # (not against configs/settings/default.yaml, which the user never touched).
