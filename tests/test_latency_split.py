@@ -156,8 +156,9 @@ def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
     assert len(heard) == len(replies)
     for a, b in zip(heard, replies, strict=True):
         for part in ("endpointing", "processing", "delivery"):
-            # its RTVI start is when it queued the prompt; its log, when the first sample left
-            assert abs(getattr(a, f"{part}_ms") - b[f"{part}_ms"]) <= 30, (part, a, b)
+            # its RTVI start is when it queued the prompt; its log, when the first sample left.
+            # RTVI is stamped on arrival over SCTP, which lags by tens of ms on a loaded machine.
+            assert abs(getattr(a, f"{part}_ms") - b[f"{part}_ms"]) <= 60, (part, a, b)
 
 
 def test_a_replay_aligns_the_agents_log_by_its_first_reply(sample_bundle, tmp_path, cli):
