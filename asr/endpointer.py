@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from turnscope.asr.dc import DcTracker
 from turnscope.asr.events import (
     EndOfTurn,
     Span,
@@ -27,7 +28,7 @@ from turnscope.asr.events import (
     StreamGap,
     Utterance,
 )
-from turnscope.asr.noise import NoiseGate, NoiseLevel
+from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.settings import RefineSettings, VadSettings
@@ -70,6 +71,8 @@ class Endpointer:
         self._window_mask = (1 << self._window) - 1
         self._noise = NoiseLevel()
         self._gate = NoiseGate(vad.energy_gate_db, vad.frame_ms, vad.noise_window_ms)
+        self._background = BackgroundGate(vad.background_gate_db)
+        self._dc = DcTracker()
         # The gate's first block is held back until it is complete (NoiseGate.gate_first_block).
         self._held: list[tuple[np.ndarray, list[float], list[bool]]] | None = (
             [] if self._gate.enabled else None
@@ -97,6 +100,11 @@ class Endpointer:
     def position_ms(self) -> float:
         """Stream time up to which audio has been classified (and events decided)."""
         return samples_to_ms(max(self._pos, self._decided_at))
+
+    @property
+    def background_db(self) -> float | None:
+        """The channel's typical background level so far (dBFS), once known."""
+        return self._noise.db()
 
     @property
     def open_since_ms(self) -> float | None:
@@ -155,6 +163,7 @@ class Endpointer:
 
     def _classify(self, frames: np.ndarray, events: list[SpeechEvent]) -> None:
         """Run whole frames through webrtcvad, the energy gate and the state machine."""
+        frames = self._dc.remove(frames)
         flags = self._classifier.speech(frames)
         if self._held is not None:
             self._held.append((frames, self._classifier.energies(frames), flags))
@@ -175,6 +184,7 @@ class Endpointer:
             n = len(frames)
             self._preroll.add(frames, energies)
             self._noise.add(energies)
+            self._background.fold_all(energies)
             self._recent = (self._recent << n) & self._window_mask
             self._pos += n * self._flen
             return
@@ -216,6 +226,7 @@ class Endpointer:
         self._gate.track(energies)
         self._preroll.add_energies(energies)
         self._noise.add(energies)
+        self._background.fold_all(energies)
 
     def _run(
         self,
@@ -228,8 +239,11 @@ class Endpointer:
         are filed (_file) a run at a time: the runs end where the state changes, before any
         state change reads them."""
         flen, mask, need = self._flen, self._window_mask, self._need
+        background = self._background if self._background.enabled else None
         filed = 0
         for i, v in enumerate(voiced):
+            if v and background is not None and energies[i] < background.least:
+                v = voiced[i] = False
             self._pos += flen
             recent = self._recent = ((self._recent << 1) | v) & mask
             state = self._state
@@ -258,6 +272,10 @@ class Endpointer:
             elif self._pos - self._last_voiced_end >= self._eot:
                 filed = self._file(frames, energies, voiced, filed, i + 1)
                 self._finish(events, forced=False)
+            if background is not None and (
+                self._state == _SILENCE or (self._state == _PAUSE and not v)
+            ):
+                background.fold(energies[i])
         self._file(frames, energies, voiced, filed, len(voiced))
 
     def _file(
@@ -273,7 +291,12 @@ class Endpointer:
         else:
             self._utt_audio.append(frames)
             self._utt_energy.extend(energies)
-        if self._state != _SPEECH and False in voiced:  # silences teach the noise floor
+        # Silences teach the background level: all of a silence (noise the gate let through is
+        # background too; leaving it out would bias the level low and let more through), and the
+        # unvoiced frames of an utterance's pauses.
+        if self._state == _SILENCE:
+            self._noise.add(energies)
+        elif self._state == _PAUSE and False in voiced:
             self._noise.add([e for e, v in zip(energies, voiced, strict=True) if not v])
         return b
 
@@ -321,7 +344,7 @@ class Endpointer:
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
         if self._refiner is not None:
             spans = self._refiner.spans(
-                pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.db()
+                pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.background()
             )
         else:
             spans = self._spans
@@ -370,7 +393,12 @@ class Endpointer:
         if self._refiner is None or not self._utt_audio:
             return samples_to_ms(sample)
         refined = self._refiner.live(
-            self._utt_audio, self._utt_energy, self._pos, sample, self._noise.db(), start=start
+            self._utt_audio,
+            self._utt_energy,
+            self._pos,
+            sample,
+            self._noise.background(),
+            start=start,
         )
         return samples_to_ms(refined)
 

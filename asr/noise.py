@@ -8,16 +8,18 @@ float audio units.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 
-from turnscope.asr.refine import energy_db
+from turnscope.asr.refine import Background, energy_db
 
 _INF = float("inf")
 _BLOCK_MS = 500
 _HISTORY_FRAMES = 200
 _MIN_FRAMES = 10
 _PERCENTILE = 50
+_UPPER = 90
 
 
 class NoiseGate:
@@ -93,7 +95,7 @@ class NoiseLevel:
     def __init__(self) -> None:
         self._history: deque[float] = deque(maxlen=_HISTORY_FRAMES)
         self._added = 0  # frames ever added: keys the cached level
-        self._cache: tuple[int, float | None] = (-1, None)
+        self._cache: tuple[int, float | None, float | None] = (-1, None, None)
 
     def add(self, energies: list[float]) -> None:
         self._history.extend(energies)
@@ -102,11 +104,48 @@ class NoiseLevel:
     def db(self) -> float | None:
         """The level, or None before enough unvoiced frames were heard. Cached: in speech it does
         not change between boundaries."""
-        added, level = self._cache
+        return self._levels()[0]
+
+    def background(self) -> Background | None:
+        """The level and the background's loud end (its 90th percentile: steady noise keeps
+        close to its median, room tone and codec noise swing well above it), for refinement."""
+        median, upper = self._levels()
+        return None if median is None or upper is None else Background(median, upper)
+
+    def _levels(self) -> tuple[float | None, float | None]:
+        added, median, upper = self._cache
         if added != self._added:
-            level = None
+            median = upper = None
             if len(self._history) >= _MIN_FRAMES:
                 ordered = sorted(self._history)
-                level = energy_db(ordered[len(ordered) * _PERCENTILE // 100])
-            self._cache = (self._added, level)
-        return level
+                median = energy_db(ordered[len(ordered) * _PERCENTILE // 100])
+                upper = energy_db(ordered[len(ordered) * _UPPER // 100])
+            self._cache = (self._added, median, upper)
+        return median, upper
+
+
+class BackgroundGate:
+    """Vetoes "speech" on frames not ``gate_db`` above the channel's typical background: the
+    running mean level (in dB, over about ``_HISTORY_FRAMES``) of the frames the endpointer
+    heard as not speech. The floor alone is the quietest moment of a background that may swing
+    15 dB (room tone, mp3, codec noise). Folded frame by frame in stream order, so the same
+    however the stream was chunked."""
+
+    def __init__(self, gate_db: float) -> None:
+        self.enabled = gate_db > 0
+        self._gate_db = gate_db
+        self._db = 0.0
+        self._n = 0
+        self.least = 0.0  # the mean square a frame must reach to stay speech
+
+    def fold(self, energy: float) -> None:
+        self._n += 1
+        weight = 1.0 / (self._n if self._n < _HISTORY_FRAMES else _HISTORY_FRAMES)
+        self._db += (10.0 * math.log10(energy if energy > 1e-12 else 1e-12) - self._db) * weight
+        if self._n >= _MIN_FRAMES:
+            self.least = 10.0 ** ((self._db + self._gate_db) / 10.0)
+
+    def fold_all(self, energies: Sequence[float]) -> None:
+        if self.enabled:
+            for energy in energies:
+                self.fold(energy)

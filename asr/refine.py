@@ -21,6 +21,7 @@ from turnscope.capture.frames import SAMPLE_RATE
 
 HOP = SAMPLE_RATE // 1000  # 1 ms
 _FLOOR_DB = -120.0
+_WEAK_SPAN_MAX = SAMPLE_RATE * 600 // 1000  # longer than any breath
 _Envelope = Callable[[int, int], np.ndarray]  # (lo, hi) -> pcm_envelope_db(audio, window, lo, hi)
 
 
@@ -97,13 +98,31 @@ class RefineParams:
     noise_margin_db: float
     search_ms: int
     max_dip_ms: float
+    upper_margin_db: float = 0.0
+    headroom_db: float = 30.0
+    weak_db: float = 0.0
 
 
-def threshold_db(peak_db: float, noise_db: float | None, p: RefineParams) -> float:
-    """The envelope level that counts as speech for this utterance on this channel."""
+@dataclass(frozen=True)
+class Background:
+    """A channel's background as refinement reads it: its typical level and its loud end."""
+
+    median_db: float
+    upper_db: float
+
+
+def threshold_db(peak_db: float, noise: Background | None, p: RefineParams) -> float:
+    """The envelope level that counts as speech for this utterance on this channel: audible
+    against the speech itself, clear of the typical background, and clear of the background's
+    own loud moments (room tone and codec noise swing well above their median; steady noise
+    does not)."""
     t = peak_db - p.below_peak_db
-    if noise_db is not None:
-        t = max(t, noise_db + p.noise_margin_db)
+    if noise is not None:
+        t = max(t, noise.median_db + p.noise_margin_db)
+        if p.upper_margin_db > 0:
+            # ... but never closer to the speech's peak than headroom_db: against loud steady
+            # noise the quiet ends of words are under the noise's loud moments, and still speech.
+            t = max(t, min(noise.upper_db + p.upper_margin_db, peak_db - p.headroom_db))
     return t
 
 
@@ -148,6 +167,25 @@ def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> 
     else:
         anchor = lo + len(before) - 1 - back
     return anchor + _walk(env[anchor + 1 : hi + 1], thresh, p.max_dip_ms) + 1
+
+
+def skip_weak_lead(
+    env: np.ndarray, onset: int, thresh: float, strong: float, max_dip: float
+) -> int:
+    """The onset moved past sound that is not speech: a run of envelope above ``thresh`` that
+    never comes within reach of the speech's level (``strong``) and is cut off from the speech
+    that follows by a pause longer than a dip, such as a breath before speaking. Returns the
+    start of the first run that does reach ``strong`` (``onset`` if none does)."""
+    i, n = onset, len(env)
+    while 0 <= i < n:
+        end = i + _walk(env[i + 1 :], thresh, max_dip) + 1
+        if end >= n or float(env[i:end].max()) >= strong:
+            return i if end < n or float(env[i:end].max()) >= strong else onset
+        nxt = _first_above(env[end:], thresh)
+        if nxt is None:
+            return onset
+        i = end + nxt
+    return onset
 
 
 # The scans below usually stop within a few dozen hops of where they start, so they read the
@@ -196,6 +234,9 @@ class SpanRefiner:
             refine.noise_margin_db,
             refine.search_ms,
             refine.max_dip_ms,
+            refine.upper_margin_db,
+            refine.headroom_db,
+            refine.weak_db,
         )
         self._window_ms = refine.window_ms
         self._flen = SAMPLE_RATE * frame_ms // 1000
@@ -209,23 +250,27 @@ class SpanRefiner:
         base: int,
         spans: list[list[int]],
         energies: list[float],
-        noise_db: float | None,
+        noise: Background | None,
     ) -> list[list[int]]:
         """``spans`` of the utterance whose audio ``pcm`` starts at sample ``base`` (one energy
         per frame), refined: ordered, and merged where refinement closed a pause."""
         peak_window = self._peak_window(energies)
         searched = [self._search_window(edge - base) for span in spans for edge in span]
         envelope = self._envelope(pcm, [peak_window, *searched])
-        thresh = threshold_db(self._peak_db(envelope, peak_window), noise_db, self._params)
+        peak = self._peak_db(envelope, peak_window)
+        thresh = threshold_db(peak, noise, self._params)
+        strong = peak - self._params.weak_db
         out: list[list[int]] = []
         prev_end = base
         for s, e in spans:
-            rs = base + self._refine_at(envelope, s - base, thresh, start=True)
-            re_ = base + self._refine_at(envelope, e - base, thresh, start=False)
+            rs = base + self._refine_at(envelope, s - base, thresh, strong, start=True)
+            re_ = base + self._refine_at(envelope, e - base, thresh, strong, start=False)
             rs = max(rs, prev_end)
             re_ = max(re_, rs)
             out.append([rs, re_])
             prev_end = re_
+        if self._params.weak_db > 0:
+            out = self._drop_weak_lead(envelope, base, out, thresh, strong)
         merged: list[list[int]] = []
         for span in out:
             if merged and span[0] <= merged[-1][1]:
@@ -234,13 +279,25 @@ class SpanRefiner:
                 merged.append(span)
         return merged
 
+    def _drop_weak_lead(
+        self, envelope: _Envelope, base: int, spans: list[list[int]], thresh: float, strong: float
+    ) -> list[list[int]]:
+        """``spans`` without leading spans that never come within weak_db of the speech's peak
+        (a breath the VAD heard as a span of its own before the first word)."""
+        while len(spans) > 1 and spans[0][1] - spans[0][0] <= _WEAK_SPAN_MAX:
+            env = envelope(spans[0][0] - base, spans[0][1] - base)
+            if len(env) and float(env.max()) >= strong:
+                break
+            spans = spans[1:]
+        return spans
+
     def live(
         self,
         runs: list[np.ndarray],
         energies: list[float],
         end: int,
         sample: int,
-        noise_db: float | None,
+        noise: Background | None,
         *,
         start: bool,
     ) -> int:
@@ -253,8 +310,10 @@ class SpanRefiner:
         sample = max(0, sample - base)
         peak_window = self._peak_window(energies[-len(tail) :])
         envelope = self._envelope(pcm, [peak_window, self._search_window(sample)])
-        thresh = threshold_db(self._peak_db(envelope, peak_window), noise_db, self._params)
-        refined = base + self._refine_at(envelope, sample, thresh, start=start)
+        peak = self._peak_db(envelope, peak_window)
+        thresh = threshold_db(peak, noise, self._params)
+        strong = peak - self._params.weak_db
+        refined = base + self._refine_at(envelope, sample, thresh, strong, start=start)
         return min(max(refined, base), end)
 
     def _tail(self, runs: list[np.ndarray]) -> np.ndarray:
@@ -285,12 +344,23 @@ class SpanRefiner:
         env = envelope(*window) if window else np.zeros(0)
         return float(env.max()) if len(env) else _FLOOR_DB
 
-    def _refine_at(self, envelope: _Envelope, sample: int, thresh: float, *, start: bool) -> int:
+    def _refine_at(
+        self, envelope: _Envelope, sample: int, thresh: float, strong: float, *, start: bool
+    ) -> int:
         """Refine one boundary (a sample index into the enveloped audio) on its local envelope."""
         lo, hi = self._search_window(sample)
         env = envelope(lo, hi)
         coarse = (sample - lo) // HOP
-        hop = (refine_start if start else refine_end)(env, coarse, thresh, self._params)
+        p = self._params
+        if start:
+            hop = refine_start(env, coarse, thresh, p)
+            if p.weak_db > 0:
+                hop = skip_weak_lead(env, hop, thresh, strong, p.max_dip_ms)
+        else:
+            # Ends keep their weak tails: a final consonant's release after its closure is as
+            # weak as a breath and as cut off (measured: skipping them cost the telephone-band
+            # corpus its p90).
+            hop = refine_end(env, coarse, thresh, p)
         return lo + hop * HOP
 
     def _envelope(self, pcm: np.ndarray, windows: list[tuple[int, int] | None]) -> _Envelope:

@@ -34,6 +34,7 @@ class VadSettings(_Strict):
     preroll_ms: int = Field(ge=0)
     energy_gate_db: float = Field(ge=0)
     noise_window_ms: int = Field(ge=500)
+    background_gate_db: float = Field(default=0.0, ge=0)
 
 
 class RefineSettings(_Strict):
@@ -41,6 +42,9 @@ class RefineSettings(_Strict):
     window_ms: float = Field(gt=0)
     below_peak_db: float = Field(gt=0)
     noise_margin_db: float = Field(ge=0)
+    upper_margin_db: float = Field(default=0.0, ge=0)
+    headroom_db: float = Field(default=30.0, ge=0)
+    weak_db: float = Field(default=0.0, ge=0)
     search_ms: int = Field(ge=0)
     max_dip_ms: float = Field(ge=0)
 

@@ -1,10 +1,12 @@
-"""Accuracy and cost of the replay pipeline on a labelled synthetic corpus, side by side with
-faster-whisper on its own. Prints one table.
+"""Accuracy and cost of the replay pipeline on a labelled synthetic corpus and on recorded human
+speech, side by side with faster-whisper on its own. Prints one table.
 
     .venv/bin/python benchmarks/accuracy.py [--quick] [--settings FILE] [--corpus DIR]
 
-Per condition (clean, 10 dB pink noise, 8 kHz mu-law telephone band), over every shipped
-scenario and several espeak-ng voice pairs:
+Synthetic rows, per condition (clean, 10 dB pink noise, 8 kHz mu-law telephone band), over every
+shipped scenario and several espeak-ng voice pairs; real rows, per condition (as recorded,
+telephone band, 15 and 10 dB pink noise), over two-channel calls composed from recordings of
+real people with human-annotated truth (benchmarks/realspeech.py says which and how):
 - turn boundary error vs ground truth (median / p95 of |start| and |end|, ms), ours and
   faster-whisper's Silero VAD (`get_speech_timestamps`, default options) on the same channels;
 - interrupt (barge-in) and backchannel precision / recall;
@@ -38,6 +40,7 @@ from common import (
     prf,
     stat,
 )
+from realspeech import REAL_CONDITIONS, RealCall, build_real_corpus
 
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.model import load_whisper
@@ -50,7 +53,7 @@ from turnscope.pipeline import run_pipeline
 from turnscope.scoring.wer import measure_wer, pooled
 
 
-def run_ours(call: CorpusCall, settings: Settings, transcriber: Transcriber) -> dict:
+def run_ours(call: CorpusCall | RealCall, settings: Settings, transcriber: Transcriber) -> dict:
     source = FileSource.stereo(call.wav, chunk_ms=max(settings.audio.chunk_ms, 200))
     t0 = time.perf_counter()
     result = asyncio.run(run_pipeline(source, settings, transcriber=transcriber))
@@ -137,13 +140,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one voice pair, three scenarios")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     parser.add_argument("--no-baseline", action="store_true", help="skip faster-whisper alone")
+    parser.add_argument("--no-real", action="store_true", help="the synthetic corpus only")
+    parser.add_argument("--real-only", action="store_true", help="the recorded speech only")
     args = parser.parse_args()
     ensure_offline()
     settings = load_settings(args.settings)
     pairs = VOICE_PAIRS[:1] if args.quick else VOICE_PAIRS
     scenarios = SCENARIOS[:3] if args.quick else SCENARIOS
     t0 = time.perf_counter()
-    calls = build_corpus(args.corpus, scenarios=scenarios, voice_pairs=pairs)
+    calls: list[CorpusCall | RealCall] = []
+    if not args.real_only:
+        calls += build_corpus(args.corpus, scenarios=scenarios, voice_pairs=pairs)
+    if not args.no_real:
+        calls += build_real_corpus(args.corpus)
     print(f"corpus: {len(calls)} calls in {args.corpus} ({time.perf_counter() - t0:.0f} s)")
     transcriber = Transcriber(settings.asr, settings.confirm)
     transcriber.warm_up()
@@ -151,12 +160,13 @@ def main() -> None:
     for call in calls:
         audio, _ = sf.read(call.wav, dtype="float32")
         ours = run_ours(call, settings, transcriber)
-        a = agg[call.condition]
+        a = agg[row_name(call)]
         truth_turns = call.truth["turns"]
         pairs_ = match(truth_turns, ours["turns"])
         s, e = boundary_errors(pairs_)
         a["start"] += s
         a["end"] += e
+        a["both"] += s + e
         a["missed"].append(sum(1 for _, f in pairs_ if f is None))
         a["truth_turns"].append(len(truth_turns))
         matched = {id(f) for _, f in pairs_ if f is not None}
@@ -165,6 +175,7 @@ def main() -> None:
             fs, fe = boundary_errors(match(truth_turns, silero_segments(audio, pad_ms=pad)))
             a[f"{key}_start"] += fs
             a[f"{key}_end"] += fe
+            a[f"{key}_both"] += fs + fe
         # interrupts over caller turns
         tp = fp = fn = 0
         for t, f in pairs_:
@@ -199,7 +210,8 @@ def main() -> None:
             a["wall_fw"].append(fw_wall)
         print(f"  {call.name}: {ours['wall']:.1f} s", flush=True)
     rows = []
-    for cond in CONDITIONS:
+    names = [f"synthetic {c}" for c in CONDITIONS] + [f"real {c}" for c in REAL_CONDITIONS]
+    for cond in names:
         if cond not in agg:
             continue
         a = agg[cond]
@@ -215,6 +227,11 @@ def main() -> None:
             "start_p95": stat(a["start"], 95),
             "end_med": stat(a["end"], 50),
             "end_p95": stat(a["end"], 95),
+            "both_med": stat(a["both"], 50),
+            "both_p90": stat(a["both"], 90),
+            "fw_both_med": stat(a["fw_both"], 50),
+            "fw_both_p90": stat(a["fw_both"], 90),
+            "fw0_both_med": stat(a["fw0_both"], 50),
             "fw_start_med": stat(a["fw_start"], 50),
             "fw_end_med": stat(a["fw_end"], 50),
             "fw0_start_med": stat(a["fw0_start"], 50),
@@ -236,6 +253,10 @@ def main() -> None:
         args.json.write_text(json.dumps(rows, indent=2))
 
 
+def row_name(call: CorpusCall | RealCall) -> str:
+    return f"{'real' if isinstance(call, RealCall) else 'synthetic'} {call.condition}"
+
+
 def print_table(rows: list[dict], settings: Settings) -> None:
     def f(x, nd=0):
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
@@ -246,8 +267,9 @@ def print_table(rows: list[dict], settings: Settings) -> None:
         ("turns (miss/extra)", lambda r: f"{r['turns']} ({r['missed']}/{r['extra']})"),
         ("|start| med/p95", lambda r: f"{f(r['start_med'], 1)}/{f(r['start_p95'])}"),
         ("|end| med/p95", lambda r: f"{f(r['end_med'], 1)}/{f(r['end_p95'])}"),
-        ("FW-VAD start/end med", lambda r: f"{f(r['fw_start_med'])}/{f(r['fw_end_med'])}"),
-        ("FW-VAD pad0 start/end", lambda r: f"{f(r['fw0_start_med'])}/{f(r['fw0_end_med'])}"),
+        ("boundary med/p90", lambda r: f"{f(r['both_med'], 1)}/{f(r['both_p90'])}"),
+        ("FW-VAD med/p90", lambda r: f"{f(r['fw_both_med'])}/{f(r['fw_both_p90'])}"),
+        ("FW-VAD pad0 med", lambda r: f(r["fw0_both_med"])),
         ("interrupt P/R", lambda r: f"{f(r['int_p'], 2)}/{f(r['int_r'], 2)}"),
         ("backchannel P/R", lambda r: f"{f(r['bc_p'], 2)}/{f(r['bc_r'], 2)}"),
         ("WER turns/whole", lambda r: f"{f(r['wer_ours'], 3)}/{f(r['wer_fw'], 3)}"),

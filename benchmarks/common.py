@@ -88,8 +88,18 @@ def match(truth: Sequence[dict], found: Sequence[dict]) -> list[tuple[dict, dict
 
 
 def boundary_errors(pairs: Sequence[tuple[dict, dict | None]]) -> tuple[list[float], list[float]]:
-    starts = [abs(f["start_ms"] - t["start_ms"]) for t, f in pairs if f is not None]
-    ends = [abs(f["end_ms"] - t["end_ms"]) for t, f in pairs if f is not None]
+    """|start| and |end| errors of the matched pairs, leaving out the boundaries the truth does
+    not score (``score_start`` / ``score_end`` false: see realspeech.py)."""
+    starts = [
+        abs(f["start_ms"] - t["start_ms"])
+        for t, f in pairs
+        if f is not None and t.get("score_start", True)
+    ]
+    ends = [
+        abs(f["end_ms"] - t["end_ms"])
+        for t, f in pairs
+        if f is not None and t.get("score_end", True)
+    ]
     return starts, ends
 
 

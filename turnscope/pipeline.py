@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
+from turnscope.asr.audio_checks import AudioChecks
 from turnscope.asr.context import context_for, wants_context
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
@@ -102,6 +103,7 @@ class _Stages:
             ch: Endpointer(ch, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
             for ch in CHANNELS
         }
+        self.checks = {ch: AudioChecks(ch) for ch in CHANNELS}
         # Each channel's last utterance and its transcription: the next one's context.
         self.last: dict[str, tuple[Utterance, asyncio.Future[Transcription]]] = {}
         self.heard: list[Heard] = []
@@ -206,6 +208,7 @@ async def run_pipeline(
         async for frame in source.frames():
             for s in stages.sinks:
                 s.on_frame(frame)
+            stages.checks[frame.channel].add(frame.start, frame.pcm)
             stages.dispatch(stages.endpointers[frame.channel].push(frame))
             stages.check_final()
             if stages.failure:
@@ -226,6 +229,8 @@ async def run_pipeline(
     audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
     findings: list[str] = []
+    for ch in CHANNELS:
+        findings += stages.checks[ch].problems(stages.endpointers[ch].background_db)
     for ch in CHANNELS:
         if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or
