@@ -8,7 +8,6 @@ float audio units.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Sequence
 
@@ -20,6 +19,8 @@ _HISTORY_FRAMES = 200
 _MIN_FRAMES = 10
 _PERCENTILE = 50
 _UPPER = 90
+_RECOMPUTE = 10  # frames between updates of the background gate
+_LOUD_END = 80  # the background gate's percentile
 
 
 class NoiseGate:
@@ -125,25 +126,25 @@ class NoiseLevel:
 
 
 class BackgroundGate:
-    """Vetoes "speech" on frames not ``gate_db`` above the channel's typical background: the
-    running mean level (in dB, over about ``_HISTORY_FRAMES``) of the frames the endpointer
-    heard as not speech. The floor alone is the quietest moment of a background that may swing
-    15 dB (room tone, mp3, codec noise). Folded frame by frame in stream order, so the same
-    however the stream was chunked."""
+    """Vetoes "speech" on frames not ``gate_db`` above the loud end of the channel's background
+    (the 80th percentile of the last frames the endpointer heard as not speech). The floor
+    alone is the quietest moment of a background that may swing 15 dB (room tone, mp3, codec
+    noise); steady noise keeps close to its floor and is not gated harder. Folded frame by
+    frame and recomputed every few frames, so the same however the stream was chunked."""
 
     def __init__(self, gate_db: float) -> None:
         self.enabled = gate_db > 0
-        self._gate_db = gate_db
-        self._db = 0.0
+        self._ratio = 10.0 ** (gate_db / 10.0)
+        self._history: deque[float] = deque(maxlen=_HISTORY_FRAMES)
         self._n = 0
         self.least = 0.0  # the mean square a frame must reach to stay speech
 
     def fold(self, energy: float) -> None:
+        self._history.append(energy)
         self._n += 1
-        weight = 1.0 / (self._n if self._n < _HISTORY_FRAMES else _HISTORY_FRAMES)
-        self._db += (10.0 * math.log10(energy if energy > 1e-12 else 1e-12) - self._db) * weight
-        if self._n >= _MIN_FRAMES:
-            self.least = 10.0 ** ((self._db + self._gate_db) / 10.0)
+        if self._n % _RECOMPUTE == 0 and len(self._history) >= _MIN_FRAMES:
+            ordered = sorted(self._history)
+            self.least = ordered[len(ordered) * _LOUD_END // 100] * self._ratio
 
     def fold_all(self, energies: Sequence[float]) -> None:
         if self.enabled:

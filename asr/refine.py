@@ -22,6 +22,7 @@ from turnscope.capture.frames import SAMPLE_RATE
 HOP = SAMPLE_RATE // 1000  # 1 ms
 _FLOOR_DB = -120.0
 _WEAK_SPAN_MAX = SAMPLE_RATE * 600 // 1000  # longer than any breath
+_BREATH_REACH = SAMPLE_RATE * 300 // 1000  # how far past an onset a breath's speech may start
 _Envelope = Callable[[int, int], np.ndarray]  # (lo, hi) -> pcm_envelope_db(audio, window, lo, hi)
 
 
@@ -101,6 +102,8 @@ class RefineParams:
     upper_margin_db: float = 0.0
     headroom_db: float = 30.0
     weak_db: float = 0.0
+    blip_ms: int = 0
+    blip_gap_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,20 +173,30 @@ def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> 
 
 
 def skip_weak_lead(
-    env: np.ndarray, onset: int, thresh: float, strong: float, max_dip: float
+    env: np.ndarray,
+    onset: int,
+    thresh: float,
+    strong: float,
+    max_dip: float,
+    blip: tuple[int, int] = (0, 0),
 ) -> int:
-    """The onset moved past sound that is not speech: a run of envelope above ``thresh`` that
-    never comes within reach of the speech's level (``strong``) and is cut off from the speech
-    that follows by a pause longer than a dip, such as a breath before speaking. Returns the
-    start of the first run that does reach ``strong`` (``onset`` if none does)."""
+    """The onset moved past sound that is not speech: a run of envelope above ``thresh``, cut
+    off from what follows by a pause longer than ``max_dip``, that never comes within reach of
+    the speech's level (``strong``), or (``blip``: at most that many hops, then a pause of at
+    least that many) is a short burst well before the speech, as a lip smack or the loudest
+    moment of a breath is. Returns the start of the first run that is speech (``onset`` if
+    none is)."""
     i, n = onset, len(env)
     while 0 <= i < n:
         end = i + _walk(env[i + 1 :], thresh, max_dip) + 1
-        if end >= n or float(env[i:end].max()) >= strong:
-            return i if end < n or float(env[i:end].max()) >= strong else onset
+        if end >= n:
+            return i if float(env[i:end].max()) >= strong else onset
         nxt = _first_above(env[end:], thresh)
         if nxt is None:
-            return onset
+            return i if float(env[i:end].max()) >= strong else onset
+        short = blip[0] > 0 and end - i <= blip[0] and nxt >= blip[1]
+        if not short and float(env[i:end].max()) >= strong:
+            return i
         i = end + nxt
     return onset
 
@@ -237,12 +250,15 @@ class SpanRefiner:
             refine.upper_margin_db,
             refine.headroom_db,
             refine.weak_db,
+            refine.blip_ms,
+            refine.blip_gap_ms,
         )
         self._window_ms = refine.window_ms
         self._flen = SAMPLE_RATE * frame_ms // 1000
         reach_ms = refine.search_ms + 2 * int(refine.max_dip_ms)  # a search plus a dip each side
         self._tail_frames = reach_ms // frame_ms + 2
         self._radius = (reach_ms + 10) * HOP
+        self._breath_reach = _BREATH_REACH if refine.weak_db > 0 else 0
 
     def spans(
         self,
@@ -255,7 +271,11 @@ class SpanRefiner:
         """``spans`` of the utterance whose audio ``pcm`` starts at sample ``base`` (one energy
         per frame), refined: ordered, and merged where refinement closed a pause."""
         peak_window = self._peak_window(energies)
-        searched = [self._search_window(edge - base) for span in spans for edge in span]
+        searched = [
+            self._search_window(edge - base, start=k == 0)
+            for span in spans
+            for k, edge in enumerate(span)
+        ]
         envelope = self._envelope(pcm, [peak_window, *searched])
         peak = self._peak_db(envelope, peak_window)
         thresh = threshold_db(peak, noise, self._params)
@@ -309,7 +329,7 @@ class SpanRefiner:
         base = end - len(pcm)
         sample = max(0, sample - base)
         peak_window = self._peak_window(energies[-len(tail) :])
-        envelope = self._envelope(pcm, [peak_window, self._search_window(sample)])
+        envelope = self._envelope(pcm, [peak_window, self._search_window(sample, start=start)])
         peak = self._peak_db(envelope, peak_window)
         thresh = threshold_db(peak, noise, self._params)
         strong = peak - self._params.weak_db
@@ -335,9 +355,11 @@ class SpanRefiner:
         k = energies.index(max(energies))
         return (k - 1) * self._flen, (k + 2) * self._flen
 
-    def _search_window(self, sample: int) -> tuple[int, int]:
-        """Samples whose envelope _refine_at reads to refine a boundary at ``sample``."""
-        return max(0, sample - self._radius), sample + self._radius
+    def _search_window(self, sample: int, *, start: bool = False) -> tuple[int, int]:
+        """Samples whose envelope _refine_at reads to refine a boundary at ``sample``: an onset's
+        reaches further on, past a breath to the speech it comes before."""
+        reach = self._radius + (self._breath_reach if start else 0)
+        return max(0, sample - self._radius), sample + reach
 
     def _peak_db(self, envelope: _Envelope, window: tuple[int, int] | None) -> float:
         """Peak of the envelope, looked for around the loudest VAD frame only."""
@@ -348,14 +370,15 @@ class SpanRefiner:
         self, envelope: _Envelope, sample: int, thresh: float, strong: float, *, start: bool
     ) -> int:
         """Refine one boundary (a sample index into the enveloped audio) on its local envelope."""
-        lo, hi = self._search_window(sample)
+        lo, hi = self._search_window(sample, start=start)
         env = envelope(lo, hi)
         coarse = (sample - lo) // HOP
         p = self._params
         if start:
             hop = refine_start(env, coarse, thresh, p)
             if p.weak_db > 0:
-                hop = skip_weak_lead(env, hop, thresh, strong, p.max_dip_ms)
+                blip = (p.blip_ms, p.blip_gap_ms)
+                hop = skip_weak_lead(env, hop, thresh, strong, p.max_dip_ms, blip)
         else:
             # Ends keep their weak tails: a final consonant's release after its closure is as
             # weak as a breath and as cut off (measured: skipping them cost the telephone-band
