@@ -113,7 +113,9 @@ ODD = {
     "DC offset": lambda a, t: a + 0.08,
     "clipped": lambda a, t: np.clip(a * 8, -1.0, 1.0),
     "digital silence": lambda a, t: np.concatenate([a, np.zeros((16000 * 3, 2)), a]),
-    "mains hum": lambda a, t: a + 0.02 * np.sin(2 * np.pi * 50 * t)[:, None],
+    "mains hum": lambda a, t: (
+        a + (0.05 * np.sin(2 * np.pi * 50 * t) + 0.02 * np.sin(2 * np.pi * 150 * t))[:, None]
+    ),
     "loud constant background": lambda a, t: (
         a + 0.03 * np.random.default_rng(0).standard_normal(a.shape)
     ),
@@ -128,11 +130,12 @@ def test_odd_audio_is_said_and_the_turns_still_follow_the_speech(kind, tmp_path,
     result, turns = _replay(tmp_path, transcriber, odd, tmp_path)
     said = [w for w in result.warnings if kind.split()[0] in w]
     assert said, result.warnings
-    if kind in ("DC offset", "clipped", "digital silence"):
-        # the endpointer copes: every turn, boundaries within a few frames
-        errors, missed = _errors(truth, turns)
-        assert missed == 0, turns
-        assert statistics.median(errors) <= 30, sorted(errors)
+    # DC and hum are removed before the VAD, clipping and silence leave the speech's edges alone;
+    # under a loud background the speech's quiet edges are lost as in the 10 dB rows.
+    errors, missed = _errors(truth, turns)
+    assert missed == 0, turns
+    bound = 60 if kind == "loud constant background" else 30
+    assert statistics.median(errors) <= bound, sorted(errors)
 
 
 def test_ordinary_audio_draws_no_warning():

@@ -293,7 +293,7 @@ class FileSource:
             if hum:
                 self.info.warnings.append(
                     f"{where}: the {name} channel has a {hum[0]} Hz mains hum "
-                    f"({20 * np.log10(hum[1]):.0f} dBFS); the VAD may take it for speech"
+                    f"({20 * np.log10(hum[1]):.0f} dBFS), filtered out before the VAD"
                 )
 
     async def frames(self) -> AsyncIterator[PcmFrame]:
