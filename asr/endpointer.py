@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from turnscope.asr.dc import DcTracker
 from turnscope.asr.events import (
     EndOfTurn,
     Span,
@@ -72,7 +71,6 @@ class Endpointer:
         self._noise = NoiseLevel()
         self._gate = NoiseGate(vad.energy_gate_db, vad.frame_ms, vad.noise_window_ms)
         self._background = BackgroundGate(vad.background_gate_db)
-        self._dc = DcTracker()
         # The gate's first block is held back until it is complete (NoiseGate.gate_first_block).
         self._held: list[tuple[np.ndarray, list[float], list[bool]]] | None = (
             [] if self._gate.enabled else None
@@ -163,7 +161,6 @@ class Endpointer:
 
     def _classify(self, frames: np.ndarray, events: list[SpeechEvent]) -> None:
         """Run whole frames through webrtcvad, the energy gate and the state machine."""
-        frames = self._dc.remove(frames)
         flags = self._classifier.speech(frames)
         if self._held is not None:
             self._held.append((frames, self._classifier.energies(frames), flags))

@@ -19,7 +19,7 @@ _HISTORY_FRAMES = 200
 _MIN_FRAMES = 10
 _PERCENTILE = 50
 _UPPER = 90
-_RECOMPUTE = 10  # frames between updates of the background gate
+_RECOMPUTE = 25  # frames between updates of the background gate
 _LOUD_END = 80  # the background gate's percentile
 
 
