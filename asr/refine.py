@@ -102,6 +102,7 @@ class RefineParams:
     upper_margin_db: float = 0.0
     headroom_db: float = 30.0
     weak_db: float = 0.0
+    weak_min_ms: int = 0
     blip_ms: int = 0
     blip_gap_ms: int = 0
 
@@ -179,10 +180,11 @@ def skip_weak_lead(
     strong: float,
     max_dip: float,
     blip: tuple[int, int] = (0, 0),
+    weak_min: int = 0,
 ) -> int:
     """The onset moved past sound that is not speech: a run of envelope above ``thresh``, cut
-    off from what follows by a pause longer than ``max_dip``, that never comes within reach of
-    the speech's level (``strong``), or (``blip``: at most that many hops, then a pause of at
+    off from what follows by a pause longer than ``max_dip``, that lasts ``weak_min`` hops or
+    more and never comes within reach of the speech's level (``strong``), or (``blip``: at most that many hops, then a pause of at
     least that many) is a short burst well before the speech, as a lip smack or the loudest
     moment of a breath is. Returns the start of the first run that is speech (``onset`` if
     none is)."""
@@ -195,7 +197,8 @@ def skip_weak_lead(
         if nxt is None:
             return i if float(env[i:end].max()) >= strong else onset
         short = blip[0] > 0 and end - i <= blip[0] and nxt >= blip[1]
-        if not short and float(env[i:end].max()) >= strong:
+        weak = float(env[i:end].max()) < strong and end - i >= weak_min
+        if not short and not weak:
             return i
         i = end + nxt
     return onset
@@ -250,6 +253,7 @@ class SpanRefiner:
             refine.upper_margin_db,
             refine.headroom_db,
             refine.weak_db,
+            refine.weak_min_ms,
             refine.blip_ms,
             refine.blip_gap_ms,
         )
@@ -378,7 +382,7 @@ class SpanRefiner:
             hop = refine_start(env, coarse, thresh, p)
             if p.weak_db > 0:
                 blip = (p.blip_ms, p.blip_gap_ms)
-                hop = skip_weak_lead(env, hop, thresh, strong, p.max_dip_ms, blip)
+                hop = skip_weak_lead(env, hop, thresh, strong, p.max_dip_ms, blip, p.weak_min_ms)
         else:
             # Ends keep their weak tails: a final consonant's release after its closure is as
             # weak as a breath and as cut off (measured: skipping them cost the telephone-band

@@ -45,6 +45,7 @@ class RefineSettings(_Strict):
     upper_margin_db: float = Field(default=0.0, ge=0)
     headroom_db: float = Field(default=30.0, ge=0)
     weak_db: float = Field(default=0.0, ge=0)
+    weak_min_ms: int = Field(default=0, ge=0)
     blip_ms: int = Field(default=0, ge=0)
     blip_gap_ms: int = Field(default=0, ge=0)
     search_ms: int = Field(ge=0)
