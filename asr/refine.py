@@ -184,10 +184,10 @@ def skip_weak_lead(
 ) -> int:
     """The onset moved past sound that is not speech: a run of envelope above ``thresh``, cut
     off from what follows by a pause longer than ``max_dip``, that lasts ``weak_min`` hops or
-    more and never comes within reach of the speech's level (``strong``), or (``blip``: at most that many hops, then a pause of at
-    least that many) is a short burst well before the speech, as a lip smack or the loudest
-    moment of a breath is. Returns the start of the first run that is speech (``onset`` if
-    none is)."""
+    more and never comes within reach of the speech's level (``strong``), or that is a burst of
+    at most ``blip[0]`` hops followed by a pause of at least ``blip[1]`` (a lip smack, the
+    loudest moment of a breath). Returns the start of the first run that is speech (``onset``
+    if none is)."""
     i, n = onset, len(env)
     while 0 <= i < n:
         end = i + _walk(env[i + 1 :], thresh, max_dip) + 1
