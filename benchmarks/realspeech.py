@@ -240,6 +240,38 @@ def _mask(segs: list[tuple[float, float]], n: int, widen_s: float = 0.0) -> np.n
     return m
 
 
+_SAME_UTTERANCE_S = 0.6  # the endpointer's end of turn (vad.end_of_turn_ms)
+
+
+def _inside(a: float, b: float, other: list[tuple[float, float]]) -> bool:
+    """A short segment wholly inside one of the other speaker's: a backchannel."""
+    return b - a < 1.0 and any(x <= a and b <= y for x, y in other)
+
+
+def _talked_over(
+    own: list[tuple[float, float]], other: list[tuple[float, float]], *, caller: bool
+) -> list[tuple[float, float]]:
+    """Annotated segments grouped into turns by the product's turn rules (asr/assembly.py, rule
+    3): a speaker who pauses for less than an end of turn while the other talks over them, and
+    resumes while the other still talks, keeps the turn; only the caller's short interjections
+    are backchannels (rule 1). The annotation gives the boundaries; what counts as one turn is
+    the documented definition, not the annotator's segmentation."""
+    out: list[tuple[float, float]] = []
+    for a, b in own:
+        if caller and _inside(a, b, other):  # a backchannel stays one of its own
+            out.append((a, b))
+        elif (
+            out
+            and not (caller and _inside(*out[-1], other))
+            and a - out[-1][1] < _SAME_UTTERANCE_S
+            and any(x < a < y for x, y in other)
+        ):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def compose_pyannote(speech: Path = SPEECH_DIR, seed: int = 0) -> tuple:
     """The pyannote sample call split into two channels by its RTTM (see the module doc)."""
     mix = _read(speech / "pyannote" / "sample.wav")
@@ -248,6 +280,10 @@ def compose_pyannote(speech: Path = SPEECH_DIR, seed: int = 0) -> tuple:
     speakers = sorted({s for s, _, _ in segs}, key=lambda s: min(a for x, a, _ in segs if x == s))
     sides = dict(zip(speakers, ("caller", "agent"), strict=True))
     by = {sides[s]: [(a, b) for x, a, b in segs if x == s] for s in speakers}
+    turns_by = {
+        "caller": _talked_over(by["caller"], by["agent"], caller=True),
+        "agent": _talked_over(by["agent"], by["caller"], caller=False),
+    }
     anyone = _mask([(a, b) for _, a, b in segs], n, _TONE_GUARD_S + 0.2)
     rng = np.random.default_rng(seed)
     # Room tone from the quiet stretches only: the recording also holds a beep before the talk
@@ -269,16 +305,17 @@ def compose_pyannote(speech: Path = SPEECH_DIR, seed: int = 0) -> tuple:
         gate[:before] = 1.0
         channels[side] = mix * gate + _tile(tone, n, rng) * (1 - gate)
         busy = _mask(by[other], n, _CLEAR_MS / 1000)
-        for a, b in by[side]:
-            inside = [(x, y) for x, y in by[other] if x <= a and b <= y]
-            backchannel = bool(inside) and b - a < 1.0
+        for a, b in turns_by[side]:
+            backchannel = side == "caller" and _inside(a, b, by[other])
             turns.append(
                 {
                     "speaker": side,
                     "start_ms": a * 1000,
                     "end_ms": b * 1000,
-                    # starts while the other talks (and goes on after them): a barge-in
-                    "interrupt": not backchannel
+                    # a caller who starts while the agent talks (and goes on after it): a
+                    # barge-in (an agent talking over the caller gets no flag: rule 4)
+                    "interrupt": side == "caller"
+                    and not backchannel
                     and any(x < a < y - 0.2 and b > y for x, y in by[other]),
                     "score_start": not busy[min(n - 1, int(a * RATE))],
                     # a turn cut off by the end of the recording has no end to score
