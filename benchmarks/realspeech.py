@@ -316,7 +316,7 @@ def compose_pyannote(speech: Path = SPEECH_DIR, seed: int = 0) -> tuple:
                     # barge-in (an agent talking over the caller gets no flag: rule 4)
                     "interrupt": side == "caller"
                     and not backchannel
-                    and any(x < a < y - 0.2 and b > y for x, y in by[other]),
+                    and any(x < a < y - 0.2 and b > y for x, y in turns_by[other]),
                     "score_start": not busy[min(n - 1, int(a * RATE))],
                     # a turn cut off by the end of the recording has no end to score
                     "score_end": not busy[min(n - 1, int(b * RATE))] and b < n / RATE - 0.3,
