@@ -15,7 +15,7 @@ import numpy as np
 
 from turnscope.capture.frames import SAMPLE_RATE
 
-_SILENCE_S = 2.0  # a run of exact zeros at least this long, after the first sound
+_SILENCE_S = 2.0  # a run of exact zeros at least this long, between sounds
 _LOUD_DB = -35.0  # a background median above this is loud
 
 
@@ -26,7 +26,8 @@ class _Run:
 
 
 class AudioChecks:
-    """Accumulates one channel's audio statistics frame by frame."""
+    """Accumulates one channel's audio statistics frame by frame. Digital silence counts between
+    sounds only: before the first, a call is starting; after the last, it has ended."""
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
@@ -65,7 +66,6 @@ class AudioChecks:
         the endpointer's background level, when known."""
         out = []
         ch = f"the {self.channel} channel"
-        self._close(self._zeros)
         if self._longest.length >= _SILENCE_S * SAMPLE_RATE:
             at = self._longest.start / SAMPLE_RATE
             out.append(

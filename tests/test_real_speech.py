@@ -113,7 +113,7 @@ def synthetic_call(tmp_path_factory) -> tuple[np.ndarray, dict]:
 # (A DC offset: tests/test_faults.py.)
 ODD = {
     "clipped": lambda a, t: np.clip(a * 8, -1.0, 1.0),
-    "digital silence": lambda a, t: np.concatenate([a, np.zeros((16000 * 3, 2)), a]),
+    "digital silence": lambda a, t: np.concatenate([a, np.zeros((16000 * 3, 2)), a[:16000]]),
     "mains hum": lambda a, t: (
         a + (0.05 * np.sin(2 * np.pi * 50 * t) + 0.02 * np.sin(2 * np.pi * 150 * t))[:, None]
     ),
