@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -186,6 +187,10 @@ def _decode(
     )
 
 
+# Loads started by ``Transcriber.preload``, not yet waited for.
+_loading: dict[ModelSpec, tuple[Any, Future[None]]] = {}
+
+
 def _load(spec: ModelSpec) -> None:
     load_whisper(spec)  # in the ASR process; the model itself never crosses back
 
@@ -202,10 +207,17 @@ class Transcriber:
         spec = model_spec(self.asr)
         if spec in _loaded:
             return
-        pool, future = _on_worker(_load, spec)
+        pool, future = _loading.pop(spec, None) or _on_worker(_load, spec)
         with _worker_errors(pool):
             future.result()
         _loaded.add(spec)
+
+    def preload(self) -> None:
+        """Start the ASR worker and its model load now and return at once: a replay opens and
+        decodes its audio meanwhile; ``ready`` (or ``warm_up``) then waits for what is left."""
+        spec = model_spec(self.asr)
+        if spec not in _loaded and spec not in _loading:
+            _loading[spec] = _on_worker(_load, spec)
 
     async def ready(self) -> None:
         """``warm_up`` for the event loop: awaits the load without holding a thread (a load
@@ -213,7 +225,7 @@ class Transcriber:
         spec = model_spec(self.asr)
         if spec in _loaded:
             return
-        pool, future = _on_worker(_load, spec)
+        pool, future = _loading.pop(spec, None) or _on_worker(_load, spec)
         with _worker_errors(pool):
             await asyncio.wrap_future(future)
         _loaded.add(spec)
