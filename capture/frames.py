@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Re-exported: most stages name the channels from here.
+from turnscope.capture.channels import AGENT as AGENT
+from turnscope.capture.channels import CALLER as CALLER
+from turnscope.capture.channels import CHANNELS as CHANNELS
+
 SAMPLE_RATE = 16000
-CALLER = "caller"
-AGENT = "agent"
-CHANNELS = (CALLER, AGENT)
 
 
 @dataclass(frozen=True, slots=True)

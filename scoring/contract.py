@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turnscope.capture.frames import CHANNELS
+from turnscope.capture.channels import CHANNELS
 from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json

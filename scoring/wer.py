@@ -14,7 +14,7 @@ from typing import Any
 
 import jiwer
 
-from turnscope.capture.frames import CHANNELS
+from turnscope.capture.channels import CHANNELS
 
 
 @lru_cache(maxsize=1)

@@ -172,3 +172,29 @@ def test_postcondition_is_the_seed_verbatim():
     if not seed.exists():
         pytest.skip("../shared is not present in this checkout")
     assert f'python -c "{POSTCONDITION}"' in seed.read_text()
+
+
+def test_importing_the_cli_leaves_the_heavy_stacks_unloaded():
+    """`turnscope --help` and `turnscope score` stay quick: importing the CLI (every command
+    registered) imports no WebRTC, HTTP or ASR stack; each command imports what it uses."""
+    import subprocess
+    import sys
+
+    heavy = ("aiortc", "aiohttp", "faster_whisper")
+    code = f"import sys, turnscope.cli.main; print([m for m in {heavy!r} if m in sys.modules])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_cli_copies_of_defaults_match_their_modules():
+    """The CLI keeps a few defaults of heavy modules as constants (to build the options without
+    importing those modules): they must stay the same values."""
+    from turnscope.capture.device import calibration
+    from turnscope.cli import calibrate, fixture, gate
+    from turnscope.scoring.suites import fixtures
+    from turnscope.scoring.suites import gate as suite_gate
+
+    assert calibrate.REPEATS == calibration.REPEATS
+    assert fixture.TAGS == fixtures.TAGS
+    assert gate.DEFAULT_TOLERANCE == suite_gate.DEFAULT_TOLERANCE

@@ -3,25 +3,21 @@ sound devices with --device)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.device import DeviceAgent, DeviceAgentOptions
-from turnscope.capture.agent.server import AgentServer
-from turnscope.capture.script.scenario import load_scenario
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import check_transport, number
-from turnscope.configs import config_path
 from turnscope.errors import CallSetupError, InputError
-from turnscope.jsonio import one_line
+
+if TYPE_CHECKING:
+    from turnscope.capture.agent.core import AgentBehaviour
+    from turnscope.capture.agent.device import DeviceAgentOptions
 
 DEVICE_GONE = 4  # a device stopped while serving
 
@@ -31,6 +27,13 @@ def behaviour_from_options(
 ) -> AgentBehaviour:
     """The agent's behaviour: a scenario's agent side (default: the refund call) or --line
     prompts, with the knobs given on the command line on top."""
+    from pydantic import ValidationError
+
+    from turnscope.capture.agent.core import AgentBehaviour
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.configs import config_path
+    from turnscope.jsonio import one_line
+
     given = {k: v for k, v in knobs.items() if v is not None}
     try:
         if lines:
@@ -109,6 +112,11 @@ def agent(
     rate: int | None = typer.Option(None, "--rate", help="Device sample rate (default 48000)."),
 ) -> int:
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
+    import asyncio
+
+    from turnscope.capture.agent.device import DeviceAgentOptions
+    from turnscope.capture.agent.server import AgentServer
+
     knobs: dict[str, Any] = {
         "latency_ms": latency_ms,
         "talk_over_ms": talk_over_ms,
@@ -185,6 +193,9 @@ def serve_devices(
     behaviour: AgentBehaviour, options: DeviceAgentOptions, truth_log: Path | None
 ) -> int:
     """Run the device agent until Ctrl-C or SIGTERM; every call's truth goes to the log."""
+    import asyncio
+
+    from turnscope.capture.agent.device import DeviceAgent
 
     def ended(truth: dict[str, Any]) -> None:
         append_truth(truth_log, truth)

@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from turnscope.cli.call import check_ws_url
 from turnscope.cli.console import out, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport
-from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
 from turnscope.errors import BenchError, InputError
-from turnscope.fixture_runner import run_suite_fixtures
-from turnscope.jsonio import write_json, write_text
-from turnscope.outdir import clear_run, holds_a_run, output_dir
-from turnscope.scoring.exercise import task_exercise
-from turnscope.scoring.suites.bench import bench_result, check_evidence_class, run_bench
-from turnscope.scoring.suites.fixtures import parse_fixture
-from turnscope.scoring.suites.scorecard import scorecard
-from turnscope.scoring.suites.suite import load_suite
-from turnscope.scoring.transcript import load_dialogue
 
 
 def collect_transcripts(suite: dict[str, Any], directory: Path) -> dict[str, list[dict]]:
     """``{task_id: dialogue}`` for every task that has ``DIR/<task_id>.json``."""
+    from turnscope.scoring.transcript import load_dialogue
+
     if not directory.is_dir():
         raise InputError("no such transcripts directory", path=directory, fix="check the path")
     found = {}
@@ -87,6 +77,12 @@ def bench(
     pipeline (a recording is replayed, a scenario is called live against --agent, a transcript
     is scored), and a per-tag scorecard is written beside the result.
     """
+    from turnscope.cli.render import bench_table
+    from turnscope.jsonio import write_json
+    from turnscope.scoring.exercise import task_exercise
+    from turnscope.scoring.suites.bench import check_evidence_class, run_bench
+    from turnscope.scoring.suites.suite import load_suite
+
     data = load_suite(suite)
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
@@ -153,6 +149,24 @@ def run_fixtures(
     transport: str = "webrtc",
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
+    import asyncio
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
+    from turnscope.fixture_runner import run_suite_fixtures
+    from turnscope.jsonio import write_json, write_text
+    from turnscope.outdir import clear_run, holds_a_run, output_dir
+    from turnscope.scoring.suites.bench import bench_result
+    from turnscope.scoring.suites.fixtures import parse_fixture
+    from turnscope.scoring.suites.scorecard import scorecard
+
     check_transport(transport)
     if agent is not None and transport != "webrtc":
         check_ws_url(agent)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import typer
 
-from turnscope.capture.device.calibration import REPEATS, calibrate_devices
-from turnscope.capture.device.io import choose_rate, find_device
 from turnscope.cli.console import fail_line, out
 from turnscope.errors import CalibrationError, CallSetupError, InputError
 
 FAILED = 4  # the measurement could not be made
+# turnscope.capture.device.calibration.REPEATS, without importing the sound stack for --help
+# (tests/test_cli_basics.py checks the two agree)
+REPEATS = 5
 
 
 def calibrate(
@@ -25,6 +25,11 @@ def calibrate(
 ) -> int:
     """Play a marker several times and find it in the input: the round trip, median and spread,
     and the latency PortAudio's stream times leave out (what a device call corrects)."""
+    import asyncio
+
+    from turnscope.capture.device.calibration import calibrate_devices
+    from turnscope.capture.device.io import choose_rate, find_device
+
     if repeat < 1 or channel < 0:
         raise InputError("--repeat must be at least 1 and --channel at least 0")
     output = find_device(out_device, "output", option="--out")

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import typer
 
 from turnscope import redact
-from turnscope.capture.device.call import DeviceCallOptions
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.telephony.call import TelephonyOptions
-from turnscope.capture.webrtc.call import CallOptions
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport, number
-from turnscope.cli.render import outcome_table
 from turnscope.errors import CallSetupError, InputError
-from turnscope.live_call import AnyCallOptions, place_call, write_setup_failure
-from turnscope.outdir import output_dir
-from turnscope.runner import RunOutput
-from turnscope.scoring.contract import scenario_contract
+
+if TYPE_CHECKING:
+    from turnscope.capture.device.call import DeviceCallOptions
+    from turnscope.capture.telephony.call import TelephonyOptions
+    from turnscope.live_call import AnyCallOptions
+    from turnscope.runner import RunOutput
 
 CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
 
@@ -116,6 +112,8 @@ def telephony_options(
     connect_timeout: float,
 ) -> TelephonyOptions:  # fmt: skip
     """A phone-line call's options, checked."""
+    from turnscope.capture.telephony.call import TelephonyOptions
+
     check_ws_url(url)
     if codec is not None and transport != "telnyx":
         raise InputError(f"--codec is for --transport telnyx ({transport} streams have one codec)")
@@ -145,6 +143,8 @@ def check_ice_server(url: str) -> str:
 
 def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = None) -> int:
     """Print the verdict, what the script exercised and how the call ended; the exit code."""
+    from turnscope.cli.render import outcome_table
+
     for w in run.result.warnings:
         warn_line(w)
     out.print(outcome_table(run.outcome))
@@ -192,6 +192,8 @@ def device_options(
     rate: int | None,
 ) -> DeviceCallOptions:
     """The --device options, checked for sense (which devices exist is checked later)."""
+    from turnscope.capture.device.call import DeviceCallOptions
+
     if not caller_out:
         raise InputError("--device needs --caller-out DEV (`turnscope devices` lists them)")
     if (agent_in is None) == (stereo_in is None):
@@ -290,6 +292,10 @@ def call(
 ) -> int:
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.outdir import output_dir
+
     options: AnyCallOptions
     check_transport(transport)
     if (param or codec) and transport == "webrtc":
@@ -356,6 +362,11 @@ def run_call(  # type: ignore[no-untyped-def]
     agent_trace: Path | None = None,
 ) -> int:  # fmt: skip
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
+    import asyncio
+
+    from turnscope.live_call import place_call, write_setup_failure
+    from turnscope.scoring.contract import scenario_contract
+
     contract = scenario_contract(sc)
 
     async def go() -> tuple[RunOutput, list[str], dict[str, Any]]:

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
 
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.server import AgentServer
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.webrtc.call import CallOptions
 from turnscope.cli.call import CALL_FAILED, report
 from turnscope.cli.console import fail_line, out
 from turnscope.cli.options import PipelineOptions
-from turnscope.configs import config_path
 from turnscope.errors import CallSetupError
-from turnscope.jsonio import write_json
-from turnscope.live_call import place_call
-from turnscope.outdir import output_dir
-from turnscope.scoring.contract import scenario_contract
-from turnscope.scoring.evidence.bundle import seal
 
 
 def demo(
@@ -31,6 +20,19 @@ def demo(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
     """Start the reference agent, call it with the refund scenario (one barge-in), score it."""
+    import asyncio
+
+    from turnscope.capture.agent.core import AgentBehaviour
+    from turnscope.capture.agent.server import AgentServer
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.configs import config_path
+    from turnscope.jsonio import write_json
+    from turnscope.live_call import place_call
+    from turnscope.outdir import output_dir
+    from turnscope.scoring.contract import scenario_contract
+    from turnscope.scoring.evidence.bundle import seal
+
     sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
     settings = PipelineOptions().settings()
     outdir = output_dir(output, "demo", force=force)

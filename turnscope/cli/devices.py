@@ -7,7 +7,6 @@ import json
 import typer
 from rich.table import Table
 
-from turnscope.capture.device.io import list_devices
 from turnscope.cli.console import out
 
 VIRTUAL_HINT = (
@@ -20,6 +19,8 @@ def devices(
     as_json: bool = typer.Option(False, "--json", help="Print the devices as JSON."),
 ) -> int:
     """List input and output devices: index, name, host API, channels, default rate."""
+    from turnscope.capture.device.io import list_devices
+
     found = list_devices()
     if as_json:
         print(json.dumps([d.to_dict() for d in found], indent=2))

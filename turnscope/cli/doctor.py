@@ -9,7 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from turnscope.cli.console import out
-from turnscope.doctor import run_checks
 
 
 def doctor(
@@ -17,6 +16,8 @@ def doctor(
     show_all: bool = typer.Option(False, "--all", help="Also list the checks that passed."),
 ) -> int:
     """Check the environment; exit 1 when something a default feature needs is missing."""
+    from turnscope.doctor import run_checks
+
     findings = run_checks()
     blocking = [f for f in findings if not f.ok and f.check.default]
     if as_json:

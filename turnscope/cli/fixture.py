@@ -6,22 +6,26 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import soundfile as sf
 import typer
 
 from turnscope.cli.console import out
 from turnscope.errors import InputError
-from turnscope.jsonio import read_json, write_json
-from turnscope.scoring.suites.fixtures import TAGS
-from turnscope.scoring.suites.suite import load_suite
+
+if TYPE_CHECKING:
+    import numpy as np
 
 app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
 PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# turnscope.scoring.suites.fixtures.TAGS, without importing the scoring stack for --help
+# (tests/test_cli_basics.py checks the two agree)
+TAGS = ("acoustic", "speaker", "language", "complexity", "conversational", "adversarial")
 
 
 def _channel(path: Path) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
     try:
         return sf.read(path, dtype="float32")
     except (sf.LibsndfileError, RuntimeError) as exc:
@@ -36,6 +40,12 @@ def add(
     task_id: str | None = typer.Option(None, "--id", help="Task id (default: the bundle name)."),
 ) -> int:
     """Copy the call's audio next to the suite, with its references and contract, as a task."""
+    import numpy as np
+    import soundfile as sf
+
+    from turnscope.jsonio import read_json, write_json
+    from turnscope.scoring.suites.suite import load_suite
+
     tag_list = [t.strip() for t in tags.split(",") if t.strip()]
     unknown = [t for t in tag_list if t not in TAGS]
     if not tag_list or unknown:

@@ -12,19 +12,16 @@ from rich.text import Text
 from turnscope.cli.console import out
 from turnscope.cli.options import number
 from turnscope.errors import InputError
-from turnscope.jsonio import read_json, write_json, write_text
-from turnscope.scoring.suites.gate import (
-    DEFAULT_FLOORS,
-    DEFAULT_TOLERANCE,
-    broken_cells,
-    gate,
-    junit_xml,
-)
-from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER
+
+# turnscope.scoring.suites.gate.DEFAULT_TOLERANCE, without importing the scoring stack for
+# --help (tests/test_cli_basics.py checks the two agree)
+DEFAULT_TOLERANCE = 0.05
 
 
 def load_scorecard(path: Path) -> dict[str, Any]:
     """A scorecard JSON, or the bench result it was written beside."""
+    from turnscope.jsonio import read_json
+
     data = read_json(path, what="scorecard file")
     if isinstance(data, dict) and data.get("kind") == "turnscope.scorecard.v1":
         return data
@@ -63,6 +60,9 @@ def same_suite(card: dict[str, Any], pinned: dict[str, Any], run: Path, baseline
 def parse_floors(pairs: list[str]) -> dict[str, float]:
     """``DIMENSION=NUMBER`` overrides of the floors: a known dimension, a finite value in its
     range (0..1; WER's ceiling 0 or more)."""
+    from turnscope.scoring.suites.gate import DEFAULT_FLOORS
+    from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER
+
     floors = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -98,6 +98,9 @@ def gate_cmd(
     ),
 ) -> int:
     """Exit 1 when any dimension on any tag is below its floor or worse than the baseline."""
+    from turnscope.jsonio import write_json, write_text
+    from turnscope.scoring.suites.gate import broken_cells, gate, junit_xml
+
     card = load_scorecard(result)
     if update_baseline and baseline is None:
         raise InputError("--update-baseline needs --baseline FILE (where to pin this run)")

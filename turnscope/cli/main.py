@@ -31,7 +31,6 @@ from turnscope.cli import (
 )
 from turnscope.cli.console import fail_line
 from turnscope.errors import OutputError, TurnscopeError
-from turnscope.jsonio import write_text
 
 app = typer.Typer(
     name="turnscope",
@@ -107,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_crash_trace(exc: BaseException) -> str:
     """Write the traceback (secrets scrubbed) where it can be found and sent; its path."""
+    from turnscope.jsonio import write_text
+
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     name = f"turnscope-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     for folder in (Path(tempfile.gettempdir()), Path.cwd()):

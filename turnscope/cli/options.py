@@ -6,22 +6,23 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 
-from turnscope.asr.settings import Settings, load_settings
-from turnscope.capture.telephony.dialects import DIALECTS
 from turnscope.errors import InputError
 
-TRANSPORTS = ("webrtc", *DIALECTS)
+if TYPE_CHECKING:
+    from turnscope.asr.settings import Settings
 
 
 def check_transport(transport: str) -> str:
     """``--transport``: webrtc or a phone line's dialect."""
-    if transport not in TRANSPORTS:
-        raise InputError(f"--transport must be {', '.join(TRANSPORTS)}; not {transport!r}")
+    from turnscope.capture.telephony.dialects import DIALECTS
+
+    transports = ("webrtc", *DIALECTS)
+    if transport not in transports:
+        raise InputError(f"--transport must be {', '.join(transports)}; not {transport!r}")
     return transport
 
 
@@ -76,6 +77,10 @@ class PipelineOptions:
     silero: bool | None = None
 
     def settings(self) -> Settings:
+        from pydantic import ValidationError
+
+        from turnscope.asr.settings import load_settings
+
         asr: dict[str, Any] = {}
         for key, value in (
             ("model", self.model),

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import typer
 
-from turnscope import api
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
-from turnscope.cli.render import outcome_table
 from turnscope.errors import InputError
 
 _CHANNEL = {"left": 0, "right": 1, "0": 0, "1": 1}
@@ -59,6 +57,9 @@ def replay(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
     """Replay a recorded call: turns as they complete, then WER and the verifier's verdict."""
+    from turnscope import api
+    from turnscope.cli.render import outcome_table
+
     if agent_trace is not None and not agent_trace.is_file():
         raise InputError("no such agent trace", path=agent_trace, fix="give the agent's log")
     if caller_channel not in _CHANNEL:

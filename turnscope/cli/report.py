@@ -7,13 +7,14 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import out
-from turnscope.scoring.report.html import REPORT, build_report
 
 
 def report(
     bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
 ) -> int:
     """(Re)build report.html and timeline.png in BUNDLE and print their paths."""
+    from turnscope.scoring.report.html import build_report
+
     for path in build_report(bundle):
         out.print(str(path), markup=False, highlight=False, soft_wrap=True)
     return 0
@@ -23,6 +24,8 @@ def open_report(
     bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
 ) -> int:
     """Print the absolute path of BUNDLE/report.html, building it first if it is missing."""
+    from turnscope.scoring.report.html import REPORT, build_report
+
     path = bundle / REPORT
     if not path.is_file():
         build_report(bundle)

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from turnscope.cli.console import out
 from turnscope.cli.options import number
-from turnscope.cli.render import outcome_table
-from turnscope.scoring.contract import Contract
-from turnscope.scoring.outcome import score_outcome
-from turnscope.scoring.transcript import load_dialogue
+
+if TYPE_CHECKING:
+    from turnscope.scoring.contract import Contract
+    from turnscope.scoring.outcome import Outcome
+
+
+def score_outcome(
+    dialogue: Sequence[Mapping[str, Any]], contract: Contract, *, evidence_class: str
+) -> Outcome:
+    """``turnscope.scoring.outcome.score_outcome``, imported only when a transcript is scored
+    (importing the CLI, for ``--help`` or another command, does not load the scoring stack)."""
+    from turnscope.scoring.outcome import score_outcome as scored
+
+    return scored(dialogue, contract, evidence_class=evidence_class)
 
 
 def score(
@@ -31,6 +43,10 @@ def score(
     as_json: bool = typer.Option(False, "--json", help="Print the verifier result as JSON."),
 ) -> int:
     """Print the four sub-scores, the verdict and any failed floor; exit 1 on a failed verdict."""
+    from turnscope.cli.render import outcome_table
+    from turnscope.scoring.contract import Contract
+    from turnscope.scoring.transcript import load_dialogue
+
     dialogue = load_dialogue(transcript)
     budgets = {"max_latency_ms": max_latency_ms} if max_latency_ms is not None else None
     contract = Contract(budgets=budgets, required_content=list(require) or None)

@@ -8,8 +8,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.synth import render, write_call
 from turnscope.cli.console import out
 from turnscope.cli.options import number
 
@@ -36,6 +34,9 @@ def synth(
 ) -> int:
     """Write call.wav (left caller, right agent), caller.wav, agent.wav, truth.json and
     reference.json for SCENARIO into the output folder."""
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.script.synth import render, write_call
+
     call = render(
         load_scenario(scenario),
         caller_voice=caller_voice,

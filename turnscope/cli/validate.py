@@ -8,13 +8,14 @@ import typer
 
 from turnscope.cli.console import out
 from turnscope.errors import InputError
-from turnscope.scoring.evidence.validate import validate_bundle
 
 
 def validate(
     bundle: Path = typer.Argument(..., help="Bundle folder or its voice_artifact_manifest.json."),
 ) -> int:
     """Print one line per problem; exit 1 when there is any, 0 when the bundle is valid."""
+    from turnscope.scoring.evidence.validate import validate_bundle
+
     if not bundle.exists():
         raise InputError("no such bundle folder or manifest", path=bundle, fix="check the path")
     problems = validate_bundle(bundle)
