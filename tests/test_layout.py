@@ -22,6 +22,7 @@ ALLOWED = {
     ),
     "asr": (
         "turnscope.capture.frames",
+        "turnscope.capture.channels",
         "turnscope.errors",
         "turnscope.offline",
         "turnscope.configs",
@@ -29,6 +30,7 @@ ALLOWED = {
     ),
     "scoring": (
         "turnscope.capture.frames",
+        "turnscope.capture.channels",
         "turnscope.capture.script",  # for type hints only
         "turnscope.asr.assembly",
         "turnscope.errors",
