@@ -94,20 +94,6 @@ def energy_db(mean_square: float) -> float:
 
 
 @dataclass(frozen=True)
-class RefineParams:
-    below_peak_db: float
-    noise_margin_db: float
-    search_ms: int
-    max_dip_ms: float
-    upper_margin_db: float = 0.0
-    headroom_db: float = 30.0
-    weak_db: float = 0.0
-    weak_min_ms: int = 0
-    blip_ms: int = 0
-    blip_gap_ms: int = 0
-
-
-@dataclass(frozen=True)
 class Background:
     """A channel's background as refinement reads it: its typical level and its loud end."""
 
@@ -115,7 +101,7 @@ class Background:
     upper_db: float
 
 
-def threshold_db(peak_db: float, noise: Background | None, p: RefineParams) -> float:
+def threshold_db(peak_db: float, noise: Background | None, p: RefineSettings) -> float:
     """The envelope level that counts as speech for this utterance on this channel: audible
     against the speech itself, clear of the typical background, and clear of the background's
     own loud moments (room tone and codec noise swing well above their median; steady noise
@@ -130,7 +116,7 @@ def threshold_db(peak_db: float, noise: Background | None, p: RefineParams) -> f
     return t
 
 
-def refine_start(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> int:
+def refine_start(env: np.ndarray, coarse: int, thresh: float, p: RefineSettings) -> int:
     """Refined onset (in env hops) near the VAD onset hop ``coarse``.
 
     Anchor at the first hop at/after ``coarse`` above the threshold, then walk back across the
@@ -154,7 +140,7 @@ def refine_start(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -
     return anchor - _walk(env[lo:anchor][::-1], thresh, p.max_dip_ms)
 
 
-def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineParams) -> int:
+def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineSettings) -> int:
     """Refined offset (in env hops, exclusive) near the VAD offset hop ``coarse``."""
     n = len(env)
     if n == 0:
@@ -245,18 +231,7 @@ class SpanRefiner:
     """
 
     def __init__(self, refine: RefineSettings, frame_ms: int) -> None:
-        self._params = RefineParams(
-            refine.below_peak_db,
-            refine.noise_margin_db,
-            refine.search_ms,
-            refine.max_dip_ms,
-            refine.upper_margin_db,
-            refine.headroom_db,
-            refine.weak_db,
-            refine.weak_min_ms,
-            refine.blip_ms,
-            refine.blip_gap_ms,
-        )
+        self._params = refine
         self._window_ms = refine.window_ms
         self._flen = SAMPLE_RATE * frame_ms // 1000
         reach_ms = refine.search_ms + 2 * int(refine.max_dip_ms)  # a search plus a dip each side
