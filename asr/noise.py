@@ -1,9 +1,11 @@
-"""A channel's noise, as the endpointer hears it: the energy gate and the noise level.
+"""A channel's noise, as the endpointer hears it: the gates and the background level.
 
 ``NoiseGate`` vetoes webrtcvad's "speech" on frames not ``energy_gate_db`` above the noise floor,
-tracked by minimum statistics. ``NoiseLevel`` is the level boundary refinement reads: the median
-of the recent frames the endpointer judged unvoiced. Energies are mean squares per frame, in
-float audio units.
+tracked by minimum statistics. ``BackgroundGate`` vetoes it on frames not ``background_gate_db``
+above the loud end of the channel's recent silence (a background that swings, as room tone and
+codec noise do, is far above its floor half the time). ``NoiseLevel`` is what boundary
+refinement reads: the median and the 90th percentile of the recent frames the endpointer judged
+silence. Energies are mean squares per frame, in float audio units.
 """
 
 from __future__ import annotations
