@@ -11,8 +11,10 @@ real people with human-annotated truth (benchmarks/realspeech.py says which and 
   faster-whisper's Silero VAD (`get_speech_timestamps`, default options) on the same channels;
 - interrupt (barge-in) and backchannel precision / recall;
 - WER of the turn-segmented pipeline vs faster-whisper transcribing each whole channel;
-- wall time of the whole pipeline vs faster-whisper transcribing the same audio, measured in
-  the same run, and the endpointer's own speed (x real time).
+- wall time of the whole pipeline vs faster-whisper transcribing the same audio, without and
+  with its own VAD (``vad_filter=True``, the baseline a user would pick), measured in the same
+  run (in-process; benchmarks/replay_speed.py times whole processes), and the endpointer's own
+  speed (x real time).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def endpoint_only(audio: np.ndarray, settings: Settings) -> float:
 
 
 def faster_whisper_alone(
-    audio: np.ndarray, settings: Settings, *, greedy: bool = False
+    audio: np.ndarray, settings: Settings, *, greedy: bool = False, vad: bool = False
 ) -> tuple[dict, float]:
     """faster-whisper transcribing each whole channel directly: texts and wall seconds.
 
@@ -101,7 +103,9 @@ def faster_whisper_alone(
     """
     model = load_whisper(model_spec(settings.asr))
     texts = {}
-    extra = {"temperature": list(settings.asr.temperature)} if greedy else {}
+    extra: dict = {"temperature": list(settings.asr.temperature)} if greedy else {}
+    if vad:
+        extra["vad_filter"] = True  # its Silero VAD: the baseline a user would pick
     t0 = time.perf_counter()
     for i, ch in enumerate(("caller", "agent")):
         segments, _ = model.transcribe(
@@ -208,6 +212,9 @@ def main() -> None:
             greedy, _ = faster_whisper_alone(audio, settings, greedy=True)
             a["wer_fw_greedy"].append(measure_wer(reference, greedy).overall)
             a["wall_fw"].append(fw_wall)
+            vad_texts, fw_vad_wall = faster_whisper_alone(audio, settings, vad=True)
+            a["wer_fw_vad"].append(measure_wer(reference, vad_texts).overall)
+            a["wall_fw_vad"].append(fw_vad_wall)
         print(f"  {call.name}: {ours['wall']:.1f} s", flush=True)
     rows = []
     names = [f"synthetic {c}" for c in CONDITIONS] + [f"real {c}" for c in REAL_CONDITIONS]
@@ -244,6 +251,10 @@ def main() -> None:
             "wer_fw": pooled(a["wer_fw"]).wer if a["wer_fw"] else None,
             "wer_fw_greedy": pooled(a["wer_fw_greedy"]).wer if a["wer_fw_greedy"] else None,
             "wall_ratio": sum(a["wall_ours"]) / sum(a["wall_fw"]) if a["wall_fw"] else None,
+            "wall_ratio_vad": (
+                sum(a["wall_ours"]) / sum(a["wall_fw_vad"]) if a["wall_fw_vad"] else None
+            ),
+            "wer_fw_vad": pooled(a["wer_fw_vad"]).wer if a["wer_fw_vad"] else None,
             "rtf_ours": sum(a["wall_ours"]) / sum(a["audio_s"]),
             "ep_x_realtime": sum(a["audio_s"]) / sum(a["ep_s"]),
         }
@@ -274,7 +285,9 @@ def print_table(rows: list[dict], settings: Settings) -> None:
         ("backchannel P/R", lambda r: f"{f(r['bc_p'], 2)}/{f(r['bc_r'], 2)}"),
         ("WER turns/whole", lambda r: f"{f(r['wer_ours'], 3)}/{f(r['wer_fw'], 3)}"),
         ("WER whole, same decoding", lambda r: f(r["wer_fw_greedy"], 3)),
+        ("WER whole, FW+VAD", lambda r: f(r["wer_fw_vad"], 3)),
         ("wall vs FW", lambda r: f"{f(r['wall_ratio'], 2)}x"),
+        ("wall vs FW+VAD", lambda r: f"{f(r['wall_ratio_vad'], 2)}x"),
         ("pipeline RTF", lambda r: f(r["rtf_ours"], 3)),
         ("endpointing", lambda r: f"{f(r['ep_x_realtime'])}x RT"),
     ]
