@@ -40,18 +40,14 @@ class AudioChecks:
         if not len(pcm):
             return
         nonzero = np.flatnonzero(pcm)
+        lead = int(nonzero[0]) if len(nonzero) else len(pcm)  # zeros before the first sound
         run = self._zeros
+        if lead and not run.length:
+            run.start = start
+        run.length += lead
         if not len(nonzero):
-            if run.length == 0:
-                run.start = start
-            run.length += len(pcm)
             return
-        lead = int(nonzero[0])
-        if run.length or lead:
-            if run.length == 0:
-                run.start = start
-            run.length += lead
-            self._close(run)
+        self._close(run)
         self._heard = True
         tail = len(pcm) - 1 - int(nonzero[-1])
         self._zeros = _Run(start + len(pcm) - tail, tail)

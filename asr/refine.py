@@ -177,13 +177,12 @@ def skip_weak_lead(
     i, n = onset, len(env)
     while 0 <= i < n:
         end = i + _walk(env[i + 1 :], thresh, max_dip) + 1
-        if end >= n:
-            return i if float(env[i:end].max()) >= strong else onset
+        top = float(env[i:end].max())
         nxt = _first_above(env[end:], thresh)
-        if nxt is None:
-            return i if float(env[i:end].max()) >= strong else onset
+        if nxt is None:  # the last run in reach: nothing after it to move the onset to
+            return i if top >= strong else onset
         short = blip[0] > 0 and end - i <= blip[0] and nxt >= blip[1]
-        weak = float(env[i:end].max()) < strong and end - i >= weak_min
+        weak = top < strong and end - i >= weak_min
         if not short and not weak:
             return i
         i = end + nxt

@@ -328,19 +328,15 @@ def compose_pyannote(speech: Path = SPEECH_DIR, seed: int = 0) -> tuple:
                     "backchannel": backchannel,
                 }
             )
-    stm = (speech / "pyannote" / "sample.stm").read_text().splitlines()
-    names = {}
-    for line in stm:
+    # STM speakers are names: each is the side whose turn starts nearest its first line.
+    names: dict[str, str] = {}
+    texts: dict[str, list[str]] = {"caller": [], "agent": []}
+    for line in (speech / "pyannote" / "sample.stm").read_text().splitlines():
         parts = line.split(maxsplit=5)
         if len(parts) == 6:
             start = float(parts[3])
             nearest = min(turns, key=lambda t: abs(t["start_ms"] / 1000 - start))
-            names.setdefault(parts[2], nearest["speaker"])
-    texts = {"caller": [], "agent": []}
-    for line in stm:
-        parts = line.split(maxsplit=5)
-        if len(parts) == 6:
-            texts[names[parts[2]]].append(parts[5])
+            texts[names.setdefault(parts[2], nearest["speaker"])].append(parts[5])
     return channels, turns, {ch: " ".join(t) for ch, t in texts.items()}
 
 
