@@ -9,7 +9,8 @@ scoring, the bundle) and a script that loads the same Whisper model (the bundled
 pipeline's compute type, threads and beam) and transcribes both channels with
 ``vad_filter=True`` (faster-whisper's Silero VAD: the baseline a user would pick). Calls: a
 synthetic one (espeak-ng, the refund call, clean), a real one (the composed LibriVox call, as
-recorded) and 2 s of silence (start-up alone); plus ``turnscope --help``.
+recorded) and 2 s of silence (start-up alone); plus ``turnscope --help`` and ``turnscope score``
+on the first replay's transcript.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def main() -> None:
         rows.append((name, seconds, statistics.median(ours), statistics.median(theirs),
                      [a / b for a, b in zip(ours, theirs, strict=True)]))  # fmt: skip
     helps = [wall([str(TURNSCOPE), "--help"]) for _ in range(args.pairs)]
+    transcript = tmp / "run-0-0" / "transcript.json"  # the first replay's, scored again
+    scores = [wall([str(TURNSCOPE), "score", str(transcript)]) for _ in range(args.pairs)]
     print()
     print("| call | audio | turnscope replay | FW + vad_filter | ratio (median, range) |")
     print("|---|---|---|---|---|")
@@ -94,6 +97,7 @@ def main() -> None:
         spread = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
         print(f"| {name} | {seconds:.1f} s | {ours:.2f} s | {theirs:.2f} s | {spread} |")
     print(f"| `turnscope --help` | - | {statistics.median(helps):.2f} s | - | - |")
+    print(f"| `turnscope score` (a transcript) | - | {statistics.median(scores):.2f} s | - | - |")
 
 
 if __name__ == "__main__":
