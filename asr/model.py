@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,38 +68,6 @@ def resolve_model(model: str) -> str:
 
 _lock = threading.Lock()
 _cache: dict[ModelSpec, WhisperModel] = {}
-_window = threading.local()
-FRAMES_PER_SECOND = 100  # Whisper log-mel frames
-
-
-@contextlib.contextmanager
-def encoder_window(seconds: int | None) -> Iterator[None]:
-    """Within this block, this thread's transcriptions encode ``seconds`` of audio, not 30 s.
-
-    faster-whisper pads every window to 30 s of log-mel frames before the encoder; the padding is
-    zeros, so trimming it to a window a few seconds longer than the speech gives the same input
-    the encoder would see for a shorter recording, at a fraction of the cost. CTranslate2's
-    Whisper encoder accepts any length up to 3000 frames.
-    """
-    saved = getattr(_window, "frames", None)
-    _window.frames = None if seconds is None else int(seconds * FRAMES_PER_SECOND)
-    try:
-        yield
-    finally:
-        _window.frames = saved
-
-
-def _windowed_model_class() -> type:
-    from faster_whisper import WhisperModel
-
-    class WindowedWhisperModel(WhisperModel):
-        def encode(self, features):  # type: ignore[no-untyped-def]
-            frames = getattr(_window, "frames", None)
-            if frames is not None and features.shape[-1] > frames:
-                features = features[..., :frames]
-            return super().encode(features)
-
-    return WindowedWhisperModel
 
 
 def load_whisper(spec: ModelSpec) -> WhisperModel:
@@ -109,9 +75,11 @@ def load_whisper(spec: ModelSpec) -> WhisperModel:
     with _lock:
         if spec not in _cache:
             ensure_offline()
+            from faster_whisper import WhisperModel
+
             path = resolve_model(spec.model)
             try:
-                _cache[spec] = _windowed_model_class()(
+                _cache[spec] = WhisperModel(
                     path,
                     device=spec.device,
                     compute_type=spec.compute_type,

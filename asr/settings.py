@@ -74,6 +74,7 @@ class AsrSettings(_Strict):
     min_window_s: int = Field(ge=1, le=30)
     window_pad_s: float = Field(ge=0)
     max_pending: int = Field(ge=1)
+    batch_size: int = Field(default=1, ge=1, le=64)
     temperature: tuple[float, ...] = Field(default=(0.0,), min_length=1)
 
 

@@ -1,9 +1,10 @@
 """Transcription of finished utterances with faster-whisper, off the event loop.
 
-``transcribe_utterance`` is a plain function (testable without asyncio); ``Transcriber`` runs it
-on the process's ASR worker (``worker.py``), so audio capture and endpointing never wait for the
-model. Whether an utterance is decoded after the previous one is ``context.py``'s policy; the
-clean-up of Whisper's text is ``text.py``'s.
+``transcribe_batch`` is a plain function (testable without asyncio): utterances decoded
+together (``decode.py``), each to the text it decodes to alone. ``Transcriber`` runs it on the
+process's ASR worker (``worker.py``) through the loop's batcher (``batching.py``), so audio
+capture and endpointing never wait for the model. Whether an utterance is decoded after the
+previous one is ``context.py``'s policy; the clean-up of Whisper's text is ``text.py``'s.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turnscope.asr.batching import batcher
 from turnscope.asr.context import Context
+from turnscope.asr.decode import MAX_WINDOW_S, DecodedSegment, DecodeRequest, decode_batch, options
 from turnscope.asr.events import Utterance
-from turnscope.asr.model import ModelSpec, encoder_window, load_whisper
+from turnscope.asr.model import ModelSpec, load_whisper, resolve_model
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.asr.text import after_prefix, collapse_repetition, collapse_runs, repeats_context
 from turnscope.asr.worker import _loaded, _on_worker, _worker_errors
@@ -47,11 +51,12 @@ class Transcription:
     words: tuple[Word, ...] = ()
     avg_logprob: float | None = None
     no_speech_prob: float | None = None
-    asr_ms: float = 0.0  # compute time
+    asr_ms: float = 0.0  # compute time (its share of its batch's)
     rejected: str | None = None  # why the utterance was judged not to be speech, if it was
     speech_ratio: float | None = None  # Silero's share of speech, when the second opinion ran
     dropped_segments: int = 0  # Whisper segments dropped as probably not speech
     context_ms: float = 0.0  # audio of the speaker's previous utterance decoded in front of it
+    batch: int = 1  # utterances decoded in the same batch
 
     @property
     def confidence(self) -> float | None:
@@ -72,7 +77,7 @@ def window_seconds(duration_s: float, asr: AsrSettings) -> int:
     as accurate on the benchmark corpus. At 10 s, Whisper tiny looped and misheard short turns
     (short-turn calls: WER 0.226 at 10 s, 0.204 at 15 s, 20 s and 30 s)."""
     need = math.ceil(duration_s + asr.window_pad_s)
-    return max(asr.min_window_s, min(30, need))
+    return max(asr.min_window_s, min(MAX_WINDOW_S, need))
 
 
 def silero_speech_ratio(audio: np.ndarray) -> float:
@@ -87,63 +92,94 @@ def silero_speech_ratio(audio: np.ndarray) -> float:
     return sum(s["end"] - s["start"] for s in stamps) / len(audio)
 
 
+Job = tuple[Utterance, "Context | None"]  # an utterance and what it is decoded after
+
+
 def transcribe_utterance(
     utt: Utterance,
     asr: AsrSettings,
     confirm: ConfirmSettings | None = None,
     context: Context | None = None,
 ) -> Transcription:
-    """Transcribe one utterance; words carry call-clock times.
+    """Transcribe one utterance (``transcribe_batch`` of one)."""
+    return transcribe_batch([(utt, context)], asr, confirm)[0]
 
-    With a ``context`` (``context_for``), Whisper hears the previous utterance's audio in front
+
+def transcribe_batch(
+    jobs: Sequence[Job], asr: AsrSettings, confirm: ConfirmSettings | None = None
+) -> list[Transcription]:
+    """Transcribe utterances together (``decode.decode_batch``); words carry call-clock times.
+    Each text is what the utterance decodes to alone.
+
+    With a context (``context_for``), Whisper hears the previous utterance's audio in front
     of this one and is forced to start with its text, so it decodes only the new words, as a
     continuation of what this speaker said (as when it transcribes a whole recording). When all
     it says then is the end of the context again, or nothing (a restarted sentence after the
-    context's cut-off one reads as no speech), the utterance is decoded alone."""
+    context's cut-off one reads as no speech), the utterance is decoded alone (a second batch).
+    ``asr_ms`` is each utterance's share of the batch's compute time."""
     t0 = time.perf_counter()
-    ratio = None
-    if confirm is not None and confirm.silero:
-        ratio = silero_speech_ratio(utt.audio)
-        if ratio < confirm.min_speech_ratio:
-            return Transcription(
-                text="",
-                asr_ms=(time.perf_counter() - t0) * 1000,
-                rejected=f"second opinion: Silero VAD found {ratio:.0%} speech",
-                speech_ratio=ratio,
-            )
+    out: list[Transcription | None] = [None] * len(jobs)
+    ratios: dict[int, float] = {}
+    todo = []
+    for k, (utt, _context) in enumerate(jobs):
+        if confirm is not None and confirm.silero:
+            ratios[k] = ratio = silero_speech_ratio(utt.audio)
+            if ratio < confirm.min_speech_ratio:
+                out[k] = Transcription(
+                    text="", rejected=f"second opinion: Silero VAD found {ratio:.0%} speech"
+                )
+                continue
+        todo.append(k)
     model = load_whisper(model_spec(asr))
-    out = _decode(model, utt, asr, context)
-    if context is not None and (not out.text.strip() or repeats_context(out.text, context.text)):
-        out = _decode(model, utt, asr, None)
-    return replace(out, asr_ms=(time.perf_counter() - t0) * 1000, speech_ratio=ratio)
+    for k, tr in zip(todo, _decode(model, [jobs[k] for k in todo], asr), strict=True):
+        out[k] = tr
+    redo = [
+        k
+        for k in todo
+        if (ctx := jobs[k][1]) is not None
+        and (not out[k].text.strip() or repeats_context(out[k].text, ctx.text))  # type: ignore[union-attr]
+    ]
+    for k, tr in zip(redo, _decode(model, [(jobs[k][0], None) for k in redo], asr), strict=True):
+        out[k] = tr
+    share = (time.perf_counter() - t0) * 1000 / max(1, len(jobs))
+    return [
+        replace(tr, asr_ms=share, speech_ratio=ratios.get(k), batch=len(jobs))  # type: ignore[arg-type]
+        for k, tr in enumerate(out)
+    ]
 
 
-def _decode(
-    model: WhisperModel, utt: Utterance, asr: AsrSettings, context: Context | None
-) -> Transcription:
-    """One decoding of ``utt``, after ``context`` when given; words on the call clock."""
-    audio, lead_ms = utt.audio, 0.0
-    if context is not None:
-        audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
-        lead_ms = samples_to_ms(len(context.audio))
-    window = window_seconds(len(audio) / SAMPLE_RATE, asr)
-    short = utt.duration_ms <= asr.short_max_ms and asr.short_prompt
-    with encoder_window(window):
-        segments, _info = model.transcribe(
-            audio,
-            language=asr.language,
-            beam_size=asr.beam_size,
-            word_timestamps=asr.word_timestamps,
-            condition_on_previous_text=False,
-            vad_filter=False,
-            without_timestamps=True,
-            initial_prompt=asr.short_prompt if short and context is None else None,
-            prefix=context.text if context is not None else None,
-            # Always explicit: faster-whisper keeps the last chunk_length on the shared model.
-            chunk_length=window,
-            temperature=list(asr.temperature),
+def _decode(model: WhisperModel, jobs: Sequence[Job], asr: AsrSettings) -> list[Transcription]:
+    """One decoding of each job's utterance, after its context when given, in one batch."""
+    if not jobs:
+        return []
+    requests = []
+    for utt, context in jobs:
+        audio = utt.audio
+        if context is not None:
+            audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
+        short = utt.duration_ms <= asr.short_max_ms and asr.short_prompt
+        requests.append(
+            DecodeRequest(
+                audio.astype(np.float32, copy=False),
+                window_seconds(len(audio) / SAMPLE_RATE, asr),
+                initial_prompt=asr.short_prompt if short and context is None else None,
+                prefix=context.text if context is not None else None,
+            )
         )
-        segments = list(segments)  # the generator does the work
+    opts = options(asr.language, asr.beam_size, asr.temperature, asr.word_timestamps)
+    decoded = decode_batch(model, requests, opts)
+    return [
+        _transcription(utt, context, segments, asr)
+        for (utt, context), segments in zip(jobs, decoded, strict=True)
+    ]
+
+
+def _transcription(
+    utt: Utterance, context: Context | None, segments: list[DecodedSegment], asr: AsrSettings
+) -> Transcription:
+    """What one decoding says of ``utt``: words on the call clock, the prefix's words cut,
+    decoder loops collapsed."""
+    lead_ms = samples_to_ms(len(context.audio)) if context is not None else 0.0
     # With a short window Whisper's own no-speech check lets "you" through on silence; a segment
     # it thinks is probably not speech is dropped (speech peaked at 0.53, non-speech >= 0.93).
     heard_segments = [seg for seg in segments if seg.no_speech_prob <= asr.no_speech_max]
@@ -217,6 +253,7 @@ class Transcriber:
         decodes its audio meanwhile; ``ready`` (or ``warm_up``) then waits for what is left."""
         spec = model_spec(self.asr)
         if spec not in _loaded and spec not in _loading:
+            resolve_model(spec.model)  # a missing model is an error now, even for a silent call
             _loading[spec] = _on_worker(_load, spec)
 
     async def ready(self) -> None:
@@ -231,6 +268,6 @@ class Transcriber:
         _loaded.add(spec)
 
     async def __call__(self, utt: Utterance, context: Context | None = None) -> Transcription:
-        pool, future = _on_worker(transcribe_utterance, utt, self.asr, self.confirm, context)
-        with _worker_errors(pool):
-            return await asyncio.wrap_future(future)
+        """The utterance's transcription; it waits for the worker with whatever else does and
+        is decoded in the same batch (``batching.py``)."""
+        return await batcher().submit((utt, context), self.asr, self.confirm)

@@ -85,6 +85,27 @@ def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+def stop_asr_worker() -> None:
+    """End the ASR process now, whatever it is doing: for a command that is done with it.
+
+    Interpreter exit would otherwise wait for work nobody needs any more (a replay of a silent
+    call exits while the model it preloaded is still loading)."""
+    global _shared_pool
+    with _pool_lock:
+        pool, _shared_pool = _shared_pool, None
+        _loaded.clear()
+    if pool is None:
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=2)
+
+
 def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore[no-untyped-def]
     """Submit to the ASR process; one that died (killed, out of memory) is replaced, and the
     work it lost is one clear error (``_worker_errors``), not a traceback."""

@@ -198,7 +198,11 @@ async def run_pipeline(
 ) -> PipelineResult:
     """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
-    await transcriber.ready()  # at once when already loaded
+    if source.info.realtime:
+        await transcriber.ready()  # a live turn must not wait for the model; at once if loaded
+    else:
+        # A replay endpoints while the model loads; its first utterances wait in the batcher.
+        transcriber.preload()
     stages = _Stages(source, settings, sinks, transcriber)
     for s in stages.sinks:
         s.on_start(source.info, settings)
@@ -219,6 +223,8 @@ async def run_pipeline(
             stages.dispatch(ep.flush())
         if stages.pending:
             await asyncio.wait(list(stages.pending))
+        if stages.heard:
+            await transcriber.ready()  # loaded: at once
         if stages.failure:
             raise stages.failure
     finally:

@@ -120,4 +120,9 @@ def write_crash_trace(exc: BaseException) -> str:
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    code = main()
+    if "turnscope.asr.worker" in sys.modules:  # a command that used ASR is done with it
+        from turnscope.asr.worker import stop_asr_worker
+
+        stop_asr_worker()
+    sys.exit(code)

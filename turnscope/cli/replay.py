@@ -57,9 +57,6 @@ def replay(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
     """Replay a recorded call: turns as they complete, then WER and the verifier's verdict."""
-    from turnscope import api
-    from turnscope.cli.render import outcome_table
-
     if agent_trace is not None and not agent_trace.is_file():
         raise InputError("no such agent trace", path=agent_trace, fix="give the agent's log")
     if caller_channel not in _CHANNEL:
@@ -75,6 +72,14 @@ def replay(
         frame_ms,
         silero,
     ).settings()
+    if all(p.is_file() for p in (call, caller, agent) if p is not None):
+        # The ASR worker starts and loads its model while this process imports the rest.
+        from turnscope.asr.transcriber import Transcriber
+
+        Transcriber(settings.asr, settings.confirm).preload()
+    from turnscope import api
+    from turnscope.cli.render import outcome_table
+
     run = api.replay(
         call,
         caller=caller,

@@ -1,0 +1,102 @@
+"""Utterances waiting for the ASR worker go to it together.
+
+One batch is on the worker at a time; what arrives meanwhile waits and goes as the next batch
+(up to ``asr.batch_size``). A live call's turns, seconds apart, each go alone the moment they end,
+as before; a fast replay, the calls of a suite run in one process, or many live calls at once
+fill batches by themselves, and the model decodes them in one pass (``decode.py``). Texts do not
+depend on what an utterance was batched with, so how batches form does not change a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from turnscope.asr.settings import AsrSettings, ConfirmSettings
+from turnscope.asr.worker import _on_worker, _worker_errors
+
+if TYPE_CHECKING:
+    from turnscope.asr.transcriber import Job, Transcription
+
+
+@dataclass
+class _Waiting:
+    job: Job
+    asr: AsrSettings
+    confirm: ConfirmSettings | None
+    future: asyncio.Future[Transcription]
+
+
+@dataclass
+class Batcher:
+    """The queue in front of the ASR worker, one per event loop."""
+
+    waiting: list[_Waiting] = field(default_factory=list)
+    busy: bool = False
+    batches: int = 0  # sent so far, for benchmarks
+    jobs: int = 0
+
+    def submit(
+        self, job: Job, asr: AsrSettings, confirm: ConfirmSettings | None
+    ) -> asyncio.Future[Transcription]:
+        future: asyncio.Future[Transcription] = asyncio.get_running_loop().create_future()
+        self.waiting.append(_Waiting(job, asr, confirm, future))
+        self._send()
+        return future
+
+    def _send(self) -> None:
+        from turnscope.asr.transcriber import transcribe_batch
+
+        self.waiting = [w for w in self.waiting if not w.future.done()]  # cancelled meanwhile
+        if self.busy or not self.waiting:
+            return
+        head = self.waiting[0]
+        size = head.asr.batch_size
+        batch = [w for w in self.waiting if (w.asr, w.confirm) == (head.asr, head.confirm)]
+        batch = batch[:size]
+        chosen = {id(w) for w in batch}
+        self.waiting = [w for w in self.waiting if id(w) not in chosen]
+        self.busy = True
+        self.batches += 1
+        self.jobs += len(batch)
+        pool, done = _on_worker(transcribe_batch, [w.job for w in batch], head.asr, head.confirm)
+        loop = head.future.get_loop()
+
+        def back(f: Future) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(self._done, pool, batch, f)
+
+        done.add_done_callback(back)
+
+    def _done(self, pool: ProcessPoolExecutor, batch: list[_Waiting], done: Future) -> None:
+        self.busy = False
+        try:
+            with _worker_errors(pool):
+                results = done.result()
+        except BaseException as exc:  # the worker died or the decode failed: each waiter hears
+            for w in batch:
+                if not w.future.done():
+                    w.future.set_exception(exc)
+        else:
+            for w, tr in zip(batch, results, strict=True):
+                if not w.future.done():
+                    w.future.set_result(tr)
+        self._send()
+
+
+_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Batcher] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def batcher() -> Batcher:
+    """The running event loop's batcher (every pipeline on the loop shares it)."""
+    loop = asyncio.get_running_loop()
+    found = _batchers.get(loop)
+    if found is None:
+        found = _batchers[loop] = Batcher()
+    return found
