@@ -82,6 +82,9 @@ def _scores(
 
 
 CACHE = Path(".turnscope") / "fixture-cache"
+# Replays at once by default: they share the one ASR worker, so more at once only fill its
+# batches (benchmarks/suite_speed.py); each holds its decoded call in memory.
+REPLAY_JOBS = 8
 
 
 def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
@@ -198,17 +201,26 @@ async def run_suite_fixtures(
     settings: Settings,
     runs_dir: Path,
     *,
-    jobs: int = 1,
+    jobs: int | None = None,
     agent_url: str | None = None,
     loopback_only: bool = False,
     transport: str = "webrtc",
     progress: Callable[[str], None] | None = None,
 ) -> list[FixtureRun]:
-    """Every task, at most ``jobs`` at a time, results in suite order."""
-    sem = asyncio.Semaphore(max(1, jobs))
+    """Every task, at most ``jobs`` at a time (default: ``REPLAY_JOBS`` replays and one live
+    call), results in suite order."""
+    replays = asyncio.Semaphore(jobs or REPLAY_JOBS)
+    calls = asyncio.Semaphore(jobs or 1)
+
+    def live(task: dict[str, Any]) -> bool:
+        try:
+            fx = parse_fixture(task, suite_path)
+        except TurnscopeError:
+            return False  # it fails on its own when it runs
+        return fx is not None and fx.kind() == "live"
 
     async def one(task: dict[str, Any]) -> FixtureRun:
-        async with sem:
+        async with calls if live(task) else replays:
             result = await run_fixture(
                 task,
                 suite_path,

@@ -61,7 +61,15 @@ def bench(
     transport: str = typer.Option(
         "webrtc", "--transport", help="webrtc, or a phone line: twilio, telnyx, plivo, exotel."
     ),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Fixtures run at the same time."),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
+        help="Fixtures run at the same time (default: replays 8, live calls 1; replays share "
+        "one ASR worker, so more at once only fill its batches).",
+    ),
+    settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
     force: bool = typer.Option(
         False, "--force", help="Replace the bundles of an earlier run in --runs."
@@ -99,6 +107,7 @@ def bench(
             quiet,
             force,
             transport=transport,
+            settings_file=settings_file,
         )
     evidence = evidence_class or "captured_fixture"
     try:
@@ -143,10 +152,11 @@ def run_fixtures(
     runs: Path | None,
     agent: str | None,
     loopback_only: bool,
-    jobs: int,
+    jobs: int | None,
     quiet: bool,
     force: bool = False,
     transport: str = "webrtc",
+    settings_file: Path | None = None,
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
     import asyncio
@@ -192,7 +202,11 @@ def run_fixtures(
         clear_run(folder)
     if output is not None and output.is_dir():
         raise InputError("is a folder, expected the result file to write", path=output)
-    settings = PipelineOptions().settings()
+    settings = PipelineOptions(settings_file).settings()
+    if any(parse_fixture(t, suite) for t in data["tasks"]):
+        from turnscope.asr.transcriber import Transcriber
+
+        Transcriber(settings.asr, settings.confirm).preload()  # loads while fixtures open
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
