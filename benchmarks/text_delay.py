@@ -1,0 +1,176 @@
+"""Live calls' turn texts with batched ASR: how long after each end of turn its text is back.
+
+    .venv/bin/python benchmarks/text_delay.py [--rounds 3] [--json FILE]
+
+Real WebRTC calls on 127.0.0.1 against the reference agent (its own process, as in live.py),
+the order-status scenario, 1 call at a time and 8 at once. Each round runs both decodings,
+alternating which goes first: ``asr.batch_size`` 1 (one utterance at a time, as before
+batching) and the default settings (batched). Measured in this process, per transcribed
+utterance: from the moment the pipeline dispatches it for transcription (``_Stages.transcribe``
+starts, at the end of turn; this includes waiting for the previous utterance when it is the
+context) to the moment its text is back, and the batch it was decoded in
+(``Transcription.batch``). Also the caller frames sent more than 20 ms late (the calls' audio).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from live import SCENARIO, start_agent  # noqa: E402
+
+from turnscope import pipeline  # noqa: E402
+from turnscope.asr.settings import Settings, load_settings  # noqa: E402
+from turnscope.asr.transcriber import Transcriber, Transcription  # noqa: E402
+from turnscope.capture.script.scenario import load_scenario  # noqa: E402
+from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
+from turnscope.live_call import place_call  # noqa: E402
+from turnscope.scoring.contract import scenario_contract  # noqa: E402
+
+PORT = 18090
+CONCURRENCY = (1, 8)
+RECORDS: list[dict] = []  # one per transcribed utterance, since the last clear
+_submit_ms: dict[int, float] = {}  # id(utterance) -> its Transcriber call (submit to result)
+
+
+def instrument() -> None:
+    """Time ``_Stages.transcribe`` from its call (in ``dispatch``, at the end of turn) and
+    ``Transcriber.__call__`` (submit to result), in this process only."""
+    stage, call = pipeline._Stages.transcribe, Transcriber.__call__
+
+    async def timed_call(self, utt, context=None) -> Transcription:  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        tr = await call(self, utt, context)
+        _submit_ms[id(utt)] = (time.perf_counter() - t0) * 1000
+        return tr
+
+    def timed_stage(self, utt, previous):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()  # now, as dispatch creates the task, not when it first runs
+        inner = stage(self, utt, previous)
+
+        async def run() -> Transcription:
+            tr = await inner
+            RECORDS.append(
+                {
+                    "channel": utt.channel,
+                    "duration_ms": utt.duration_ms,
+                    "delay_ms": (time.perf_counter() - t0) * 1000,
+                    "submit_ms": _submit_ms.pop(id(utt), float("nan")),
+                    "batch": tr.batch,
+                    "asr_ms": tr.asr_ms,
+                    "context": tr.context_ms > 0,
+                }
+            )
+            return tr
+
+        return run()
+
+    pipeline._Stages.transcribe = timed_stage  # type: ignore[method-assign]
+    Transcriber.__call__ = timed_call  # type: ignore[method-assign]
+
+
+async def one_call(url: str, sc, settings: Settings, outdir: Path) -> dict:  # type: ignore[no-untyped-def]
+    options = CallOptions(url, loopback_only=True)
+    _run, call, _ = await place_call(
+        options, sc, settings, scenario_contract(sc), outdir, console=None
+    )
+    return {"late_frames": call.caller_track.late_frames, "degraded": list(call.info.degraded)}
+
+
+async def run_group(url: str, sc, settings: Settings, n: int, root: Path) -> list[dict]:  # type: ignore[no-untyped-def]
+    return list(
+        await asyncio.gather(*[one_call(url, sc, settings, root / f"c{i}") for i in range(n)])
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each setting and size")
+    parser.add_argument("--json", type=Path, help="also write every utterance's record here")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    instrument()
+    batched = load_settings()
+    single = batched.model_copy(
+        update={"asr": batched.asr.model_copy(update={"batch_size": 1})}
+    )
+    decodings = {
+        "one at a time (batch_size 1, as before)": single,
+        f"batched (batch_size {batched.asr.batch_size}, default)": batched,
+    }
+    work = Path(tempfile.mkdtemp(prefix="turnscope-textdelay-"))
+    scenario = work / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    sc = load_scenario(scenario)
+    agent = start_agent(scenario, work / "truth.jsonl", PORT)
+    url = f"http://127.0.0.1:{PORT}/api/offer"
+    groups: dict[tuple[int, str], dict] = {
+        (n, name): {"utts": [], "late": 0, "calls": 0, "degraded": 0}
+        for n in CONCURRENCY
+        for name in decodings
+    }
+    t_start = time.perf_counter()
+    try:
+        # One uncounted call first: the model's first decodes are slower.
+        asyncio.run(run_group(url, sc, batched, 1, work / "warmup"))
+        for r in range(args.rounds):
+            for n in CONCURRENCY:
+                names = list(decodings) if r % 2 == 0 else list(reversed(decodings))
+                for name in names:
+                    RECORDS.clear()
+                    calls = asyncio.run(
+                        run_group(url, sc, decodings[name], n, work / f"r{r}-n{n}-{name[:3]}")
+                    )
+                    g = groups[(n, name)]
+                    g["utts"] += [dict(rec, round=r) for rec in RECORDS]
+                    g["late"] += sum(c["late_frames"] for c in calls)
+                    g["calls"] += len(calls)
+                    g["degraded"] += sum(1 for c in calls if c["degraded"])
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    wall = time.perf_counter() - t_start
+    if args.json:
+        args.json.write_text(
+            json.dumps({f"{n} | {name}": g for (n, name), g in groups.items()}, indent=1)
+        )
+    print()
+    print(
+        f"{args.rounds} rounds x (1 call, 8 calls at once) x (batch_size 1, default), "
+        f"alternating, after 1 warm-up call; reference agent on 127.0.0.1:{PORT}, "
+        f"{os.cpu_count()} cores, {wall:.0f} s"
+    )
+    print(
+        "| calls at once | decoding | utterances | text delay after end of turn "
+        "median / p95 / max (ms) | mean batch size | caller frames > 20 ms late |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (n, name), g in groups.items():
+        delays = [u["delay_ms"] for u in g["utts"]]
+        batches = [u["batch"] for u in g["utts"]]
+        if delays:
+            d = (
+                f"{np.median(delays):.0f} / {np.percentile(delays, 95):.0f} / "
+                f"{max(delays):.0f}"
+            )
+            b = f"{np.mean(batches):.2f}"
+        else:
+            d, b = "-", "-"
+        degraded = f" ({g['degraded']} degraded calls)" if g["degraded"] else ""
+        print(f"| {n} | {name}{degraded} | {len(delays)} | {d} | {b} | {g['late']} |")
+
+
+if __name__ == "__main__":
+    main()
