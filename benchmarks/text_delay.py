@@ -103,9 +103,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     instrument()
     batched = load_settings()
-    single = batched.model_copy(
-        update={"asr": batched.asr.model_copy(update={"batch_size": 1})}
-    )
+    single = batched.model_copy(update={"asr": batched.asr.model_copy(update={"batch_size": 1})})
     decodings = {
         "one at a time (batch_size 1, as before)": single,
         f"batched (batch_size {batched.asr.batch_size}, default)": batched,
@@ -161,10 +159,7 @@ def main() -> None:
         delays = [u["delay_ms"] for u in g["utts"]]
         batches = [u["batch"] for u in g["utts"]]
         if delays:
-            d = (
-                f"{np.median(delays):.0f} / {np.percentile(delays, 95):.0f} / "
-                f"{max(delays):.0f}"
-            )
+            d = f"{np.median(delays):.0f} / {np.percentile(delays, 95):.0f} / {max(delays):.0f}"
             b = f"{np.mean(batches):.2f}"
         else:
             d, b = "-", "-"
