@@ -71,3 +71,21 @@ def test_no_product_module_is_long():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     ]
     assert long == []
+
+
+def test_every_product_package_is_packaged():
+    """A sub-package missing from pyproject's list works in the editable install and is gone
+    from a wheel."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    where = {Path(d): name for name, d in tool["package-dir"].items()}
+    missing = []
+    for room in ("capture", "asr", "scoring", "turnscope", "configs"):
+        for init in (ROOT / room).rglob("__init__.py"):
+            folder = init.parent.relative_to(ROOT)
+            base = max((d for d in where if folder.is_relative_to(d)), key=lambda d: len(d.parts))
+            name = ".".join([where[base], *folder.relative_to(base).parts])
+            if name not in tool["packages"]:
+                missing.append(name)
+    assert missing == []
