@@ -55,6 +55,17 @@ class Batcher:
         if self.busy or not self.waiting:
             return
         head = self.waiting[0]
+        loading = _model_loading(head.asr)
+        if loading is not None:  # the first batch waits for the model, filling meanwhile
+            self.busy = True
+            loop = head.future.get_loop()
+
+            def loaded(_f: Future) -> None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._resume)
+
+            loading.add_done_callback(loaded)
+            return
         size = head.asr.batch_size
         batch = [w for w in self.waiting if (w.asr, w.confirm) == (head.asr, head.confirm)]
         batch = batch[:size]
@@ -72,6 +83,10 @@ class Batcher:
 
         done.add_done_callback(back)
 
+    def _resume(self) -> None:
+        self.busy = False
+        self._send()
+
     def _done(self, pool: ProcessPoolExecutor, batch: list[_Waiting], done: Future) -> None:
         self.busy = False
         try:
@@ -86,6 +101,14 @@ class Batcher:
                 if not w.future.done():
                     w.future.set_result(tr)
         self._send()
+
+
+def _model_loading(asr: AsrSettings) -> Future | None:
+    """The worker's model load still under way for ``asr`` (``Transcriber.preload``), if any."""
+    from turnscope.asr.transcriber import loading
+
+    future = loading(asr)
+    return None if future is None or future.done() else future
 
 
 _batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Batcher] = (

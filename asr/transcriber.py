@@ -227,6 +227,12 @@ def _transcription(
 _loading: dict[ModelSpec, tuple[Any, Future[None]]] = {}
 
 
+def loading(asr: AsrSettings) -> Future[None] | None:
+    """The model load ``preload`` started for ``asr`` and nobody has waited for yet, if any."""
+    started = _loading.get(model_spec(asr))
+    return started[1] if started is not None else None
+
+
 def _load(spec: ModelSpec) -> None:
     load_whisper(spec)  # in the ASR process; the model itself never crosses back
 
