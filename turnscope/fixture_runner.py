@@ -123,6 +123,15 @@ def _void(task: dict[str, Any], fx: Fixture | None, kind: str, why: str) -> Fixt
     )
 
 
+def void_run(task: dict[str, Any], suite_path: Path | None, why: str) -> FixtureRun:
+    """The run of a task that could not run (its fixture's own tags and kind kept)."""
+    try:
+        fx = parse_fixture(task, suite_path)
+    except TurnscopeError:
+        fx = None
+    return _void(task, fx, fx.kind() if fx else "replay", why)
+
+
 async def run_fixture(
     task: dict[str, Any],
     suite_path: Path | None,

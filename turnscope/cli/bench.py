@@ -70,6 +70,14 @@ def bench(
         "one ASR worker, so more at once only fill its batches).",
     ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray",
+        is_flag=False,
+        flag_value="local",
+        help="Run the fixtures on Ray: a cluster's address (ray://HOST:10001, HOST:6379, auto), "
+        "or --ray alone (after SUITE) for a local Ray.",
+    ),
     runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
     force: bool = typer.Option(
         False, "--force", help="Replace the bundles of an earlier run in --runs."
@@ -108,6 +116,7 @@ def bench(
             force,
             transport=transport,
             settings_file=settings_file,
+            ray_address=ray_address,
         )
     evidence = evidence_class or "captured_fixture"
     try:
@@ -157,6 +166,7 @@ def run_fixtures(
     force: bool = False,
     transport: str = "webrtc",
     settings_file: Path | None = None,
+    ray_address: str | None = None,
 ) -> int:
     """The fixture mode of `bench`: run, score, write the result and the scorecard."""
     import asyncio
@@ -167,6 +177,7 @@ def run_fixtures(
         Progress,
         TextColumn,
         TimeElapsedColumn,
+        TimeRemainingColumn,
     )
 
     from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
@@ -178,6 +189,10 @@ def run_fixtures(
     from turnscope.scoring.suites.scorecard import scorecard
 
     check_transport(transport)
+    if ray_address is not None:
+        from turnscope.distributed.cluster import check_address
+
+        check_address(ray_address)
     if agent is not None and transport != "webrtc":
         check_ws_url(agent)
     if not any(t.get("fixture") for t in data["tasks"]):
@@ -203,7 +218,7 @@ def run_fixtures(
     if output is not None and output.is_dir():
         raise InputError("is a folder, expected the result file to write", path=output)
     settings = PipelineOptions(settings_file).settings()
-    if any(parse_fixture(t, suite) for t in data["tasks"]):
+    if ray_address is None and any(parse_fixture(t, suite) for t in data["tasks"]):
         from turnscope.asr.transcriber import Transcriber
 
         Transcriber(settings.asr, settings.confirm).preload()  # loads while fixtures open
@@ -212,24 +227,32 @@ def run_fixtures(
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=out,
         disable=quiet,
         transient=True,
     ) as bar:
-        job = bar.add_task(f"bench {data.get('name')}", total=len(data["tasks"]))
-        results = asyncio.run(
-            run_suite_fixtures(
-                data,
-                suite,
-                settings,
-                runs_dir,
-                jobs=jobs,
-                agent_url=agent,
-                loopback_only=loopback_only,
-                transport=transport,
-                progress=lambda _tid: bar.advance(job),
+        name = f"bench {data.get('name')}"
+        job = bar.add_task(name, total=len(data["tasks"]))
+        if ray_address is not None:
+            ray_run = _on_ray(data, suite, settings, runs_dir, ray_address, bar, job, name,
+                              dict(agent_url=agent, loopback_only=loopback_only,
+                                   transport=transport))  # fmt: skip
+            results = ray_run.runs
+        else:
+            results = asyncio.run(
+                run_suite_fixtures(
+                    data,
+                    suite,
+                    settings,
+                    runs_dir,
+                    jobs=jobs,
+                    agent_url=agent,
+                    loopback_only=loopback_only,
+                    transport=transport,
+                    progress=lambda _tid: bar.advance(job),
+                )
             )
-        )
     result = bench_result(data, [r.row for r in results])
     card = scorecard([r.scores for r in results])
     card["suite"] = {"name": data.get("name"), "version": data.get("version")}
@@ -245,8 +268,36 @@ def run_fixtures(
     for r in results:
         if r.scores.verdict == "void":
             warn_line(f"task {r.scores.task_id} is void: {r.scores.note}")
+    if ray_address is not None:
+        _say_where(ray_run)
     out.print(f"scorecard: {card_path} (and .html); per-task bundles in {runs_dir}")
     return bench_exit(result)
+
+
+def _on_ray(data: dict[str, Any], suite: Path, settings: Any, runs_dir: Path, address: str,
+            bar: Any, job: Any, name: str, options: dict[str, Any]) -> Any:  # fmt: skip
+    """The fixtures on Ray, the bar saying done / failed / retried."""
+    from turnscope.distributed.fixtures import run_on_ray
+
+    def show(p: Any) -> None:
+        bar.update(job, completed=p.done,
+                   description=f"{name} (failed {p.failed}, retried {p.retried})")  # fmt: skip
+
+    return run_on_ray(data["tasks"], suite, settings, runs_dir, address=address,
+                      options=options, progress=show)  # fmt: skip
+
+
+def _say_where(run: Any) -> None:
+    """Which node ran how many fixtures, and what did not start."""
+    for w in run.warnings:
+        warn_line(w)
+    parts = [
+        f"{n.address} ({n.cpus:g} CPUs{f', {n.gpus:g} GPUs' if n.gpus else ''}): "
+        f"{run.per_node.get(n.node_id, 0)}"
+        for n in run.nodes
+    ]
+    out.print(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
+              f"retried {run.retried}")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

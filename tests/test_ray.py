@@ -1,0 +1,131 @@
+"""`bench --ray`: the fixtures of a suite on a local Ray and on a two-node Ray on this machine,
+with results identical to a local run, and a worker killed mid-run losing nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, turnscope_exe
+
+RAY = Path(sys.executable).with_name("ray")
+Done = subprocess.CompletedProcess
+SUITE = ROOT / "configs" / "suites" / "voice_regression.json"
+ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> Path:
+    """Four of the regression suite's synthetic fixtures (paths made absolute)."""
+    data = json.loads(SUITE.read_text())
+    data["tasks"] = data["tasks"][:4]
+    for t in data["tasks"]:
+        synth = t["fixture"]["synth"]
+        synth["scenario"] = str((SUITE.parent / synth["scenario"]).resolve())
+    path = tmp_path_factory.mktemp("suite") / "suite.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _bench(
+    suite: Path, runs: Path, *extra: str, timeout: float = 400
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*turnscope_exe(), "bench", str(suite), "-q", "--runs", str(runs), "-o",
+         str(runs.with_suffix(".json")), *extra],
+        capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+
+
+def _turns(runs: Path) -> dict[str, list]:
+    return {
+        d.name: [(t["speaker"], t["start_ms"], t["end_ms"], t["text"])
+                 for t in json.loads((d / "transcript.json").read_text())["turns"]]
+        for d in sorted(runs.iterdir()) if (d / "transcript.json").exists()
+    }  # fmt: skip
+
+
+def _rows(runs: Path) -> dict[str, tuple]:
+    result = json.loads(runs.with_suffix(".json").read_text())
+    return {r["task_id"]: (r["verdict"], json.dumps(r["result"], sort_keys=True))
+            for r in result["per_task"]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def local(suite, tmp_path_factory) -> Path:
+    runs = tmp_path_factory.mktemp("local") / "runs"
+    done = _bench(suite, runs, "--jobs", "1")
+    assert done.returncode in (0, 1), done.stderr
+    return runs
+
+
+def test_a_local_ray_gives_the_local_results(suite, local, tmp_path):
+    runs = tmp_path / "runs"
+    done = _bench(suite, runs, "--ray")
+    assert done.returncode in (0, 1), done.stderr
+    assert _turns(runs) == _turns(local) and len(_turns(runs)) == 4
+    assert _rows(runs) == _rows(local)
+    assert "ray: 1 node(s)" in done.stdout
+
+
+def test_a_bad_cluster_address_is_one_line(suite, tmp_path):
+    done = _bench(suite, tmp_path / "runs", "--ray", "127.0.0.1:1", timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "no Ray cluster at 127.0.0.1:1" in done.stderr
+    done = _bench(suite, tmp_path / "runs", "--ray", "nonsense", timeout=60)
+    assert done.returncode == 2 and "is not a cluster address" in done.stderr
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    """A head and a second node joined to it, both on this machine (2 CPUs each)."""
+    port = 26379 + os.getpid() % 1000
+    temp = tmp_path / "ray"
+    start = [str(RAY), "start", "--num-cpus", "2", "--disable-usage-stats",
+             "--include-dashboard=false"]  # fmt: skip
+    subprocess.run([*start, "--head", "--port", str(port), "--node-ip-address", "127.0.0.1",
+                    "--temp-dir", str(temp)], check=True, capture_output=True, env=ENV,
+                   timeout=120)  # fmt: skip
+    try:
+        subprocess.run([*start[:4], "--address", f"127.0.0.1:{port}", "--node-ip-address",
+                        "127.0.0.1"], check=True, capture_output=True, env=ENV,
+                       timeout=120)  # fmt: skip
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(RAY), "stop", "--force"], capture_output=True, env=ENV, timeout=120)
+
+
+def test_two_nodes_share_the_fixtures_and_a_killed_worker_loses_nothing(
+    suite, local, tmp_path, two_nodes
+):
+    runs = tmp_path / "runs"
+
+    def kill_one_worker() -> None:  # after the first bundle is written, a worker dies
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not list(runs.glob("*/transcript.json")):
+            time.sleep(0.2)
+        ps = subprocess.run(["pgrep", "-f", "ray::FixtureWorker"], capture_output=True, text=True)
+        pids = [int(p) for p in ps.stdout.split()]
+        if pids:
+            os.kill(pids[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one_worker)
+    killer.start()
+    done = _bench(suite, runs, "--ray", two_nodes)
+    killer.join()
+    assert done.returncode in (0, 1), done.stderr
+    assert _turns(runs) == _turns(local)  # every fixture, once, as locally
+    assert _rows(runs) == _rows(local)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("ray: "))
+    assert "2 node(s)" in line
+    counts = [int(part.rsplit(":", 1)[1]) for part in line.split("per node: ")[1].split(";")[:2]]
+    assert all(c > 0 for c in counts) and sum(counts) == 4, line
+    assert "retried 0" not in line, line

@@ -1,0 +1,100 @@
+"""Reaching a Ray cluster, or starting one on this machine: quiet, offline, one clear line when
+it is not there.
+
+Ray reads its usage-statistics switch when it is imported and started, so the environment is set
+first; no dashboard, no log forwarding; nothing but the cluster's own addresses is contacted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from turnscope.errors import EnvironmentProblem, InputError
+
+QUIET_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics (Ray's own opt-out)
+    "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
+    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+    "HF_HUB_OFFLINE": "1",  # the workers' faster-whisper: no hub lookups
+}
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A live node of the cluster and the CPUs (and GPUs) it offers."""
+
+    node_id: str
+    address: str
+    cpus: float
+    gpus: float
+
+
+def _ray() -> ModuleType:
+    os.environ.update(QUIET_ENV)
+    try:
+        import ray
+    except ImportError:
+        raise EnvironmentProblem(
+            "Ray is not installed: pip install 'turnscope[ray]' (or scripts/setup.sh --dev)"
+        ) from None
+    return ray
+
+
+def check_address(address: str) -> str:
+    """``local``, ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``; anything else is bad input."""
+    if address in (LOCAL, "auto") or address.startswith("ray://"):
+        return address
+    host, sep, port = address.rpartition(":")
+    if sep and host and port.isdigit():
+        return address
+    raise InputError(
+        f"--ray {address!r} is not a cluster address",
+        fix="give ray://HOST:10001, HOST:6379, auto, or --ray alone for a local Ray",
+    )
+
+
+def connect(address: str) -> ModuleType:
+    """Ray, connected to the cluster at ``address`` (``local``: a new one on this machine)."""
+    ray = _ray()
+    quiet: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+        "configure_logging": True,
+    }
+    if ray.is_initialized():
+        return ray
+    try:
+        if address == LOCAL:
+            ray.init(num_cpus=os.cpu_count() or 1, **quiet)
+        else:
+            quiet.pop("include_dashboard")  # a running cluster has made that choice
+            ray.init(address=address, **quiet)
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        raise EnvironmentProblem(
+            f"no Ray cluster at {address} ({one_line(exc)}): start one with `ray start "
+            "--head`, check the address, or pass --ray alone for a local Ray"
+        ) from None
+    return ray
+
+
+def nodes(ray: ModuleType) -> list[Node]:
+    """The cluster's live nodes with CPUs."""
+    out = []
+    for n in ray.nodes():
+        res = n.get("Resources") or {}
+        if n.get("Alive") and res.get("CPU", 0) > 0:
+            out.append(
+                Node(n["NodeID"], n.get("NodeManagerAddress", "?"), res["CPU"], res.get("GPU", 0.0))
+            )
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__

@@ -1,0 +1,216 @@
+"""A suite's fixtures on Ray workers, run by the same ``run_fixture`` as a local bench.
+
+One ``FixtureWorker`` (a Ray actor) per ``asr.cpu_threads`` CPUs of each node, so the work
+spreads over the nodes in proportion to their CPUs; each loads the Whisper model once, keeps it,
+and runs up to ``PER_WORKER`` fixtures at once on its own event loop (they share its ASR
+batches). The driver hands out fixtures as workers free up. A worker that dies (killed, out of
+memory, its node gone) is restarted by Ray; its fixtures go to the next free worker, their
+half-written bundles cleared first, so nothing is lost or counted twice. A fixture that fails on
+its own input is void once with its reason, as locally.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from turnscope.asr.settings import Settings
+from turnscope.distributed.cluster import Node, connect, nodes, one_line
+from turnscope.errors import EnvironmentProblem
+from turnscope.fixture_runner import FixtureRun, void_run
+
+PER_WORKER = 4  # fixtures at once on one worker
+MAX_ATTEMPTS = 3  # a fixture whose worker died this many times is void
+READY_TIMEOUT_S = 300.0  # a worker's start: the model load, on a busy node
+
+
+@dataclass
+class Progress:
+    """What the driver has seen so far."""
+
+    total: int
+    done: int = 0
+    failed: int = 0  # void fixtures (their own input, or workers that kept dying)
+    retried: int = 0
+
+
+@dataclass
+class RayRun:
+    """The fixtures' results in suite order, and where they ran."""
+
+    runs: list[FixtureRun]
+    nodes: list[Node]
+    per_node: dict[str, int] = field(default_factory=dict)  # node address -> fixtures run
+    retried: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class FixtureWorker:
+    """The Ray actor: the run's settings, the model loaded once, the local pipeline."""
+
+    def __init__(
+        self, settings_json: str, suite_path: str | None, runs_dir: str, options: dict[str, Any]
+    ) -> None:
+        import ray
+
+        from turnscope.asr.transcriber import Transcriber
+
+        cwd = options.get("cwd")
+        if cwd and Path(cwd).is_dir():  # the driver's: relative fixture paths, the synth cache
+            os.chdir(cwd)
+        self.settings = Settings.model_validate_json(settings_json)
+        self.suite_path = Path(suite_path) if suite_path else None
+        self.runs_dir = Path(runs_dir)
+        self.options = {k: v for k, v in options.items() if k != "cwd"}
+        self.node = ray.get_runtime_context().get_node_id()
+        Transcriber(self.settings.asr, self.settings.confirm).warm_up()
+
+    def where(self) -> str:
+        return self.node
+
+    async def run(self, task: dict[str, Any]) -> tuple[FixtureRun, str]:
+        from turnscope.fixture_runner import run_fixture
+        from turnscope.outdir import clear_run
+
+        folder = self.runs_dir / str(task["id"])
+        clear_run(folder)  # what a worker that died left of this fixture
+        run = await run_fixture(task, self.suite_path, self.settings, folder, **self.options)
+        return run, self.node
+
+
+def _start_workers(
+    ray: Any,
+    found: list[Node],
+    settings: Settings,
+    suite_path: Path | None,
+    runs_dir: Path,
+    options: dict[str, Any],
+) -> list[Any]:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remote = ray.remote(FixtureWorker)
+    per = max(1, settings.asr.cpu_threads or 1)
+    workers = []
+    for node in found:
+        for _ in range(max(1, int(node.cpus // per))):
+            workers.append(
+                remote.options(
+                    num_cpus=min(per, node.cpus),
+                    max_restarts=-1,
+                    max_concurrency=PER_WORKER,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
+                ).remote(
+                    settings.model_dump_json(),
+                    str(suite_path.resolve()) if suite_path else None,
+                    str(runs_dir.resolve()),
+                    {**options, "cwd": os.getcwd()},
+                )
+            )
+    return workers
+
+
+def _ready(ray: Any, workers: list[Any], found: list[Node]) -> tuple[list[Any], list[str]]:
+    """The workers that started (model loaded); a line for each that did not."""
+    refs = {w.where.remote(): w for w in workers}
+    ok, problems = [], []
+    pending = list(refs)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while pending:
+        left = max(0.1, deadline - time.monotonic())
+        done, pending = ray.wait(pending, num_returns=1, timeout=left)
+        if not done:
+            problems += [f"a worker did not start within {READY_TIMEOUT_S:.0f} s"] * len(pending)
+            break
+        try:
+            ray.get(done[0])
+            ok.append(refs[done[0]])
+        except Exception as exc:  # a node without the project or the model: its error
+            problems.append(one_line(exc))
+    if not ok:
+        raise EnvironmentProblem(
+            f"no Ray worker could start on {len(found)} node(s): {problems[0]} (install "
+            "turnscope and its model on every node: see the README's Ray section)"
+        )
+    return ok, problems
+
+
+def run_on_ray(
+    tasks: Sequence[dict[str, Any]],
+    suite_path: Path | None,
+    settings: Settings,
+    runs_dir: Path,
+    *,
+    address: str,
+    options: dict[str, Any],
+    progress: Callable[[Progress], None] | None = None,
+) -> RayRun:
+    """Run every task's fixture on the cluster at ``address``; results in suite order."""
+    ray = connect(address)
+    try:
+        found = nodes(ray)
+        if not found:
+            raise EnvironmentProblem(f"the Ray cluster at {address} has no node with a CPU")
+        workers, problems = _ready(
+            ray, _start_workers(ray, found, settings, suite_path, runs_dir, options), found
+        )
+        out = _dispatch(ray, list(tasks), suite_path, workers, progress)
+        out.nodes = found
+        out.warnings = [f"a Ray worker did not start: {p}" for p in problems]
+        return out
+    finally:
+        ray.shutdown()
+
+
+def _dispatch(
+    ray: Any,
+    tasks: list[dict[str, Any]],
+    suite_path: Path | None,
+    workers: list[Any],
+    progress: Callable[[Progress], None] | None,
+) -> RayRun:
+    """Keep every worker at ``PER_WORKER`` fixtures until all have a result."""
+    from ray.exceptions import RayError, RayTaskError
+
+    state = Progress(len(tasks))
+    results: list[FixtureRun | None] = [None] * len(tasks)
+    attempts = [0] * len(tasks)
+    queue = deque(range(len(tasks)))
+    load = {id(w): 0 for w in workers}
+    flying: dict[Any, tuple[int, Any]] = {}
+    per_node: dict[str, int] = {}
+    while queue or flying:
+        for w in sorted(workers, key=lambda w: load[id(w)]):
+            while queue and load[id(w)] < PER_WORKER:
+                k = queue.popleft()
+                attempts[k] += 1
+                flying[w.run.remote(tasks[k])] = (k, w)
+                load[id(w)] += 1
+        done, _ = ray.wait(list(flying), num_returns=1, timeout=1.0)
+        for ref in done:
+            k, w = flying.pop(ref)
+            load[id(w)] -= 1
+            try:
+                run, node = ray.get(ref)
+            except RayTaskError as exc:  # the fixture's own failure, outside run_fixture's care
+                why = f"{type(exc.cause).__name__}: {exc.cause}"
+                results[k] = void_run(tasks[k], suite_path, why)
+            except RayError as exc:  # the worker died (killed, out of memory, node gone)
+                if attempts[k] < MAX_ATTEMPTS:
+                    state.retried += 1
+                    queue.appendleft(k)
+                    continue
+                why = f"its Ray worker died {attempts[k]} times ({one_line(exc)})"
+                results[k] = void_run(tasks[k], suite_path, why)
+            else:
+                results[k] = run
+                per_node[node] = per_node.get(node, 0) + 1
+            state.done += 1
+            state.failed += results[k].scores.verdict == "void"  # type: ignore[union-attr]
+        if progress is not None:
+            progress(state)
+    return RayRun([r for r in results if r is not None], [], per_node, state.retried)
