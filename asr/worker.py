@@ -85,6 +85,16 @@ def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _prepare() -> None:
+    import faster_whisper  # noqa: F401  (the heavy imports, before the model is known)
+
+
+def start_asr_worker() -> None:
+    """Start the ASR process and its imports now, for a command about to need it: the model
+    load that follows (``Transcriber.preload``) then finds them done."""
+    _on_worker(_prepare)
+
+
 def stop_asr_worker() -> None:
     """End the ASR process now, whatever it is doing: for a command that is done with it.
 

@@ -65,8 +65,17 @@ _ABORTS = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abor
 _BAD_VALUES = (click.BadParameter, getattr(typer, "BadParameter", click.BadParameter))
 
 
+# Commands that transcribe: their ASR process starts before they parse their options.
+ASR_COMMANDS = {"replay", "bench", "call", "demo"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user-facing errors become one line and exit code 2, never a traceback."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ASR_COMMANDS and not {"--help", "-h"} & set(args):
+        from turnscope.asr.worker import start_asr_worker
+
+        start_asr_worker()
     try:
         code = app(args=argv, prog_name="turnscope", standalone_mode=False)
     except TurnscopeError as exc:
