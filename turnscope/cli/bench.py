@@ -73,8 +73,6 @@ def bench(
     ray_address: str | None = typer.Option(
         None,
         "--ray",
-        is_flag=False,
-        flag_value="local",
         help="Run the fixtures on Ray: a cluster's address (ray://HOST:10001, HOST:6379, auto), "
         "or --ray alone (after SUITE) for a local Ray.",
     ),

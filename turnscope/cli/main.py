@@ -65,19 +65,33 @@ _ABORTS = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abor
 _BAD_VALUES = (click.BadParameter, getattr(typer, "BadParameter", click.BadParameter))
 
 
+# Options whose value may be left out, and the value that then means (click has no such option).
+OPTIONAL_VALUES = {"--ray": "local"}
+
+
+def _optional_values(args: list[str]) -> list[str]:
+    """``--ray`` alone (last, or before another option) as ``--ray local``."""
+    out = []
+    for k, a in enumerate(args):
+        out.append(a)
+        if a in OPTIONAL_VALUES and (k + 1 == len(args) or args[k + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[a])
+    return out
+
+
 # Commands that transcribe: their ASR process starts before they parse their options.
 ASR_COMMANDS = {"replay", "bench", "call", "demo"}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user-facing errors become one line and exit code 2, never a traceback."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _optional_values(sys.argv[1:] if argv is None else list(argv))
     if args and args[0] in ASR_COMMANDS and not {"--help", "-h"} & set(args):
         from turnscope.asr.worker import start_asr_worker
 
         start_asr_worker()
     try:
-        code = app(args=argv, prog_name="turnscope", standalone_mode=False)
+        code = app(args=args, prog_name="turnscope", standalone_mode=False)
     except TurnscopeError as exc:
         fail_line(str(exc))
         return exc.exit_code

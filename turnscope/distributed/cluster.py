@@ -20,7 +20,9 @@ QUIET_ENV = {
     "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
     "HF_HUB_OFFLINE": "1",  # the workers' faster-whisper: no hub lookups
+    "RAY_BACKEND_LOG_LEVEL": "fatal",  # its C++ core logs connection retries to stderr
 }
+PROBE_TIMEOUT_S = 5.0
 LOCAL = "local"
 
 
@@ -69,6 +71,8 @@ def connect(address: str) -> ModuleType:
     }
     if ray.is_initialized():
         return ray
+    if address not in (LOCAL, "auto"):
+        _probe(address)
     try:
         if address == LOCAL:
             ray.init(num_cpus=os.cpu_count() or 1, **quiet)
@@ -81,6 +85,22 @@ def connect(address: str) -> ModuleType:
             "--head`, check the address, or pass --ray alone for a local Ray"
         ) from None
     return ray
+
+
+def _probe(address: str) -> None:
+    """A TCP connection to the cluster's port, so an address where nothing listens is one line
+    at once (Ray itself retries for a minute, logging each attempt)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except (OSError, ValueError) as exc:
+        raise EnvironmentProblem(
+            f"no Ray cluster at {address} ({one_line(exc)}): start one with `ray start "
+            "--head`, check the address, or pass --ray alone for a local Ray"
+        ) from None
 
 
 def nodes(ray: ModuleType) -> list[Node]:
