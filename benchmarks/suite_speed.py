@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TURNSCOPE = ROOT / ".venv" / "bin" / "turnscope"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # How turnscope decoded before batching (the settings this change touched, at their old values).
-BEFORE = "asr:\n  batch_size: 1\n  min_window_s: 15\n  window_pad_s: 5\n"
+BEFORE = "asr:\n  batch_size: 1\n  min_window_s: 15\n  window_pad_s: 5\n  context_max_ms: 8000\n"
 
 BASELINE = """
 import json, os, sys

@@ -38,12 +38,12 @@ def _blank(index: int, start_ms: float, dur_ms: float, channel: str = "caller") 
 
 
 def test_context_only_from_a_short_close_previous_utterance_of_the_same_speaker():
-    asr = load_settings().asr  # context_max_ms 8000, context_gap_ms 3000
+    asr = load_settings().asr  # context_max_ms 4000, context_gap_ms 3000
     prev = _blank(0, 0, 2000)
     assert wants_context(prev, _blank(1, 4000, 1000), asr)  # 2 s after it
     assert not wants_context(prev, _blank(1, 5100, 1000), asr)  # 3.1 s after it
-    assert not wants_context(_blank(0, 0, 9000), _blank(1, 9500, 1000), asr)  # too long
-    assert not wants_context(prev, _blank(1, 2500, 9000), asr)  # this one too long
+    assert not wants_context(_blank(0, 0, 4100), _blank(1, 4600, 1000), asr)  # too long
+    assert not wants_context(prev, _blank(1, 2500, 4100), asr)  # this one too long
     assert not wants_context(prev, _blank(1, 2500, 150), asr)  # a blip: no-speech check applies
     assert not wants_context(prev, _blank(0, 2500, 1000, "agent"), asr)  # the other party
     assert not wants_context(None, prev, asr)

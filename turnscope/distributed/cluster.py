@@ -20,7 +20,6 @@ QUIET_ENV = {
     "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
     "HF_HUB_OFFLINE": "1",  # the workers' faster-whisper: no hub lookups
-    "RAY_BACKEND_LOG_LEVEL": "fatal",  # its C++ core logs connection retries to stderr
 }
 PROBE_TIMEOUT_S = 5.0
 LOCAL = "local"
