@@ -11,8 +11,10 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
+import types
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -116,16 +118,35 @@ def stop_asr_worker() -> None:
             process.join(timeout=2)
 
 
+@contextlib.contextmanager
+def _main_left_out() -> Iterator[None]:
+    """While the ASR process is spawned, this program's ``__main__`` is a bare module, so the
+    child does not run it again (the CLI's own imports, a user's script): it needs only the
+    turnscope modules its work names, and starts that much sooner."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def _submit(pool: ProcessPoolExecutor, fn, *args) -> Future:  # type: ignore[no-untyped-def]
+    with _main_left_out():  # the first submit starts the process
+        return pool.submit(fn, *args)
+
+
 def _on_worker(fn, *args) -> tuple[ProcessPoolExecutor, Future]:  # type: ignore[no-untyped-def]
     """Submit to the ASR process; one that died (killed, out of memory) is replaced, and the
     work it lost is one clear error (``_worker_errors``), not a traceback."""
     pool = asr_pool()
     try:
-        return pool, pool.submit(fn, *args)
+        return pool, _submit(pool, fn, *args)
     except BrokenProcessPool:
         _reset_broken_pool(pool)
         pool = asr_pool()
-        return pool, pool.submit(fn, *args)
+        return pool, _submit(pool, fn, *args)
 
 
 @contextlib.contextmanager
