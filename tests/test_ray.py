@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -117,7 +118,11 @@ def test_two_nodes_share_the_fixtures_and_a_killed_worker_loses_nothing(suite, l
     killer.start()
     bench = [*turnscope_exe(), "bench", str(suite), "-q", "--runs", str(runs), "-o",
              str(runs.with_suffix(".json")), "--ray", "127.0.0.1:6379"]  # fmt: skip
-    env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": tempfile.mkdtemp(prefix="ray")}
+    temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must fit 107 bytes
+    token = Path(temp) / "token"  # a cluster started by `ray start` wants token authentication
+    token.write_text(secrets.token_hex(32))
+    env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": temp,
+           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
     done = subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh",
                            *bench], capture_output=True, text=True, timeout=600, env=env,
                           cwd=ROOT)  # fmt: skip
