@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from batching import utterances
 from common import VOICE_PAIRS, build_corpus
 from realspeech import build_real_corpus
 
 from turnscope.asr.context import Context, wants_context
-from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn, Utterance
+from turnscope.asr.events import Utterance
 from turnscope.asr.model import load_whisper
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import (
@@ -27,33 +27,14 @@ from turnscope.asr.transcriber import (
     window_seconds,
 )
 from turnscope.capture.file.source import FileSource
-from turnscope.capture.frames import CHANNELS
 from turnscope.pipeline import run_pipeline
 
 SETTINGS = load_settings()
 
 
-def _ends(events) -> list[Utterance]:
-    return [e.utterance for e in events if isinstance(e, EndOfTurn)]
-
-
 def _utterances(wav: Path) -> list[Utterance]:
     """What the pipeline's endpointers hand the transcriber for ``wav``."""
-    s = SETTINGS
-    source = FileSource.stereo(wav, chunk_ms=200)
-    eps = {ch: Endpointer(ch, s.vad, s.refine, pad_ms=s.asr.pad_ms) for ch in CHANNELS}
-    out: list[Utterance] = []
-
-    async def stream() -> None:
-        async for frame in source.frames():
-            out.extend(
-                e.utterance for e in eps[frame.channel].push(frame) if isinstance(e, EndOfTurn)
-            )
-        for ep in eps.values():
-            out.extend(e.utterance for e in ep.flush() if isinstance(e, EndOfTurn))
-
-    asyncio.run(stream())
-    return out
+    return utterances(wav, SETTINGS)
 
 
 @pytest.fixture(scope="module")

@@ -79,6 +79,11 @@ def connect(address: str) -> ModuleType:
             quiet.pop("include_dashboard")  # a running cluster has made that choice
             ray.init(address=address, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        if "token" in repr(exc.__cause__ or exc).lower():  # its message, never the token itself
+            raise EnvironmentProblem(
+                f"the Ray cluster at {address} wants its authentication token: set "
+                "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH (or RAY_AUTH_TOKEN) as on its nodes"
+            ) from None
         raise EnvironmentProblem(
             f"no Ray cluster at {address} ({one_line(exc)}): start one with `ray start "
             "--head`, check the address, or pass --ray alone for a local Ray"

@@ -184,12 +184,14 @@ def _dispatch(
     flying: dict[Any, tuple[int, Any]] = {}
     per_node: dict[str, int] = {}
     while queue or flying:
-        for w in sorted(workers, key=lambda w: load[id(w)]):
-            while queue and load[id(w)] < PER_WORKER:
-                k = queue.popleft()
-                attempts[k] += 1
-                flying[w.run.remote(tasks[k])] = (k, w)
-                load[id(w)] += 1
+        while queue:  # one at a time to the least loaded worker: spread over every node
+            w = min(workers, key=lambda w: load[id(w)])
+            if load[id(w)] >= PER_WORKER:
+                break
+            k = queue.popleft()
+            attempts[k] += 1
+            flying[w.run.remote(tasks[k])] = (k, w)
+            load[id(w)] += 1
         done, _ = ray.wait(list(flying), num_returns=1, timeout=1.0)
         for ref in done:
             k, w = flying.pop(ref)
