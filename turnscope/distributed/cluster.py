@@ -7,7 +7,11 @@ first; no dashboard, no log forwarding; nothing but the cluster's own addresses 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -73,11 +77,12 @@ def connect(address: str) -> ModuleType:
     if address not in (LOCAL, "auto"):
         _probe(address)
     try:
-        if address == LOCAL:
-            ray.init(num_cpus=os.cpu_count() or 1, **quiet)
-        else:
-            quiet.pop("include_dashboard")  # a running cluster has made that choice
-            ray.init(address=address, **quiet)
+        with _stderr_aside():
+            if address == LOCAL:
+                ray.init(num_cpus=os.cpu_count() or 1, **quiet)
+            else:
+                quiet.pop("include_dashboard")  # a running cluster has made that choice
+                ray.init(address=address, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         if "token" in repr(exc.__cause__ or exc).lower():  # its message, never the token itself
             raise EnvironmentProblem(
@@ -89,6 +94,22 @@ def connect(address: str) -> ModuleType:
             "--head`, check the address, or pass --ray alone for a local Ray"
         ) from None
     return ray
+
+
+@contextlib.contextmanager
+def _stderr_aside() -> Iterator[None]:
+    """While Ray starts or connects, what its C++ core writes to stderr (a line per retry,
+    for a minute, when the cluster refuses us) goes to a scratch file: the outcome is ours to
+    say, in one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _probe(address: str) -> None:
