@@ -257,6 +257,30 @@ def test_timeline_png_is_a_sensible_picture(built):
 # --- other bundles -----------------------------------------------------------------------------
 
 
+def test_the_embedded_audio_is_both_channels_and_encoded_ahead_once(bundle: Path, tmp_path):
+    """The call's audio decodes back to both channels at their length; encoded ahead (when the
+    recording ended), it is used as is, and encoded again if a file changed since."""
+    import io
+    import shutil
+
+    import soundfile as sf
+
+    from turnscope.scoring.report import listen
+
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    data = listen.opus_of(copy)
+    audio, rate = sf.read(io.BytesIO(data))
+    seconds = sf.info(copy / "caller.wav").duration
+    assert audio.shape[1] == 2 and rate == 16000 and abs(len(audio) / rate - seconds) < 0.1
+    listen.prepare(copy)
+    ahead = listen._prepared[copy.resolve()][1]
+    assert listen.opus_of(copy) is ahead  # no second encode
+    listen.prepare(copy)
+    sf.write(copy / "agent.wav", np.zeros(16000, np.int16), 16000, subtype="PCM_16")
+    assert listen.opus_of(copy) is not ahead  # the file changed: encoded again
+
+
 def test_report_on_a_folder_that_is_not_a_bundle_is_one_line(cli, tmp_path):
     (tmp_path / "transcript.json").write_text("{}")
     code, out, err = cli("report", str(tmp_path))

@@ -53,6 +53,9 @@ class Sink:
     def on_update(self, update: TurnUpdate) -> None:
         pass
 
+    def on_audio_end(self) -> None:
+        """The source has no more audio (its last utterances may still be transcribing)."""
+
     def on_finish(self, result: PipelineResult) -> None:
         pass
 
@@ -219,6 +222,8 @@ async def run_pipeline(
                 raise stages.failure
             while backpressure and len(stages.pending) >= settings.asr.max_pending:
                 await asyncio.wait(list(stages.pending), return_when=asyncio.FIRST_COMPLETED)
+        for s in stages.sinks:
+            s.on_audio_end()
         for ep in stages.endpointers.values():
             stages.dispatch(ep.flush())
         if stages.pending:

@@ -57,6 +57,20 @@ class RunOutput:
     breakdown: Breakdown | None = None  # each reply's latency split by the agent's events
 
 
+class ReportAudio(Sink):
+    """Once the recording is complete, the report's audio is encoded on the bundle thread while
+    the last utterances are transcribed (a replay waits for ASR there; the bundle comes sooner)."""
+
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
+
+    def on_audio_end(self) -> None:
+        from turnscope.offload import work_pool
+        from turnscope.scoring.report.listen import prepare
+
+        work_pool("bundle").submit(prepare, self.outdir)
+
+
 async def run_and_record(
     source: Source,
     settings: Settings,
@@ -76,7 +90,7 @@ async def run_and_record(
     recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
     verifier = LiveVerifier(contract)
-    sinks: list[Sink] = [recorder, events, verifier, *extra_sinks]
+    sinks: list[Sink] = [recorder, ReportAudio(outdir), events, verifier, *extra_sinks]
     if console is not None:
         budget = (contract.budgets or {}).get("max_latency_ms")
         sinks.append(LiveView(console, verifier, int(budget) if budget is not None else None))

@@ -103,6 +103,9 @@ class ChannelRecorder(Sink):
             self._fail(ch, exc)
         self._files.clear()
 
+    def on_audio_end(self) -> None:
+        self.close()  # complete now: the report's audio can be encoded while ASR finishes
+
     def on_finish(self, result: PipelineResult) -> None:
         self.close()
 

@@ -24,9 +24,36 @@ document.addEventListener('click',function(ev){
 """
 
 
+# Encoded ahead (``prepare``), by bundle, with the sizes and times of the files they came from.
+_prepared: dict[Path, tuple[tuple[tuple[int, int], ...], bytes | None]] = {}
+
+
+def _stamp(paths: list[Path]) -> tuple[tuple[int, int], ...] | None:
+    try:
+        return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+    except OSError:
+        return None
+
+
+def prepare(bundle: Path) -> None:
+    """Encode the bundle's audio now (its recording is complete), for the report to embed later
+    unless the files have changed by then."""
+    paths = [bundle / "caller.wav", bundle / "agent.wav"]
+    stamp = _stamp(paths)
+    if stamp is not None:
+        _prepared[bundle.resolve()] = (stamp, _encode(paths))
+
+
 def opus_of(bundle: Path) -> bytes | None:
     """caller.wav and agent.wav as stereo Ogg Opus, or None (missing, or too long)."""
     paths = [bundle / "caller.wav", bundle / "agent.wav"]
+    ahead = _prepared.pop(bundle.resolve(), None)
+    if ahead is not None and ahead[0] == _stamp(paths):
+        return ahead[1]
+    return _encode(paths)
+
+
+def _encode(paths: list[Path]) -> bytes | None:
     if not all(p.is_file() for p in paths):
         return None
     try:
