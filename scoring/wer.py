@@ -12,8 +12,6 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import jiwer
-
 from turnscope.capture.channels import CHANNELS
 
 
@@ -75,6 +73,8 @@ def score_words(reference: str, hypothesis: str) -> WerScore:
         return WerScore(
             1.0, 0, 0, len(words), 0, len(words), 0, (AlignmentOp("delete", words, ()),)
         )
+    import jiwer  # here: a command that scores no WER (``score``) does not pay its import
+
     out = jiwer.process_words(ref, hyp)
     rw, hw = out.references[0], out.hypotheses[0]
     ops = tuple(

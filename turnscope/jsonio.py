@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from turnscope import redact
@@ -34,6 +33,8 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
 
 def read_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
     """Parse a YAML file, turning a missing file or bad YAML into an InputError."""
+    import yaml  # here: most commands never read YAML
+
     p = Path(path)
     if not p.exists():
         raise InputError(f"no such {what}", path=p, fix="check the path")
