@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
-from turnscope.asr.worker import _on_worker, _worker_errors
+from turnscope.asr.worker import _loading, _on_worker, _worker_errors
 
 if TYPE_CHECKING:
     from turnscope.asr.transcriber import Job, Transcription
@@ -37,8 +38,6 @@ class Batcher:
 
     waiting: list[_Waiting] = field(default_factory=list)
     busy: bool = False
-    batches: int = 0  # sent so far, for benchmarks
-    jobs: int = 0
 
     def submit(
         self, job: Job, asr: AsrSettings, confirm: ConfirmSettings | None
@@ -56,15 +55,10 @@ class Batcher:
             return
         head = self.waiting[0]
         loading = _model_loading(head.asr)
+        loop = head.future.get_loop()
         if loading is not None:  # the first batch waits for the model, filling meanwhile
             self.busy = True
-            loop = head.future.get_loop()
-
-            def loaded(_f: Future) -> None:
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(self._resume)
-
-            loading.add_done_callback(loaded)
+            loading.add_done_callback(_on_loop(loop, lambda _f: self._resume()))
             return
         size = head.asr.batch_size
         batch = [w for w in self.waiting if (w.asr, w.confirm) == (head.asr, head.confirm)]
@@ -72,16 +66,8 @@ class Batcher:
         chosen = {id(w) for w in batch}
         self.waiting = [w for w in self.waiting if id(w) not in chosen]
         self.busy = True
-        self.batches += 1
-        self.jobs += len(batch)
         pool, done = _on_worker(transcribe_batch, [w.job for w in batch], head.asr, head.confirm)
-        loop = head.future.get_loop()
-
-        def back(f: Future) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-                loop.call_soon_threadsafe(self._done, pool, batch, f)
-
-        done.add_done_callback(back)
+        done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, batch, f)))
 
     def _resume(self) -> None:
         self.busy = False
@@ -103,12 +89,25 @@ class Batcher:
         self._send()
 
 
+def _on_loop(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[Future], None]
+) -> Callable[[Future], None]:
+    """A done-callback for a worker future that runs ``fn`` on ``loop`` (the future completes on
+    another thread); once the loop has closed nobody waits any more, and nothing runs."""
+
+    def back(f: Future) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn, f)
+
+    return back
+
+
 def _model_loading(asr: AsrSettings) -> Future | None:
     """The worker's model load still under way for ``asr`` (``Transcriber.preload``), if any."""
-    from turnscope.asr.transcriber import loading
+    from turnscope.asr.transcriber import model_spec
 
-    future = loading(asr)
-    return None if future is None or future.done() else future
+    started = _loading.get(model_spec(asr))
+    return None if started is None or started[1].done() else started[1]
 
 
 _batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Batcher] = (

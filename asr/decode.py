@@ -102,8 +102,8 @@ class _Window:
     sot_at: int
     result: Any = None
     avg_logprob: float = 0.0
-    batch: list[_Window] | None = None  # the windows it was encoded with
-    encoded: Any = None  # their encoder output
+    encoded: Any = None  # the encoder output of its group, and how many windows that holds
+    group_size: int = 0
 
 
 def _tokenizer(model: WhisperModel, language: str) -> Tokenizer:
@@ -145,9 +145,9 @@ def _generate(model: WhisperModel, windows: list[_Window], opts: Options, tok: T
 
     encoded = _encode(model, windows)
     for w in windows:
-        w.batch, w.encoded = windows, encoded
+        w.encoded, w.group_size = encoded, len(windows)
     todo = list(range(len(windows)))
-    tried: dict[int, list[tuple[Any, float, float, bool]]] = {i: [] for i in todo}
+    tried: dict[int, list[tuple[Any, float, bool]]] = {i: [] for i in todo}  # result, avg, cr ok
     for temperature in opts.temperatures:
         if not todo:
             break
@@ -189,14 +189,14 @@ def _generate(model: WhisperModel, windows: list[_Window], opts: Options, tok: T
             silent = opts.no_speech_threshold is not None and (
                 result.no_speech_prob > opts.no_speech_threshold and low
             )
-            tried[i].append((result, avg, ratio, cr_ok))
+            tried[i].append((result, avg, cr_ok))
             if fallback and not silent:
                 again.append(i)
             else:
                 windows[i].result, windows[i].avg_logprob = result, avg
         todo = again
     for i in todo:  # every temperature failed: the best below the ratio threshold, else any
-        pool = [t for t in tried[i] if t[3]] or tried[i]
+        pool = [t for t in tried[i] if t[2]] or tried[i]
         best = max(pool, key=lambda t: t[1])
         windows[i].result, windows[i].avg_logprob = best[0], best[1]
 
@@ -227,11 +227,8 @@ def _words(model: WhisperModel, windows: list[_Window], tok: Tokenizer,
         groups.setdefault(id(w.encoded), []).append(k)
     for members in groups.values():
         first = windows[members[0]]
-        assert first.batch is not None
-        same = len(members) == len(first.batch) and all(  # all kept: reuse the encoding
-            windows[k] is b for k, b in zip(members, first.batch, strict=True)
-        )
-        enc = first.encoded if same else _encode(model, [windows[k] for k in members])
+        kept_all = len(members) == first.group_size  # in order: the encoding can be reused
+        enc = first.encoded if kept_all else _encode(model, [windows[k] for k in members])
         segs = [[{"seek": round(windows[k].offset_s * FRAMES_PER_SECOND),
                   "start": windows[k].offset_s,
                   "end": windows[k].offset_s + windows[k].size / FRAMES_PER_SECOND,

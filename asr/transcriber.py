@@ -13,9 +13,8 @@ import asyncio
 import math
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from turnscope.asr.events import Utterance
 from turnscope.asr.model import ModelSpec, load_whisper, resolve_model
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.asr.text import after_prefix, collapse_repetition, collapse_runs, repeats_context
-from turnscope.asr.worker import _loaded, _on_worker, _worker_errors
+from turnscope.asr.worker import _loaded, _loading, _on_worker, _worker_errors
 from turnscope.capture.frames import SAMPLE_RATE, samples_to_ms
 
 if TYPE_CHECKING:
@@ -95,16 +94,6 @@ def silero_speech_ratio(audio: np.ndarray) -> float:
 Job = tuple[Utterance, "Context | None"]  # an utterance and what it is decoded after
 
 
-def transcribe_utterance(
-    utt: Utterance,
-    asr: AsrSettings,
-    confirm: ConfirmSettings | None = None,
-    context: Context | None = None,
-) -> Transcription:
-    """Transcribe one utterance (``transcribe_batch`` of one)."""
-    return transcribe_batch([(utt, context)], asr, confirm)[0]
-
-
 def transcribe_batch(
     jobs: Sequence[Job], asr: AsrSettings, confirm: ConfirmSettings | None = None
 ) -> list[Transcription]:
@@ -154,9 +143,7 @@ def _decode(model: WhisperModel, jobs: Sequence[Job], asr: AsrSettings) -> list[
         return []
     requests = []
     for utt, context in jobs:
-        audio = utt.audio
-        if context is not None:
-            audio = np.concatenate([context.audio, utt.audio]).astype(np.float32, copy=False)
+        audio = utt.audio if context is None else np.concatenate([context.audio, utt.audio])
         short = utt.duration_ms <= asr.short_max_ms and asr.short_prompt
         requests.append(
             DecodeRequest(
@@ -221,16 +208,6 @@ def _transcription(
         dropped_segments=dropped,
         context_ms=lead_ms,
     )
-
-
-# Loads started by ``Transcriber.preload``, not yet waited for.
-_loading: dict[ModelSpec, tuple[Any, Future[None]]] = {}
-
-
-def loading(asr: AsrSettings) -> Future[None] | None:
-    """The model load ``preload`` started for ``asr`` and nobody has waited for yet, if any."""
-    started = _loading.get(model_spec(asr))
-    return started[1] if started is not None else None
 
 
 def _load(spec: ModelSpec) -> None:

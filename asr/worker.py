@@ -2,7 +2,8 @@
 every call (``asr_pool``).
 
 The transcriber submits with ``_on_worker`` and awaits under ``_worker_errors``; ``_loaded`` is
-what the current worker has loaded (forgotten when a dead worker is replaced).
+what the current worker has loaded and ``_loading`` what it is loading (both forgotten when the
+worker is replaced or stopped).
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def asr_pool() -> ProcessPoolExecutor:
 
 
 _loaded: set[ModelSpec] = set()  # models the current ASR process has loaded
+# Loads started by ``Transcriber.preload`` and not yet waited for: (pool, future) by model.
+_loading: dict[ModelSpec, tuple[ProcessPoolExecutor, Future[None]]] = {}
 
 
 def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
@@ -84,6 +87,7 @@ def _reset_broken_pool(pool: ProcessPoolExecutor) -> None:
         if _shared_pool is pool:
             _shared_pool = None
             _loaded.clear()
+            _loading.clear()
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -106,6 +110,7 @@ def stop_asr_worker() -> None:
     with _pool_lock:
         pool, _shared_pool = _shared_pool, None
         _loaded.clear()
+        _loading.clear()
     if pool is None:
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())

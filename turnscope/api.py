@@ -15,7 +15,6 @@ from pathlib import Path
 from rich.console import Console
 
 from turnscope.asr.settings import Settings, load_settings
-from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import InputError
 from turnscope.outdir import output_dir
@@ -66,8 +65,6 @@ def replay(
     else:
         raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
     folder = output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
-    # The input is readable: the ASR worker starts and loads its model while it is decoded.
-    Transcriber(settings.asr, settings.confirm).preload()
     return asyncio.run(
         run_and_record(
             source,

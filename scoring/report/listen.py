@@ -28,17 +28,22 @@ document.addEventListener('click',function(ev){
 _prepared: dict[Path, tuple[tuple[tuple[int, int], ...], bytes | None]] = {}
 
 
+def _channels(bundle: Path) -> list[Path]:
+    return [bundle / "caller.wav", bundle / "agent.wav"]
+
+
 def _stamp(paths: list[Path]) -> tuple[tuple[int, int], ...] | None:
     try:
-        return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+        stats = [p.stat() for p in paths]
     except OSError:
         return None
+    return tuple((st.st_size, st.st_mtime_ns) for st in stats)
 
 
 def prepare(bundle: Path) -> None:
     """Encode the bundle's audio now (its recording is complete), for the report to embed later
     unless the files have changed by then."""
-    paths = [bundle / "caller.wav", bundle / "agent.wav"]
+    paths = _channels(bundle)
     stamp = _stamp(paths)
     if stamp is not None:
         _prepared[bundle.resolve()] = (stamp, _encode(paths))
@@ -46,7 +51,7 @@ def prepare(bundle: Path) -> None:
 
 def opus_of(bundle: Path) -> bytes | None:
     """caller.wav and agent.wav as stereo Ogg Opus, or None (missing, or too long)."""
-    paths = [bundle / "caller.wav", bundle / "agent.wav"]
+    paths = _channels(bundle)
     ahead = _prepared.pop(bundle.resolve(), None)
     if ahead is not None and ahead[0] == _stamp(paths):
         return ahead[1]
