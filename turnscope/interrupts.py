@@ -69,3 +69,27 @@ def reset() -> None:
     """Forget a signal received earlier (a long-lived process between runs; tests)."""
     global _received
     _received = None
+
+
+def stop_all(reason: str) -> None:
+    """Stop every run of the process as a signal would (a worker told by its driver)."""
+    global _received
+    _received = _received or reason
+    for stop in list(_stops.values()):
+        stop(reason)
+
+
+@contextlib.contextmanager
+def signals_to(stop: Callable[[str], None]) -> Iterator[None]:
+    """Outside an event loop (a driver waiting on its workers), SIGINT and SIGTERM call
+    ``stop(reason)`` while the block runs, as often as they come."""
+
+    def handle(sig: int, _frame: object) -> None:
+        stop(REASONS[signal.Signals(sig)])
+
+    saved = {s: signal.signal(s, handle) for s in REASONS}
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +111,14 @@ async def place_call(
     *,
     console: Console | None,
     agent_trace: Path | None = None,
+    lines: list[CallerLine] | None = None,
+    on_connected: Callable[[AnyCall], None] | None = None,
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
-    WebRTC, sound devices or a phone line: only the source differs.
+    WebRTC, sound devices or a phone line: only the source differs. ``lines``: the caller's
+    lines already spoken (many calls of one scenario speak them once); ``on_connected``: told
+    when the call is up.
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
     if scenario.dtmf_lines and not isinstance(options, TelephonyOptions):
@@ -124,7 +129,9 @@ async def place_call(
         )
     call = open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
-    lines = await _set_up(call, scenario, transcriber)
+    lines = await _set_up(call, scenario, transcriber, lines)
+    if on_connected is not None:
+        on_connected(call)
     caller = ScriptedCaller(scenario, call, settings, lines)
     caller.start()
 
@@ -172,13 +179,16 @@ def settle_heap() -> None:
         gc.freeze()
 
 
-async def _set_up(call: AnyCall, scenario: Scenario, transcriber: Transcriber) -> list[CallerLine]:
-    """Speak the caller's lines, load the model, connect; the lines. A signal meanwhile is a
-    set-up that did not finish (CallSetupError: the caller writes a bundle saying so)."""
+async def _set_up(
+    call: AnyCall, scenario: Scenario, transcriber: Transcriber, spoken: list[CallerLine] | None
+) -> list[CallerLine]:
+    """Speak the caller's lines (unless ``spoken``), load the model, connect; the lines. A
+    signal meanwhile is a set-up that did not finish (CallSetupError: the caller writes a bundle
+    saying so)."""
 
     async def go() -> list[CallerLine]:
         # espeak-ng off the event loop: other calls of this process may be live.
-        lines = await offload(caller_lines, scenario)
+        lines = spoken if spoken is not None else await offload(caller_lines, scenario)
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()

@@ -64,3 +64,8 @@ def scrub_obj(obj: Any) -> Any:
 def clear() -> None:
     """Forget every secret (tests; a long-lived process between runs)."""
     _secrets.clear()
+
+
+def registered() -> list[str]:
+    """Every secret known to this process (to register them in a worker process it starts)."""
+    return sorted(_secrets)

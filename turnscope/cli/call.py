@@ -18,6 +18,7 @@ from turnscope.errors import CallSetupError, InputError
 if TYPE_CHECKING:
     from turnscope.capture.device.call import DeviceCallOptions
     from turnscope.capture.telephony.call import TelephonyOptions
+    from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import AnyCallOptions
     from turnscope.runner import RunOutput
 
@@ -213,6 +214,58 @@ def device_options(
     )
 
 
+def remote_options(
+    url: str,
+    *,
+    transport: str,
+    signaling: str,
+    header: list[str],
+    bearer_env: str | None,
+    ice_server: list[str],
+    loopback_only: bool,
+    connect_timeout: float,
+    media_timeout: float | None,
+    param: list[str],
+    codec: str | None,
+) -> CallOptions | TelephonyOptions:
+    """A WebRTC or phone-line call's options from the command line, checked (``call`` and
+    ``load`` share them)."""
+    from turnscope.capture.webrtc.call import CallOptions
+
+    check_transport(transport)
+    if (param or codec) and transport == "webrtc":
+        raise InputError("--param and --codec are for phone lines (--transport twilio ...)")
+    if signaling not in ("smallwebrtc", "whip"):
+        raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
+    headers = parse_headers(header, bearer_env)
+    if url.startswith(("ws:", "wss:")) and transport == "webrtc":
+        raise InputError(
+            f"{redact.scrub(url)!r} is a websocket: a phone line",
+            fix="say which carrier's messages to speak: --transport twilio (or telnyx, "
+            "plivo, exotel)",
+        )
+    if transport != "webrtc":
+        if ice_server or loopback_only or signaling != "smallwebrtc" or media_timeout:
+            raise InputError(
+                "--ice-server, --loopback-only, --signaling and --media-timeout are WebRTC "
+                "options (a phone agent sends no audio while it listens; a dead one stops "
+                "answering the websocket's pings)"
+            )
+        return telephony_options(url, transport, codec, param, headers, connect_timeout)
+    check_url(url)
+    for server in ice_server:
+        check_ice_server(server)
+    return CallOptions(
+        url,
+        signaling=signaling,  # type: ignore[arg-type]
+        headers=headers,
+        ice_servers=ice_server,
+        loopback_only=loopback_only,
+        connect_timeout_s=connect_timeout,
+        media_timeout_s=5.0 if media_timeout is None else media_timeout,
+    )
+
+
 def call(
     url: str | None = typer.Argument(
         None,
@@ -293,7 +346,6 @@ def call(
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
     from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.webrtc.call import CallOptions
     from turnscope.outdir import output_dir
 
     options: AnyCallOptions
@@ -316,37 +368,18 @@ def call(
         given = [caller_out, agent_in, stereo_in, loopback_in, rate]
         if any(v is not None for v in given) or no_calibrate:
             raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
-        if signaling not in ("smallwebrtc", "whip"):
-            raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
-        headers = parse_headers(header, bearer_env)
-        if url.startswith(("ws:", "wss:")) and transport == "webrtc":
-            raise InputError(
-                f"{redact.scrub(url)!r} is a websocket: a phone line",
-                fix="say which carrier's messages to speak: --transport twilio (or telnyx, "
-                "plivo, exotel)",
-            )
-    if not device and transport != "webrtc":
-        assert url is not None
-        if ice_server or loopback_only or signaling != "smallwebrtc" or media_timeout:
-            raise InputError(
-                "--ice-server, --loopback-only, --signaling and --media-timeout are WebRTC "
-                "options (a phone agent sends no audio while it listens; a dead one stops "
-                "answering the websocket's pings)"
-            )
-        options = telephony_options(url, transport, codec, param, headers, connect_timeout)
-    elif not device:
-        assert url is not None
-        check_url(url)
-        for server in ice_server:
-            check_ice_server(server)
-        options = CallOptions(
+        options = remote_options(
             url,
-            signaling=signaling,  # type: ignore[arg-type]
-            headers=headers,
-            ice_servers=ice_server,
+            transport=transport,
+            signaling=signaling,
+            header=header,
+            bearer_env=bearer_env,
+            ice_server=ice_server,
             loopback_only=loopback_only,
-            connect_timeout_s=connect_timeout,
-            media_timeout_s=5.0 if media_timeout is None else media_timeout,
+            connect_timeout=connect_timeout,
+            media_timeout=media_timeout,
+            param=param,
+            codec=codec,
         )
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()

@@ -1,0 +1,162 @@
+"""A load run on Ray: one ``LoadWorker`` actor per CPU of every node, each an event loop placing
+its share of the calls through the same ``run_slots`` as a local run; the driver gathers their
+events as they come and stops them all on a signal."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from turnscope.distributed.cluster import Node, connect, nodes, one_line
+from turnscope.errors import EnvironmentProblem
+from turnscope.interrupts import signals_to
+from turnscope.load.calls import Event, LoadJob
+from turnscope.load.plan import LoadPlan
+
+READY_TIMEOUT_S = 300.0
+LEAD_S = 2.0  # the start time reaches every node's loops before it comes
+POLL_S = 0.5
+
+
+class LoadWorker:
+    """The Ray actor: one event loop placing calls; its events wait here for the driver."""
+
+    def __init__(self, job: LoadJob, cwd: str, name: str) -> None:
+        if cwd and Path(cwd).is_dir():
+            os.chdir(cwd)  # the driver's: relative scenario and output paths
+        self.job, self.name = job, name
+        self.events: list[str] = []
+        self.ready: Any = None
+        self.stopping: Any = None
+
+    async def prepare(self) -> str:
+        from turnscope.load.calls import prepare
+
+        self.ready = await prepare(self.job)
+        return self.name
+
+    async def run(self, slots: list[Any], start_at: float) -> None:
+        from turnscope.load.calls import Stopping, run_slots
+
+        self.stopping = Stopping()
+        await run_slots(
+            self.job,
+            self.ready,
+            slots,
+            start_at,
+            lambda e: self.events.append(e.model_dump_json()),
+            worker=self.name,
+            stopping=self.stopping,
+        )
+
+    async def drain(self) -> list[str]:
+        out, self.events = self.events, []
+        return out
+
+    async def stop(self, reason: str) -> None:
+        from turnscope.interrupts import stop_all
+
+        if self.stopping is not None:
+            self.stopping(reason)
+        stop_all(reason)  # the live calls end and are written as usual
+
+
+def run_load_on_ray(
+    job: LoadJob,
+    plan: LoadPlan,
+    address: str,
+    on_event: Callable[[Event], None],
+    *,
+    on_ready: Callable[[list[Node], int], None] | None = None,
+) -> tuple[list[str], list[str], dict[int, str]]:
+    """Place the plan's calls on the cluster at ``address``. Returns why it stopped early (a
+    signal), the workers that failed (a line each), and which worker had each slot."""
+    ray = connect(address)
+    try:
+        found = nodes(ray)
+        if not found:
+            raise EnvironmentProblem(f"the Ray cluster at {address} has no node with a CPU")
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        remote = ray.remote(LoadWorker)
+        actors = []
+        for node in found:
+            for k in range(max(1, int(node.cpus))):
+                if len(actors) >= plan.calls:
+                    break
+                actors.append(
+                    remote.options(
+                        num_cpus=1,
+                        max_restarts=0,  # a restarted loop would not know its calls
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
+                    ).remote(job, os.getcwd(), f"{node.address}#{k + 1}")
+                )
+        ready, problems = _prepared(ray, actors)
+        assigned = list(zip(ready, plan.split(len(ready)), strict=True))
+        owner = {s.index: name for (_, name), share in assigned for s in share}
+        if on_ready is not None:
+            on_ready(found, len(ready))
+        start_at = time.time() + LEAD_S
+        runs = {a.run.remote(share, start_at): (a, name) for (a, name), share in assigned}
+        stopped: list[str] = []
+
+        def stop(reason: str) -> None:
+            stopped.append(reason)
+            for a, _ in ready:
+                with contextlib.suppress(Exception):
+                    a.stop.remote(reason)
+
+        with signals_to(stop):
+            live = dict(runs)
+            while live:
+                done, _ = ray.wait(list(live), num_returns=len(live), timeout=POLL_S)
+                _drain(ray, [a for a, _ in live.values()], on_event)
+                for ref in done:
+                    a, name = live.pop(ref)
+                    try:
+                        ray.get(ref)
+                    except Exception as exc:  # the actor died (killed, out of memory, node gone)
+                        problems.append(f"the Ray worker {name} died: {one_line(exc)}")
+                    _drain(ray, [a], on_event)
+        return stopped, problems, owner
+    finally:
+        ray.shutdown()
+
+
+def _prepared(ray: Any, actors: list[Any]) -> tuple[list[tuple[Any, str]], list[str]]:
+    refs = {a.prepare.remote(): a for a in actors}
+    ok: list[tuple[Any, str]] = []
+    problems: list[str] = []
+    pending = list(refs)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while pending:
+        left = max(0.1, deadline - time.monotonic())
+        done, pending = ray.wait(pending, num_returns=1, timeout=left)
+        if not done:
+            late = f"a Ray worker was not ready within {READY_TIMEOUT_S:.0f} s"
+            problems += [late] * len(pending)
+            break
+        try:
+            ok.append((refs[done[0]], ray.get(done[0])))
+        except Exception as exc:  # a node without the project or the model: its error
+            problems.append(one_line(exc))
+    if not ok:
+        raise EnvironmentProblem(
+            f"no Ray worker could start the calls: {problems[0] if problems else '?'} (install "
+            "turnscope and its model on every node: see the README's Ray section)"
+        )
+    return ok, problems
+
+
+def _drain(ray: Any, actors: list[Any], on_event: Callable[[Event], None]) -> None:
+    for a in actors:
+        try:
+            batch = ray.get(a.drain.remote(), timeout=30)
+        except Exception:  # a dead actor: its run's error says so
+            continue
+        for text in batch:
+            on_event(Event.model_validate_json(text))

@@ -1,0 +1,171 @@
+"""One event loop's share of a load run: its callers, each placed at its planned time through
+the same ``place_call`` as ``turnscope call``, each call a full bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from turnscope.asr.settings import Settings
+from turnscope.errors import CallSetupError, TurnscopeError
+from turnscope.load.plan import Slot
+from turnscope.load.record import SETUP_KINDS, CallRecord, finished_record, kind_of
+
+
+class Event(BaseModel):
+    """What a loop tells the driver as it goes: a call is up, or a call is over (its record)."""
+
+    kind: Literal["up", "done"]
+    slot: int
+    record: CallRecord | None = None
+
+
+@dataclass
+class LoadJob:
+    """Everything a loop needs, picklable (it crosses to worker processes and Ray actors)."""
+
+    options: object  # CallOptions | TelephonyOptions
+    scenario: Path
+    settings: Settings
+    outroot: Path
+    secrets: list[str] = field(default_factory=list, repr=False)  # to scrub, in every process
+    duration_s: float | None = None
+
+    def folder(self, slot: int, attempt: int) -> Path:
+        name = f"call-{slot + 1:04d}" + (f"-{attempt}" if attempt > 1 else "")
+        return self.outroot / "calls" / name
+
+
+class Stopping:
+    """Set by a signal (or the driver): no new call is placed; the live ones end and are
+    written as usual."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.event = asyncio.Event()
+
+    def __call__(self, reason: str) -> None:
+        self.reason = self.reason or reason
+        self.event.set()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, or less if the run is stopped meanwhile."""
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+                await asyncio.wait_for(self.event.wait(), seconds)
+
+
+@dataclass
+class Prepared:
+    """A loop's scenario, its contract and the caller's lines, spoken once for all its calls."""
+
+    scenario: Any
+    contract: Any
+    lines: list[Any]
+
+
+async def prepare(job: LoadJob) -> Prepared:
+    """Read the scenario, speak the caller's lines and load the model, before any call."""
+    from turnscope import redact
+    from turnscope.asr.transcriber import Transcriber
+    from turnscope.capture.script.lines import caller_lines
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.live_call import place_call  # noqa: F401 (its imports, before any call)
+    from turnscope.offload import offload
+    from turnscope.scoring.contract import scenario_contract
+
+    redact.register(job.secrets)
+    scenario = load_scenario(job.scenario)
+    lines = await offload(caller_lines, scenario)
+    await Transcriber(job.settings.asr, job.settings.confirm).ready()
+    return Prepared(scenario, scenario_contract(scenario), lines)
+
+
+async def run_slots(
+    job: LoadJob,
+    ready: Prepared,
+    slots: list[Slot],
+    start_at: float,
+    emit: Callable[[Event], None],
+    *,
+    worker: str,
+    stopping: Stopping,
+) -> None:
+    """Place every slot's calls at their times (``start_at``: the run's start, epoch seconds);
+    an ``Event`` for each call up and each call over."""
+    scenario, contract, lines = ready.scenario, ready.contract, ready.lines
+    end_at = None if job.duration_s is None else start_at + job.duration_s
+
+    async def one(slot: Slot, attempt: int, planned: float) -> CallRecord:
+        from turnscope.live_call import place_call, write_setup_failure
+
+        outdir = job.folder(slot.index, attempt)
+        base = {"slot": slot.index, "attempt": attempt, "worker": worker, "planned_s": planned}
+        if stopping.reason is not None:
+            return CallRecord(**base, status="not_run", kind="interrupted", reason=stopping.reason)
+        placed = time.time() - start_at
+        up: dict[str, float] = {}
+
+        def connected(_call: object) -> None:
+            up["at"] = time.time() - start_at
+            emit(Event(kind="up", slot=slot.index))
+
+        base.update(placed_s=round(placed, 3))
+        try:
+            run, call, caller = await place_call(
+                job.options,  # type: ignore[arg-type]
+                scenario,
+                job.settings,
+                contract,
+                outdir,
+                console=None,
+                lines=lines,
+                on_connected=connected,
+            )
+        except CallSetupError as exc:
+            write_setup_failure(outdir, job.options, str(exc))  # type: ignore[arg-type]
+            return CallRecord(
+                **base,
+                status="setup_failed",
+                kind=kind_of(str(exc), SETUP_KINDS),
+                reason=str(exc),
+                ended_s=round(time.time() - start_at, 3),
+                bundle=str(outdir),
+            )
+        except TurnscopeError as exc:  # a bundle that could not be written, and the like
+            return CallRecord(**base, status="error", kind=type(exc).__name__, reason=str(exc))
+        record = finished_record(base, run, call, caller)
+        record.connected_s = round(up.get("at", placed), 3)
+        record.ended_s = round(time.time() - start_at, 3)
+        return record
+
+    async def caller(slot: Slot) -> None:
+        await stopping.sleep(start_at + slot.offset_s - time.time())
+        planned, attempt = slot.offset_s, 1
+        while True:
+            try:
+                record = await one(slot, attempt, planned)
+            except Exception as exc:  # a bug in one call must not take the others down
+                record = CallRecord(
+                    slot=slot.index,
+                    attempt=attempt,
+                    worker=worker,
+                    planned_s=planned,
+                    status="error",
+                    kind=type(exc).__name__,
+                    reason=f"{type(exc).__name__}: {exc}",
+                )
+            emit(Event(kind="done", slot=slot.index, record=record))
+            now = time.time()
+            if end_at is None or now >= end_at or stopping.reason is not None:
+                return
+            planned, attempt = now - start_at, attempt + 1  # a redial is due at once
+
+    await asyncio.gather(*(caller(s) for s in slots))

@@ -1,0 +1,110 @@
+"""What one call of a load run came to: the facts the aggregate report is made of."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
+
+# What a set-up error or a call's end says, as the kind it is counted under (first match).
+SETUP_KINDS = (
+    ("while the call was being set up", "interrupted"),
+    ("refused", "refused"),
+    ("answered HTTP", "refused"),
+    ("cannot reach", "unreachable"),
+    ("cannot connect", "unreachable"),
+    ("within", "timeout"),
+    ("ICE", "ice failed"),
+    ("closed the websocket at once", "closed at once"),
+    ("SDP", "bad answer"),
+    ("JSON", "bad answer"),
+    ("sdp", "bad answer"),
+)
+DROP_KINDS = (
+    ("interrupted", "interrupted"),
+    ("terminated", "interrupted"),
+    ("connection", "connection lost"),
+    ("no audio from the agent", "agent went silent"),
+    ("pings", "agent stopped answering"),
+    ("hung up before", "agent hung up early"),
+    ("closed the websocket", "agent hung up early"),
+)
+
+
+def kind_of(text: str, kinds: tuple[tuple[str, str], ...]) -> str:
+    return next((kind for needle, kind in kinds if needle in text), "other")
+
+
+class Reply(BaseModel):
+    """An agent turn timed against the caller turn before it (the verifier's pairing)."""
+
+    at_ms: float  # the agent turn's start on the call's clock
+    latency_ms: float
+
+
+class CallRecord(BaseModel):
+    """One call: when it was planned and placed, how it ended, what it measured."""
+
+    slot: int
+    attempt: int = 1  # a caller's n-th call (a --duration run redials)
+    worker: str = ""  # the process or Ray node that placed it
+    status: Status
+    kind: str | None = None  # why it failed or dropped, counted by kind
+    reason: str | None = None
+    planned_s: float  # after the run's start
+    placed_s: float | None = None  # when its set-up began
+    connected_s: float | None = None
+    ended_s: float | None = None
+    connect_ms: float | None = None
+    duration_s: float | None = None
+    passed: bool | None = None
+    replies: list[Reply] = Field(default_factory=list)
+    barge_in_yields_ms: list[float] = Field(default_factory=list)
+    barge_ins_planned: int = 0
+    barge_ins_exercised: int = 0
+    unanswered: int = 0
+    caller_max_send_lag_ms: float | None = None
+    caller_late_frames: int = 0
+    agent_lost_frames: int = 0
+    degraded: list[str] = Field(default_factory=list)
+    bundle: str | None = None
+
+    @property
+    def placement_lag_s(self) -> float | None:
+        return None if self.placed_s is None else max(0.0, self.placed_s - self.planned_s)
+
+
+def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> CallRecord:
+    """The record of a call that connected and ran (``run``, ``call``, ``caller``: what
+    ``place_call`` returned)."""
+    from turnscope.scoring.verifier import verifier_facts
+
+    dialogue = run.result.assembly.dialogue()
+    facts = verifier_facts(dialogue)
+    details = call.info.details
+    script = caller.report()
+    degraded = list(call.info.degraded)
+    dropped = call.end_reason in degraded
+    return CallRecord(
+        **base,
+        status="dropped" if dropped else "completed",
+        kind=kind_of(call.end_reason or "", DROP_KINDS) if dropped else None,
+        reason=call.end_reason,
+        passed=run.outcome.passed,
+        duration_s=round(run.result.audio_ms / 1000, 3),
+        connect_ms=details.get("connect_ms"),
+        replies=[
+            Reply(at_ms=dialogue[g.agent]["start_ms"], latency_ms=g.gap_ms) for g in facts.gaps
+        ],
+        barge_in_yields_ms=[float(o.yield_ms) for o in facts.barge_ins if o.yield_ms is not None],
+        barge_ins_planned=script["barge_ins"]["planned"],
+        barge_ins_exercised=script["barge_ins"]["exercised"],
+        unanswered=len(script["unanswered_lines"]),
+        caller_max_send_lag_ms=details.get("caller_max_send_lag_ms"),
+        caller_late_frames=int(details.get("caller_late_frames") or 0),
+        agent_lost_frames=int(details.get("agent_lost_frames") or 0),
+        degraded=degraded,
+        bundle=str(run.outdir),
+    )

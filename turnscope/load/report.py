@@ -1,0 +1,226 @@
+"""The aggregate of a load run: latency across calls and over time, barge-ins, unanswered
+turns, failures by kind, and the harness's own health (so an overloaded harness is never read
+as a slow agent)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from turnscope.load.plan import PLACEMENT_SLACK_S, LoadPlan
+from turnscope.load.record import CallRecord
+
+HARNESS_LATE = "caller's audio went out"  # a call's own degraded reason for a busy harness
+WINDOWS = 10  # latency over time: the run cut in this many spans (each at least MIN_WINDOW_S)
+MIN_WINDOW_S = 5.0
+
+
+class Percentiles(BaseModel):
+    n: int
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Percentiles:
+        if not values:
+            return cls(n=0)
+        p50, p90, p99 = (round(float(v), 1) for v in np.percentile(values, [50, 90, 99]))
+        return cls(n=len(values), p50=p50, p90=p90, p99=p99, max=round(float(max(values)), 1))
+
+
+class Window(BaseModel):
+    """Replies whose agent turn began in [start_s, end_s) of the run, and the calls up then."""
+
+    start_s: float
+    end_s: float
+    calls_up: int  # the most calls connected at once in the span
+    latency_ms: Percentiles
+
+
+class Harness(BaseModel):
+    """How well the harness itself kept up: placement, caller audio, agent audio received."""
+
+    placement_lag_max_s: float | None = None
+    calls_placed_late: int = 0  # later than PLACEMENT_SLACK_S after their planned start
+    caller_max_send_lag_ms: float | None = None
+    caller_late_frames: int = 0  # caller frames sent more than 20 ms late, all calls
+    calls_caller_audio_late: int = 0  # calls whose caller audio went out > 200 ms late
+    agent_lost_frames: int = 0
+    max_calls_up: int = 0
+
+
+class LoadReport(BaseModel):
+    """load.json: the run's plan, its counts and aggregates, and every call's record."""
+
+    target: str
+    transport: str
+    scenario: str
+    plan: LoadPlan
+    loops: int
+    where: str  # "this machine" or the Ray cluster's address
+    wall_s: float
+    placed: int
+    completed: int
+    passed: int
+    failures: dict[str, dict[str, int]] = Field(default_factory=dict)  # status -> kind -> calls
+    latency_ms: Percentiles
+    latency_over_time: list[Window] = Field(default_factory=list)
+    barge_in_yield_ms: Percentiles
+    barge_ins_planned: int = 0
+    barge_ins_exercised: int = 0
+    unanswered_turns: int = 0
+    calls_with_unanswered: int = 0
+    harness: Harness
+    per_worker: dict[str, int] = Field(default_factory=dict)  # calls placed by loop or node
+    degraded: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    calls: list[CallRecord] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(sum(k.values()) for s, k in self.failures.items() if s != "not_run")
+
+
+def _windows(records: Sequence[CallRecord]) -> list[Window]:
+    timed = [
+        (r.connected_s + x.at_ms / 1000, x.latency_ms)
+        for r in records
+        if r.connected_s is not None
+        for x in r.replies
+    ]
+    if not timed:
+        return []
+    span = max(t for t, _ in timed) + 1e-6
+    width = max(MIN_WINDOW_S, span / WINDOWS)
+    out = []
+    for k in range(math.ceil(span / width)):
+        lo, hi = k * width, (k + 1) * width
+        up = [
+            (r.connected_s, r.ended_s if r.ended_s is not None else hi)
+            for r in records
+            if r.connected_s is not None
+        ]
+        # the most calls up at once in [lo, hi): at some call's connection, or at lo
+        probes = [lo] + [a for a, _ in up if lo <= a < hi]
+        most = max(sum(1 for a, b in up if a <= t < b) for t in probes)
+        out.append(
+            Window(
+                start_s=round(lo, 1),
+                end_s=round(hi, 1),
+                calls_up=most,
+                latency_ms=Percentiles.of([v for t, v in timed if lo <= t < hi]),
+            )
+        )
+    return out
+
+
+def _max_up(records: Sequence[CallRecord]) -> int:
+    spans = [
+        (r.connected_s, r.ended_s or r.connected_s) for r in records if r.connected_s is not None
+    ]
+    return max((sum(1 for a, b in spans if a <= t < b) for t, _ in spans), default=0)
+
+
+def aggregate(
+    records: Sequence[CallRecord],
+    plan: LoadPlan,
+    *,
+    target: str,
+    transport: str,
+    scenario: str,
+    loops: int,
+    where: str,
+    wall_s: float,
+    problems: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> LoadReport:
+    """The report of every record (one per call; slots that never dialled as ``not_run``)."""
+    records = sorted(records, key=lambda r: (r.planned_s, r.slot, r.attempt))
+    failures: dict[str, Counter[str]] = {}
+    for r in records:
+        if r.status != "completed":
+            failures.setdefault(r.status, Counter())[r.kind or "other"] += 1
+    placed = [r for r in records if r.placed_s is not None]
+    lags = [r.placement_lag_s or 0.0 for r in placed]
+    late = [r for r in placed if (r.placement_lag_s or 0) > PLACEMENT_SLACK_S]
+    audio_late = [r for r in records if any(HARNESS_LATE in d for d in r.degraded)]
+    send_lags = [r.caller_max_send_lag_ms for r in records if r.caller_max_send_lag_ms is not None]
+    harness = Harness(
+        placement_lag_max_s=round(max(lags), 3) if lags else None,
+        calls_placed_late=len(late),
+        caller_max_send_lag_ms=max(send_lags) if send_lags else None,
+        caller_late_frames=sum(r.caller_late_frames for r in records),
+        calls_caller_audio_late=len(audio_late),
+        agent_lost_frames=sum(r.agent_lost_frames for r in records),
+        max_calls_up=_max_up(records),
+    )
+    degraded = list(problems)
+    if late:
+        degraded.append(
+            f"{len(late)} of {len(placed)} calls were placed more than {PLACEMENT_SLACK_S:g} s "
+            f"after their planned time (up to {max(lags):.1f} s): the harness could not place "
+            "this load on time (fewer --calls, a lower --rate, or more cores / --ray)"
+        )
+    if audio_late:
+        degraded.append(
+            f"{len(audio_late)} call(s) sent the caller's audio more than 200 ms late: the "
+            "harness was overloaded, their latencies are not the agent's"
+        )
+    not_run = failures.get("not_run")
+    if not_run:
+        degraded.append(
+            f"{sum(not_run.values())} planned call(s) did not run: "
+            + ", ".join(f"{k} {n}" for k, n in sorted(not_run.items()))
+        )
+    per_worker = Counter(r.worker for r in placed)
+    return LoadReport(
+        target=target,
+        transport=transport,
+        scenario=scenario,
+        plan=plan,
+        loops=loops,
+        where=where,
+        wall_s=round(wall_s, 2),
+        placed=len(placed),
+        completed=sum(1 for r in records if r.status == "completed"),
+        passed=sum(1 for r in records if r.passed),
+        failures={s: dict(sorted(c.items())) for s, c in sorted(failures.items())},
+        latency_ms=Percentiles.of([x.latency_ms for r in records for x in r.replies]),
+        latency_over_time=_windows(records),
+        barge_in_yield_ms=Percentiles.of([y for r in records for y in r.barge_in_yields_ms]),
+        barge_ins_planned=sum(r.barge_ins_planned for r in records),
+        barge_ins_exercised=sum(r.barge_ins_exercised for r in records),
+        unanswered_turns=sum(r.unanswered for r in records),
+        calls_with_unanswered=sum(1 for r in records if r.unanswered),
+        harness=harness,
+        per_worker=dict(sorted(per_worker.items())),
+        degraded=degraded,
+        warnings=list(warnings),
+        calls=list(records),
+    )
+
+
+def missing_slots(
+    records: Sequence[CallRecord], plan: LoadPlan, why: str, worker_of: dict[int, str]
+) -> list[CallRecord]:
+    """A not_run record for every planned caller that never dialled (its worker died, or the
+    run was stopped before its time)."""
+    dialled = {r.slot for r in records}
+    return [
+        CallRecord(
+            slot=s.index,
+            worker=worker_of.get(s.index, ""),
+            status="not_run",
+            kind="interrupted" if why.startswith(("interrupted", "terminated")) else "worker lost",
+            reason=why,
+            planned_s=s.offset_s,
+        )
+        for s in plan.slots()
+        if s.index not in dialled
+    ]
