@@ -25,6 +25,8 @@ def _loop_main(job: LoadJob, slots: list[Slot], name: str, out: Any, go: Any, st
     """A worker process: prepare, say ready, wait for the start, place the calls."""
     import asyncio
 
+    os.setpgrp()  # signals come from the driver, one each (see _stopper)
+
     from turnscope.interrupts import stop_on_signals
     from turnscope.load.calls import Stopping, prepare, run_slots
 
@@ -64,15 +66,19 @@ def _loop_main(job: LoadJob, slots: list[Slot], name: str, out: Any, go: Any, st
 
 
 def _stopper(procs: list[Any], stopped: list[str]) -> Callable[[str], None]:
-    """A signal at the driver stops the workers cleanly: each is sent SIGTERM (a Ctrl-C has
-    reached them already, and a second SIGINT would kill them)."""
+    """A signal at the driver is passed on to every worker, once per signal received (the
+    workers are in process groups of their own: a terminal's Ctrl-C reaches only the driver, so
+    each worker hears it once, and a second Ctrl-C ends them as it would a single call)."""
+    from turnscope.interrupts import REASONS
+
+    signals = {why: sig for sig, why in REASONS.items()}
 
     def stop(reason: str) -> None:
         stopped.append(reason)
         for p in procs:
             if p.pid is not None and p.exitcode is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(p.pid, signal.SIGTERM)
+                    os.kill(p.pid, signals.get(reason, signal.SIGTERM))
 
     return stop
 
