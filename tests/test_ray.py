@@ -185,3 +185,51 @@ def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retrie
     assert [r.task["id"] for r in run.runs] == [t["id"] for t in tasks]  # in suite order
     assert run.retried == 1 and seen[-1] == (9, 1)
     assert sorted(run.per_node.values()) == [3, 3, 3]  # spread evenly
+
+
+LOAD_SCENARIO = ROOT / "configs" / "scenarios" / "refund-call.yaml"
+
+
+def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp_path):
+    """4 calls from a two-node Ray (2 CPUs each: a loop per CPU) against the reference agent;
+    one loop is killed mid-call: its call is reported lost, the run degraded, the rest kept."""
+    out = tmp_path / "load"
+
+    def kill_one_loop() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and len(list(out.glob("calls/*/caller.wav"))) < 4:
+            time.sleep(0.2)
+        time.sleep(3.0)
+        ps = subprocess.run(["pgrep", "-f", "ray::LoadWorker"], capture_output=True, text=True)
+        pids = [int(p) for p in ps.stdout.split()]
+        if pids:
+            os.kill(pids[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one_loop)
+    killer.start()
+    exe = " ".join(turnscope_exe())
+    both = (
+        f"{exe} agent --port 18311 --scenario {LOAD_SCENARIO} >/dev/null 2>&1 & sleep 3; "
+        f"{exe} load http://127.0.0.1:18311/api/offer --loopback-only --scenario "
+        f"{LOAD_SCENARIO} --calls 4 --rate 4 -q -o {out} --ray 127.0.0.1:6379; "
+        "code=$?; kill %1; exit $code"
+    )
+    temp = tempfile.mkdtemp(prefix="ray")
+    token = Path(temp) / "token"
+    token.write_text(secrets.token_hex(32))
+    env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": temp,
+           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
+    done = subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh",
+                           "sh", "-c", both], capture_output=True, text=True, timeout=600,
+                          env=env, cwd=ROOT)  # fmt: skip
+    killer.join()
+    assert done.returncode == 4, done.stdout + done.stderr
+    r = json.loads((out / "load.json").read_text())
+    nodes = {w.split("#")[0] for w in r["per_worker"]}
+    assert len(nodes) == 2 and r["loops"] == 4, r["per_worker"]  # both nodes placed calls
+    assert r["completed"] == 3 and r["failures"]["not_run"] == {"worker lost": 1}
+    assert any("did not run" in d for d in r["degraded"])
+    assert "died" in done.stderr and "Traceback" not in done.stderr
+    for c in r["calls"]:
+        assert (out / "calls" / f"call-{c['slot'] + 1:04d}" / "caller.wav").exists()
+    assert r["latency_ms"]["n"] >= 9

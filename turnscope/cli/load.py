@@ -313,8 +313,14 @@ def print_load(r: LoadReport, outdir: Path) -> None:
         f"frames lost {h.agent_lost_frames}",
         soft_wrap=True,
     )
-    per = "; ".join(f"{k} {v}" for k, v in r.per_worker.items())
-    out.print(f"calls per loop ({r.where}): {per}; wrote {outdir / 'load.html'}", soft_wrap=True)
+    nodes: dict[str, int] = {}
+    for worker, n in r.per_worker.items():  # a Ray worker is NODE#k
+        nodes[worker.split("#")[0]] = nodes.get(worker.split("#")[0], 0) + n
+    per = "; ".join(
+        f"{k} {v}" for k, v in (nodes if len(nodes) < len(r.per_worker) else r.per_worker).items()
+    )
+    what = "node" if len(nodes) < len(r.per_worker) else "loop"
+    out.print(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -93,7 +93,7 @@ def run_load_on_ray(
                         num_cpus=1,
                         max_restarts=0,  # a restarted loop would not know its calls
                         scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
-                    ).remote(job, os.getcwd(), f"{node.address}#{k + 1}")
+                    ).remote(job, os.getcwd(), f"{node.address}/{node.node_id[:6]}#{k + 1}")
                 )
         ready, problems = _prepared(ray, actors)
         assigned = list(zip(ready, plan.split(len(ready)), strict=True))
