@@ -87,8 +87,16 @@ def load_whisper(spec: ModelSpec) -> WhisperModel:
                 )
             except ValueError as exc:
                 raise InputError(
-                    f"cannot load model with compute type {spec.compute_type!r}: {exc}",
+                    f"cannot load model with compute type {spec.compute_type!r} on "
+                    f"{spec.device}: {exc}",
                     path=path,
-                    fix="use --compute-type int8, int8_float32, int16 or float32 on CPU",
+                    fix="use --compute-type int8, int8_float32, int16 or float32 on CPU; "
+                    "float16 or int8_float16 on cuda",
+                ) from None
+            except RuntimeError as exc:  # CTranslate2 built without CUDA, or no GPU driver
+                raise EnvironmentProblem(
+                    f"cannot load the Whisper model on {spec.device}: {exc} (asr.device: "
+                    "cpu runs anywhere; cuda needs an NVIDIA GPU, its driver and CUDA 12 "
+                    "libraries)"
                 ) from None
         return _cache[spec]

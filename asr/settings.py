@@ -57,9 +57,20 @@ class ConfirmSettings(_Strict):
     min_speech_ratio: float = Field(ge=0, le=1)
 
 
+class GpuSettings(_Strict):
+    """What a worker on a node with a GPU runs instead (Ray): its device, compute type, and
+    optionally a larger model (a folder every GPU node has at that path)."""
+
+    device: Literal["cuda"] = "cuda"
+    compute_type: str = "float16"
+    model: str | None = None
+
+
 class AsrSettings(_Strict):
     model: str
     compute_type: str
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    on_gpu: GpuSettings | None = None  # None: GPU nodes run the CPU settings too
     beam_size: int = Field(ge=1)
     cpu_threads: int = Field(ge=0)
     language: str
@@ -99,6 +110,16 @@ class Settings(_Strict):
     confirm: ConfirmSettings
     asr: AsrSettings
     assembly: AssemblySettings
+
+    def on_gpu(self) -> Settings:
+        """The settings of a worker given a GPU: ``asr.on_gpu`` applied (unchanged without)."""
+        gpu = self.asr.on_gpu
+        if gpu is None:
+            return self
+        asr = {"device": gpu.device, "compute_type": gpu.compute_type}
+        if gpu.model is not None:
+            asr["model"] = gpu.model
+        return self.with_overrides({"asr": asr})
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Settings:
         """A copy with a nested mapping of overrides applied and validated."""

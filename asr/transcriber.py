@@ -66,7 +66,12 @@ class Transcription:
 
 
 def model_spec(asr: AsrSettings) -> ModelSpec:
-    return ModelSpec(model=asr.model, compute_type=asr.compute_type, cpu_threads=asr.cpu_threads)
+    return ModelSpec(
+        model=asr.model,
+        compute_type=asr.compute_type,
+        cpu_threads=asr.cpu_threads,
+        device=asr.device,
+    )
 
 
 def window_seconds(duration_s: float, asr: AsrSettings) -> int:

@@ -233,3 +233,39 @@ def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp
     for c in r["calls"]:
         assert (out / "calls" / f"call-{c['slot'] + 1:04d}" / "caller.wav").exists()
     assert r["latency_ms"]["n"] >= 9
+
+
+def test_a_gpu_node_runs_the_gpu_settings_on_one_worker_per_gpu(tmp_path):
+    """asr.on_gpu: the first worker of each GPU of a node is given the GPU and runs faster-whisper
+    there (cuda, float16, the larger model); the others, and every CPU node, keep the CPU path."""
+    from turnscope.asr.settings import Settings, load_settings
+    from turnscope.distributed.cluster import Node
+    from turnscope.distributed.fixtures import _start_workers
+
+    started = []
+
+    class _Remote:
+        def options(self, **kw):
+            return type("O", (), {"remote": lambda _s, *a: started.append((kw, a))})()
+
+    fake = type("R", (), {"remote": staticmethod(lambda cls: _Remote())})()
+    gpu = {"asr": {"on_gpu": {"compute_type": "float16", "model": str(tmp_path)}}}
+    settings = load_settings().with_overrides(gpu)
+    nodes = [Node("a" * 56, "10.0.0.1", 4, 1), Node("b" * 56, "10.0.0.2", 2, 0)]
+    _start_workers(fake, nodes, settings, None, tmp_path, {})
+    runs = [(kw["num_gpus"], Settings.model_validate_json(a[0]).asr) for kw, a in started]
+    assert [g for g, _ in runs] == [1, 0, 0]  # 4 CPUs / 2 threads: two workers, then one
+    assert (runs[0][1].device, runs[0][1].compute_type, runs[0][1].model) == (
+        "cuda", "float16", str(tmp_path))  # fmt: skip
+    assert all(asr.device == "cpu" and asr.model == "tiny.en" for _, asr in runs[1:])
+    started.clear()
+    _start_workers(fake, nodes, load_settings(), None, tmp_path, {})  # no on_gpu: CPU only
+    assert [kw["num_gpus"] for kw, _ in started] == [0, 0, 0]
+
+
+def test_a_model_that_cannot_load_on_cuda_is_one_line():
+    from turnscope.asr.model import ModelSpec, load_whisper
+    from turnscope.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem, match="cannot load the Whisper model on cuda"):
+        load_whisper(ModelSpec(device="cuda", compute_type="float16"))

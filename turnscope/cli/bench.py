@@ -289,9 +289,15 @@ def _say_where(run: Any) -> None:
     """Which node ran how many fixtures, and what did not start."""
     for w in run.warnings:
         warn_line(w)
+    from collections import Counter
+
+    def asr(node_id: str) -> str:
+        kinds = Counter(run.devices.get(node_id, []))
+        return " + ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "no worker"
+
     parts = [
-        f"{n.address} ({n.cpus:g} CPUs{f', {n.gpus:g} GPUs' if n.gpus else ''}): "
-        f"{run.per_node.get(n.node_id, 0)}"
+        f"{n.address} ({n.cpus:g} CPUs{f', {n.gpus:g} GPUs' if n.gpus else ''}, ASR on "
+        f"{asr(n.node_id)}): {run.per_node.get(n.node_id, 0)}"
         for n in run.nodes
     ]
     out.print(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "

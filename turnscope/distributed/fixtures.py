@@ -45,7 +45,8 @@ class RayRun:
 
     runs: list[FixtureRun]
     nodes: list[Node]
-    per_node: dict[str, int] = field(default_factory=dict)  # node address -> fixtures run
+    per_node: dict[str, int] = field(default_factory=dict)  # node id -> fixtures run
+    devices: dict[str, list[str]] = field(default_factory=dict)  # node id -> its workers' ASR
     retried: int = 0
     warnings: list[str] = field(default_factory=list)
 
@@ -70,8 +71,10 @@ class FixtureWorker:
         self.node = ray.get_runtime_context().get_node_id()
         Transcriber(self.settings.asr, self.settings.confirm).warm_up()
 
-    def where(self) -> str:
-        return self.node
+    def where(self) -> tuple[str, str]:
+        """The worker's node, and what its ASR runs on (device, compute type, model)."""
+        asr = self.settings.asr
+        return self.node, f"{asr.device} {asr.compute_type} {Path(asr.model).name}"
 
     async def run(self, task: dict[str, Any]) -> tuple[FixtureRun, str]:
         from turnscope.fixture_runner import run_fixture
@@ -97,15 +100,18 @@ def _start_workers(
     per = max(1, settings.asr.cpu_threads or 1)
     workers = []
     for node in found:
-        for _ in range(max(1, int(node.cpus // per))):
+        for k in range(max(1, int(node.cpus // per))):
+            # A node's GPUs go one each to its first workers, when the settings say what to run
+            gpu = settings.asr.on_gpu is not None and k < int(node.gpus)
             workers.append(
                 remote.options(
                     num_cpus=min(per, node.cpus),
+                    num_gpus=1 if gpu else 0,
                     max_restarts=-1,
                     max_concurrency=PER_WORKER,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
                 ).remote(
-                    settings.model_dump_json(),
+                    (settings.on_gpu() if gpu else settings).model_dump_json(),
                     str(suite_path.resolve()) if suite_path else None,
                     str(runs_dir.resolve()),
                     {**options, "cwd": os.getcwd()},
@@ -114,8 +120,11 @@ def _start_workers(
     return workers
 
 
-def _ready(ray: Any, workers: list[Any], found: list[Node]) -> tuple[list[Any], list[str]]:
-    """The workers that started (model loaded); a line for each that did not."""
+def _ready(
+    ray: Any, workers: list[Any], found: list[Node], devices: dict[str, list[str]]
+) -> tuple[list[Any], list[str]]:
+    """The workers that started (model loaded), their devices by node; a line for each that
+    did not."""
     refs = {w.where.remote(): w for w in workers}
     ok, problems = [], []
     pending = list(refs)
@@ -127,8 +136,9 @@ def _ready(ray: Any, workers: list[Any], found: list[Node]) -> tuple[list[Any], 
             problems += [f"a worker did not start within {READY_TIMEOUT_S:.0f} s"] * len(pending)
             break
         try:
-            ray.get(done[0])
+            node, device = ray.get(done[0])
             ok.append(refs[done[0]])
+            devices.setdefault(node, []).append(device)
         except Exception as exc:  # a node without the project or the model: its error
             problems.append(one_line(exc))
     if not ok:
@@ -155,11 +165,11 @@ def run_on_ray(
         found = nodes(ray)
         if not found:
             raise EnvironmentProblem(f"the Ray cluster at {address} has no node with a CPU")
-        workers, problems = _ready(
-            ray, _start_workers(ray, found, settings, suite_path, runs_dir, options), found
-        )
+        devices: dict[str, list[str]] = {}
+        started = _start_workers(ray, found, settings, suite_path, runs_dir, options)
+        workers, problems = _ready(ray, started, found, devices)
         out = _dispatch(ray, list(tasks), suite_path, workers, progress)
-        out.nodes = found
+        out.nodes, out.devices = found, devices
         out.warnings = [f"a Ray worker did not start: {p}" for p in problems]
         return out
     finally:
