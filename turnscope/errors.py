@@ -35,6 +35,13 @@ class CallSetupError(TurnscopeError):
     exit_code = 4
 
 
+class UploadError(TurnscopeError):
+    """A bundle could not be uploaded to object storage (exit 4: it is kept locally, and the
+    message says where)."""
+
+    exit_code = 4
+
+
 class CalibrationError(TurnscopeError):
     """The marker did not come back (or not consistently): the timing stays uncalibrated
     (exit 4 where a measurement was asked for)."""
@@ -80,3 +87,9 @@ class OutputError(TurnscopeError):
     @property
     def disk_full(self) -> bool:
         return self.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def brief(exc: BaseException) -> str:
+    """An exception's message on one line, at most 300 characters (its type when empty)."""
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__

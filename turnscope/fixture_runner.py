@@ -18,7 +18,7 @@ from typing import Any
 
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
-from turnscope.errors import TurnscopeError
+from turnscope.errors import TurnscopeError, UploadError
 from turnscope.scoring.contract import Reference, load_reference, task_contract
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
@@ -27,6 +27,7 @@ from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions
 from turnscope.scoring.transcript import load_dialogue
 from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.wer import channel_texts
+from turnscope.storage import LocalRuns, ObjectRuns
 
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
 
@@ -204,11 +205,35 @@ async def run_fixture(
     return FixtureRun(row, _scores(task, fx, row, wer, outcome, run.outcome.exercise))
 
 
+async def run_and_publish(
+    task: dict[str, Any],
+    suite_path: Path | None,
+    settings: Settings,
+    runs: LocalRuns | ObjectRuns,
+    **options: Any,
+) -> FixtureRun:
+    """``run_fixture`` into the task's folder of ``runs``, then the bundle published there (an
+    upload that fails makes the task void, its bundle kept locally: the reason says where)."""
+    from turnscope.offload import offload
+    from turnscope.outdir import clear_run
+
+    task_id = str(task["id"])
+    folder = runs.folder(task_id)
+    clear_run(folder)  # what an earlier attempt (a worker that died) left of it
+    run = await run_fixture(task, suite_path, settings, folder, **options)
+    if isinstance(runs, ObjectRuns) and folder.exists():
+        try:
+            await offload(runs.publish, folder, task_id)
+        except UploadError as exc:
+            return void_run(task, suite_path, str(exc))
+    return run
+
+
 async def run_suite_fixtures(
     suite: dict[str, Any],
     suite_path: Path | None,
     settings: Settings,
-    runs_dir: Path,
+    runs_dir: Path | LocalRuns | ObjectRuns,
     *,
     jobs: int | None = None,
     agent_url: str | None = None,
@@ -218,6 +243,7 @@ async def run_suite_fixtures(
 ) -> list[FixtureRun]:
     """Every task, at most ``jobs`` at a time (default: ``REPLAY_JOBS`` replays and one live
     call), results in suite order."""
+    runs = runs_dir if isinstance(runs_dir, (LocalRuns, ObjectRuns)) else LocalRuns(runs_dir)
     replays = asyncio.Semaphore(jobs or REPLAY_JOBS)
     calls = asyncio.Semaphore(jobs or 1)
 
@@ -230,11 +256,11 @@ async def run_suite_fixtures(
 
     async def one(task: dict[str, Any]) -> FixtureRun:
         async with calls if live(task) else replays:
-            result = await run_fixture(
+            result = await run_and_publish(
                 task,
                 suite_path,
                 settings,
-                runs_dir / str(task["id"]),
+                runs,
                 agent_url=agent_url,
                 loopback_only=loopback_only,
                 transport=transport,

@@ -76,7 +76,12 @@ def bench(
         help="Run the fixtures on Ray: a cluster's address (ray://HOST:10001, HOST:6379, auto), "
         "or --ray alone (after SUITE) for a local Ray.",
     ),
-    runs: Path | None = typer.Option(None, "--runs", help="Folder for each fixture's bundle."),
+    runs: str | None = typer.Option(
+        None,
+        "--runs",
+        help="Folder for each fixture's bundle, or object storage: s3://BUCKET/PREFIX, "
+        "gs://BUCKET/PREFIX.",
+    ),
     force: bool = typer.Option(
         False, "--force", help="Replace the bundles of an earlier run in --runs."
     ),
@@ -156,7 +161,7 @@ def run_fixtures(
     suite: Path,
     output: Path | None,
     scorecard_path: Path | None,
-    runs: Path | None,
+    runs: str | None,
     agent: str | None,
     loopback_only: bool,
     jobs: int | None,
@@ -201,18 +206,27 @@ def run_fixtures(
         )
     for task in data["tasks"]:
         parse_fixture(task, suite)  # every fixture checked before anything runs
-    runs_dir = output_dir(runs, f"bench-{data.get('name')}")
-    earlier = [
-        runs_dir / str(t["id"]) for t in data["tasks"] if holds_a_run(runs_dir / str(t["id"]))
-    ]
-    if earlier and not force:
-        raise InputError(
-            f"already holds the bundles of an earlier run ({', '.join(p.name for p in earlier)})",
-            path=runs_dir,
-            fix="choose another --runs, or pass --force to replace them",
-        )
-    for folder in earlier:
-        clear_run(folder)
+    from turnscope.storage import LocalRuns, bundle_store
+
+    store = bundle_store(runs) if runs is not None else None
+    if isinstance(store, LocalRuns) or store is None:
+        runs_dir = output_dir(store.root if store else None, f"bench-{data.get('name')}")
+        store = LocalRuns(runs_dir)
+        earlier = [
+            runs_dir / str(t["id"]) for t in data["tasks"] if holds_a_run(runs_dir / str(t["id"]))
+        ]
+        if earlier and not force:
+            raise InputError(
+                f"already holds the bundles of an earlier run "
+                f"({', '.join(p.name for p in earlier)})",
+                path=runs_dir,
+                fix="choose another --runs, or pass --force to replace them",
+            )
+        for folder in earlier:
+            clear_run(folder)
+    else:
+        store.check()  # a bucket we cannot write to is one line before anything runs
+        runs_dir = Path(f"bench-{data.get('name')}")  # the local scorecard's default home
     if output is not None and output.is_dir():
         raise InputError("is a folder, expected the result file to write", path=output)
     settings = PipelineOptions(settings_file).settings()
@@ -233,7 +247,7 @@ def run_fixtures(
         name = f"bench {data.get('name')}"
         job = bar.add_task(name, total=len(data["tasks"]))
         if ray_address is not None:
-            ray_run = _on_ray(data, suite, settings, runs_dir, ray_address, bar, job, name,
+            ray_run = _on_ray(data, suite, settings, store, ray_address, bar, job, name,
                               dict(agent_url=agent, loopback_only=loopback_only,
                                    transport=transport))  # fmt: skip
             results = ray_run.runs
@@ -243,7 +257,7 @@ def run_fixtures(
                     data,
                     suite,
                     settings,
-                    runs_dir,
+                    store,
                     jobs=jobs,
                     agent_url=agent,
                     loopback_only=loopback_only,
@@ -268,11 +282,11 @@ def run_fixtures(
             warn_line(f"task {r.scores.task_id} is void: {r.scores.note}")
     if ray_address is not None:
         _say_where(ray_run)
-    out.print(f"scorecard: {card_path} (and .html); per-task bundles in {runs_dir}")
+    out.print(f"scorecard: {card_path} (and .html); per-task bundles in {store.describe()}")
     return bench_exit(result)
 
 
-def _on_ray(data: dict[str, Any], suite: Path, settings: Any, runs_dir: Path, address: str,
+def _on_ray(data: dict[str, Any], suite: Path, settings: Any, store: Any, address: str,
             bar: Any, job: Any, name: str, options: dict[str, Any]) -> Any:  # fmt: skip
     """The fixtures on Ray, the bar saying done / failed / retried."""
     from turnscope.distributed.fixtures import run_on_ray
@@ -281,7 +295,10 @@ def _on_ray(data: dict[str, Any], suite: Path, settings: Any, runs_dir: Path, ad
         bar.update(job, completed=p.done,
                    description=f"{name} (failed {p.failed}, retried {p.retried})")  # fmt: skip
 
-    return run_on_ray(data["tasks"], suite, settings, runs_dir, address=address,
+    from turnscope.storage import ObjectRuns
+
+    runs = store.url if isinstance(store, ObjectRuns) else store.root
+    return run_on_ray(data["tasks"], suite, settings, runs, address=address,
                       options=options, progress=show)  # fmt: skip
 
 

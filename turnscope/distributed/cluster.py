@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from turnscope.errors import EnvironmentProblem, InputError
+from turnscope.errors import brief as one_line
 
 QUIET_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage statistics (Ray's own opt-out)
@@ -138,8 +139,3 @@ def nodes(ray: ModuleType) -> list[Node]:
                 Node(n["NodeID"], n.get("NodeManagerAddress", "?"), res["CPU"], res.get("GPU", 0.0))
             )
     return out
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] or type(exc).__name__

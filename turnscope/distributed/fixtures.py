@@ -23,6 +23,7 @@ from turnscope.asr.settings import Settings
 from turnscope.distributed.cluster import Node, connect, nodes, one_line
 from turnscope.errors import EnvironmentProblem
 from turnscope.fixture_runner import FixtureRun, void_run
+from turnscope.storage import bundle_store, is_remote
 
 PER_WORKER = 4  # fixtures at once on one worker
 MAX_ATTEMPTS = 3  # a fixture whose worker died this many times is void
@@ -66,7 +67,7 @@ class FixtureWorker:
             os.chdir(cwd)
         self.settings = Settings.model_validate_json(settings_json)
         self.suite_path = Path(suite_path) if suite_path else None
-        self.runs_dir = Path(runs_dir)
+        self.runs = bundle_store(runs_dir if is_remote(runs_dir) else Path(runs_dir))
         self.options = {k: v for k, v in options.items() if k != "cwd"}
         self.node = ray.get_runtime_context().get_node_id()
         Transcriber(self.settings.asr, self.settings.confirm).warm_up()
@@ -77,12 +78,9 @@ class FixtureWorker:
         return self.node, f"{asr.device} {asr.compute_type} {Path(asr.model).name}"
 
     async def run(self, task: dict[str, Any]) -> tuple[FixtureRun, str]:
-        from turnscope.fixture_runner import run_fixture
-        from turnscope.outdir import clear_run
+        from turnscope.fixture_runner import run_and_publish
 
-        folder = self.runs_dir / str(task["id"])
-        clear_run(folder)  # what a worker that died left of this fixture
-        run = await run_fixture(task, self.suite_path, self.settings, folder, **self.options)
+        run = await run_and_publish(task, self.suite_path, self.settings, self.runs, **self.options)
         return run, self.node
 
 
@@ -91,7 +89,7 @@ def _start_workers(
     found: list[Node],
     settings: Settings,
     suite_path: Path | None,
-    runs_dir: Path,
+    runs_dir: Path | str,
     options: dict[str, Any],
 ) -> list[Any]:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -113,7 +111,7 @@ def _start_workers(
                 ).remote(
                     (settings.on_gpu() if gpu else settings).model_dump_json(),
                     str(suite_path.resolve()) if suite_path else None,
-                    str(runs_dir.resolve()),
+                    runs_dir if is_remote(runs_dir) else str(Path(runs_dir).resolve()),
                     {**options, "cwd": os.getcwd()},
                 )
             )
@@ -153,7 +151,7 @@ def run_on_ray(
     tasks: Sequence[dict[str, Any]],
     suite_path: Path | None,
     settings: Settings,
-    runs_dir: Path,
+    runs_dir: Path | str,
     *,
     address: str,
     options: dict[str, Any],

@@ -1,0 +1,149 @@
+"""Where a suite's bundles go: a folder (every node reaching it at the same path), or object
+storage (``s3://BUCKET/PREFIX``, ``gs://BUCKET/PREFIX`` through fsspec).
+
+A bundle for object storage is written to a local scratch folder as usual (audio on disk as it
+arrives), then uploaded under ``PREFIX/<task id>/``; its manifest then names every artifact by
+the contract's ``object_storage`` location (bucket and object key, checksums unchanged), and the
+scratch copy is removed. An upload that fails keeps the scratch copy and says where.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from turnscope import redact
+from turnscope.errors import EnvironmentProblem, InputError, UploadError
+from turnscope.errors import brief as one_line
+from turnscope.scoring.evidence.bundle import MANIFEST
+
+PROTOCOLS = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}  # the fsspec package each needs
+EXTRAS = {"s3fs": "s3", "gcsfs": "gcs"}
+
+
+def is_remote(where: str | Path | None) -> bool:
+    return isinstance(where, str) and where.split("://", 1)[0] in PROTOCOLS and "://" in where
+
+
+@dataclass
+class LocalRuns:
+    """Bundles in a folder: each task's own subfolder, nothing to publish."""
+
+    root: Path
+
+    def folder(self, task_id: str) -> Path:
+        return self.root / task_id
+
+    def publish(self, folder: Path, task_id: str) -> str:
+        return str(folder)
+
+    def describe(self) -> str:
+        return str(self.root)
+
+
+@dataclass
+class ObjectRuns:
+    """Bundles in object storage under ``url`` (``s3://BUCKET/PREFIX``)."""
+
+    url: str
+    scratch: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="turnscope-")))
+
+    @property
+    def bucket(self) -> str:
+        return self.url.split("://", 1)[1].split("/", 1)[0]
+
+    @property
+    def prefix(self) -> str:
+        rest = self.url.split("://", 1)[1]
+        return rest.split("/", 1)[1].strip("/") if "/" in rest else ""
+
+    def key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+    def fs(self) -> Any:
+        return filesystem(self.url)
+
+    def folder(self, task_id: str) -> Path:
+        return self.scratch / task_id
+
+    def publish(self, folder: Path, task_id: str) -> str:
+        """Upload the bundle (the manifest last, naming object keys); its URL."""
+        fs = self.fs()
+        base = f"{self.bucket}/{self.key(task_id)}"
+        try:
+            if fs.exists(base):
+                fs.rm(base, recursive=True)  # an earlier run's files: none may linger
+            manifest = folder / MANIFEST
+            doc = json.loads(manifest.read_text()) if manifest.exists() else None
+            for path in sorted(folder.rglob("*")):
+                rel = path.relative_to(folder).as_posix()
+                if path.is_file() and rel != MANIFEST:
+                    fs.put_file(str(path), f"{base}/{rel}")
+            if doc is not None:
+                fs.pipe_file(f"{base}/{MANIFEST}", json.dumps(self.located(doc, task_id),
+                                                              indent=2).encode())  # fmt: skip
+        except Exception as exc:  # credentials, a missing bucket, the network: one line
+            why = f"{self.url}/{task_id} ({redact.scrub(one_line(exc))}); it is kept in {folder}"
+            raise UploadError(f"could not upload the bundle to {why}") from None
+        shutil.rmtree(folder, ignore_errors=True)
+        return f"{self.url.rstrip('/')}/{task_id}"
+
+    def located(self, manifest: dict[str, Any], task_id: str) -> dict[str, Any]:
+        """The manifest with every local artifact named by bucket and object key."""
+        out = dict(manifest)
+        artifacts = []
+        for a in manifest.get("artifacts") or []:
+            a = dict(a)
+            if a.get("location", "local_path") == "local_path" and "path" in a:
+                a["location"] = "object_storage"
+                a["bucket"] = self.bucket
+                a["object_key"] = self.key(task_id, a.pop("path"))
+            artifacts.append(a)
+        out["artifacts"] = artifacts
+        return out
+
+    def describe(self) -> str:
+        return self.url
+
+    def check(self) -> None:
+        """Write and remove a probe object, so a bucket that is missing or closed to us is one
+        line before anything runs."""
+        fs = self.fs()
+        probe = f"{self.bucket}/{self.key('.turnscope-probe')}"
+        try:
+            fs.pipe_file(probe, b"turnscope")
+            fs.rm(probe)
+        except Exception as exc:
+            raise EnvironmentProblem(
+                f"cannot write to {self.url} ({redact.scrub(one_line(exc))}): check the bucket "
+                "name and the credentials (AWS_* / GOOGLE_APPLICATION_CREDENTIALS; "
+                "AWS_ENDPOINT_URL for an S3-compatible store)"
+            ) from None
+
+
+def filesystem(url: str) -> Any:
+    """The fsspec filesystem for ``url``'s protocol (its package missing: one line)."""
+    protocol = url.split("://", 1)[0]
+    package = PROTOCOLS[protocol]
+    try:
+        import fsspec
+
+        return fsspec.filesystem(protocol)
+    except ImportError:
+        raise EnvironmentProblem(
+            f"{protocol}:// bundles need {package}: pip install 'turnscope[{EXTRAS[package]}]'"
+        ) from None
+
+
+def bundle_store(where: str | Path) -> LocalRuns | ObjectRuns:
+    """The store for ``--runs``: a folder, or an object-storage URL (checked)."""
+    if is_remote(where):
+        store = ObjectRuns(str(where))
+        if not store.bucket:
+            raise InputError(f"--runs {where}: no bucket", fix="give s3://BUCKET/PREFIX")
+        return store
+    return LocalRuns(Path(where))
