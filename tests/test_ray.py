@@ -174,8 +174,11 @@ class _FakeRay:
         return SimpleNamespace(scores=SimpleNamespace(verdict="pass"), task=ref.task), w.node
 
 
-def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retried():
+def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retried(monkeypatch):
+    from turnscope.distributed import fixtures
     from turnscope.distributed.fixtures import _dispatch
+
+    monkeypatch.setattr(fixtures, "alive", lambda ray: True)  # one worker died, not the cluster
 
     tasks = [{"id": f"t{k}"} for k in range(9)]
     workers = [_Worker("a", die_on="t0"), _Worker("b"), _Worker("c")]
@@ -269,3 +272,19 @@ def test_a_model_that_cannot_load_on_cuda_is_one_line():
 
     with pytest.raises(EnvironmentProblem, match="cannot load the Whisper model on cuda"):
         load_whisper(ModelSpec(device="cuda", compute_type="float16"))
+
+
+def test_a_cluster_that_goes_away_voids_what_did_not_run_and_keeps_what_did(monkeypatch):
+    from turnscope.distributed import fixtures
+    from turnscope.distributed.cluster import GONE
+    from turnscope.distributed.fixtures import _dispatch
+
+    monkeypatch.setattr(fixtures, "alive", lambda ray: False)
+    tasks = [{"id": f"t{k}"} for k in range(9)]
+    workers = [_Worker("a", die_on="t4"), _Worker("b")]
+    run = _dispatch(_FakeRay(), tasks, None, workers, None)
+    ran = sorted(t for w in workers for t in w.ran)
+    assert run.gone and run.gone.startswith(GONE) and len(run.runs) == 9
+    void = [r for r in run.runs if getattr(r, "scores", None) and r.scores.verdict == "void"]
+    assert len(ran) + len(void) == 9 and "t4" not in ran and len(ran) >= 4
+    assert all(GONE in r.scores.note for r in void)

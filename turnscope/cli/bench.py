@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from turnscope.cli.call import check_ws_url
-from turnscope.cli.console import out, warn_line
+from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport
 from turnscope.errors import BenchError, InputError
 
@@ -184,6 +184,7 @@ def run_fixtures(
     )
 
     from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
+    from turnscope.distributed.cluster import GONE
     from turnscope.fixture_runner import run_suite_fixtures
     from turnscope.jsonio import write_json, write_text
     from turnscope.outdir import clear_run, holds_a_run, output_dir
@@ -283,6 +284,13 @@ def run_fixtures(
     if ray_address is not None:
         _say_where(ray_run)
     out.print(f"scorecard: {card_path} (and .html); per-task bundles in {store.describe()}")
+    if ray_address is not None and ray_run.gone:
+        lost = sum(
+            1 for r in results if r.scores.verdict == "void" and GONE in (r.scores.note or "")
+        )
+        fail_line(f"{ray_run.gone}: {lost} fixture(s) did not run (void); what finished is "
+                  f"kept in {store.describe()} (start the cluster again and rerun)")  # fmt: skip
+        return 4
     return bench_exit(result)
 
 

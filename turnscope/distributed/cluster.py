@@ -129,6 +129,22 @@ def _probe(address: str) -> None:
         ) from None
 
 
+def alive(ray: ModuleType) -> bool:
+    """Whether the cluster's control store (GCS) still takes connections: a worker that dies
+    with it alive is one worker lost, with it gone the cluster is."""
+    import socket
+
+    try:
+        host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
+        socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
+
+
+GONE = "the Ray cluster went away mid-run"
+
+
 def nodes(ray: ModuleType) -> list[Node]:
     """The cluster's live nodes with CPUs."""
     out = []

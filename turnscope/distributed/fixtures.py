@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.asr.settings import Settings
-from turnscope.distributed.cluster import Node, connect, nodes, one_line
+from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line
 from turnscope.errors import EnvironmentProblem
 from turnscope.fixture_runner import FixtureRun, void_run
 from turnscope.storage import bundle_store, is_remote
@@ -50,6 +50,7 @@ class RayRun:
     devices: dict[str, list[str]] = field(default_factory=dict)  # node id -> its workers' ASR
     retried: int = 0
     warnings: list[str] = field(default_factory=list)
+    gone: str | None = None  # the cluster went away: what did not run is void with this reason
 
 
 class FixtureWorker:
@@ -191,8 +192,9 @@ def _dispatch(
     load = {id(w): 0 for w in workers}
     flying: dict[Any, tuple[int, Any]] = {}
     per_node: dict[str, int] = {}
-    while queue or flying:
-        while queue:  # one at a time to the least loaded worker: spread over every node
+    gone: str | None = None
+    while (queue and gone is None) or flying:
+        while queue and gone is None:  # one at a time to the least loaded worker
             w = min(workers, key=lambda w: load[id(w)])
             if load[id(w)] >= PER_WORKER:
                 break
@@ -210,6 +212,11 @@ def _dispatch(
                 why = f"{type(exc.cause).__name__}: {exc.cause}"
                 results[k] = void_run(tasks[k], suite_path, why)
             except RayError as exc:  # the worker died (killed, out of memory, node gone)
+                if gone is None and not alive(ray):
+                    gone = f"{GONE} ({one_line(exc)[:120]})"
+                if gone is not None:
+                    queue.appendleft(k)
+                    continue
                 if attempts[k] < MAX_ATTEMPTS:
                     state.retried += 1
                     queue.appendleft(k)
@@ -223,4 +230,8 @@ def _dispatch(
             state.failed += results[k].scores.verdict == "void"  # type: ignore[union-attr]
         if progress is not None:
             progress(state)
-    return RayRun([r for r in results if r is not None], [], per_node, state.retried)
+    for k in queue:  # never ran: the cluster went away
+        results[k] = void_run(tasks[k], suite_path, gone or GONE)
+    run = RayRun([r for r in results if r is not None], [], per_node, retried=state.retried)
+    run.gone = gone
+    return run

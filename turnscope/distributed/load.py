@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from turnscope.distributed.cluster import Node, connect, nodes, one_line
+from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line
 from turnscope.errors import EnvironmentProblem
 from turnscope.interrupts import signals_to
 from turnscope.load.calls import Event, LoadJob
@@ -120,6 +120,10 @@ def run_load_on_ray(
                     try:
                         ray.get(ref)
                     except Exception as exc:  # the actor died (killed, out of memory, node gone)
+                        if not alive(ray):
+                            problems.insert(0, f"{GONE} ({one_line(exc)[:120]})")
+                            live.clear()  # nothing more will come from any of them
+                            break
                         problems.append(f"the Ray worker {name} died: {one_line(exc)}")
                     _drain(ray, [a], on_event)
         return stopped, problems, owner
