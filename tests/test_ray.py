@@ -123,10 +123,20 @@ def test_two_nodes_share_the_fixtures_and_a_killed_worker_loses_nothing(suite, l
     token.write_text(secrets.token_hex(32))
     env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": temp,
            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
+    # First a driver without the cluster's token (and no ~/.ray token of its own): one line.
+    home = tmp_path / "home"
+    home.mkdir()
+    tokenless = (f"HOME={home} env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH {' '.join(bench)} "
+                 f">/dev/null 2>{tmp_path / 'tokenless.err'}; echo $? >{tmp_path / 'tokenless.rc'}"
+                 '; exec "$@"')  # fmt: skip
     done = subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh",
-                           *bench], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=ROOT)  # fmt: skip
+                           "sh", "-c", tokenless, "sh", *bench], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=ROOT)  # fmt: skip
     killer.join()
+    err = (tmp_path / "tokenless.err").read_text()
+    assert (tmp_path / "tokenless.rc").read_text().strip() == "2", err
+    assert err.count("\n") == 1 and "wants its authentication token" in err
+    assert token.read_text() not in err
     assert done.returncode in (0, 1), done.stderr
     assert _turns(runs) == _turns(local)  # every fixture, once, as locally
     assert _rows(runs) == _rows(local)
@@ -190,19 +200,20 @@ def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retrie
     assert sorted(run.per_node.values()) == [3, 3, 3]  # spread evenly
 
 
-LOAD_SCENARIO = ROOT / "configs" / "scenarios" / "refund-call.yaml"
-
-
 def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp_path):
     """4 calls from a two-node Ray (2 CPUs each: a loop per CPU) against the reference agent;
     one loop is killed mid-call: its call is reported lost, the run degraded, the rest kept."""
+    from tests.test_load import SCENARIO
+
     out = tmp_path / "load"
+    scenario = tmp_path / "load-test.yaml"  # a 14 s call
+    scenario.write_text(SCENARIO)
 
     def kill_one_loop() -> None:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and len(list(out.glob("calls/*/caller.wav"))) < 4:
             time.sleep(0.2)
-        time.sleep(3.0)
+        time.sleep(2.0)
         ps = subprocess.run(["pgrep", "-f", "ray::LoadWorker"], capture_output=True, text=True)
         pids = [int(p) for p in ps.stdout.split()]
         if pids:
@@ -212,9 +223,9 @@ def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp
     killer.start()
     exe = " ".join(turnscope_exe())
     both = (
-        f"{exe} agent --port 18311 --scenario {LOAD_SCENARIO} >/dev/null 2>&1 & sleep 3; "
+        f"{exe} agent --port 18311 --scenario {scenario} >/dev/null 2>&1 & sleep 3; "
         f"{exe} load http://127.0.0.1:18311/api/offer --loopback-only --scenario "
-        f"{LOAD_SCENARIO} --calls 4 --rate 4 -q -o {out} --ray 127.0.0.1:6379; "
+        f"{scenario} --calls 4 --rate 4 -q -o {out} --ray 127.0.0.1:6379; "
         "code=$?; kill %1; exit $code"
     )
     temp = tempfile.mkdtemp(prefix="ray")
@@ -235,7 +246,7 @@ def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp
     assert "died" in done.stderr and "Traceback" not in done.stderr
     for c in r["calls"]:
         assert (out / "calls" / f"call-{c['slot'] + 1:04d}" / "caller.wav").exists()
-    assert r["latency_ms"]["n"] >= 9
+    assert r["latency_ms"]["n"] >= 6
 
 
 def test_a_gpu_node_runs_the_gpu_settings_on_one_worker_per_gpu(tmp_path):
