@@ -7,7 +7,8 @@ Runs in a network namespace of its own (Ray's servers listen on every interface)
 the loopback exists; the script re-enters itself there.
 
 Suite: the synthetic corpus calls (benchmarks/common.py) as replay fixtures, run by
-`turnscope bench` with ``--jobs 2`` locally, on a one-node Ray started by the driver (``--ray``),
+`turnscope bench` with ``--jobs 2`` and ``--jobs 4`` locally (the one-node Ray's one worker runs
+4 at once), on a one-node Ray started by the driver (``--ray``),
 and on a two-node Ray on this machine (``ray start`` head with 2 CPUs, a second node with 4: the
 fixtures should split 1:2). Wall time is the whole process (Ray's start included); the rows are
 compared with the local run's, task by task.
@@ -55,7 +56,12 @@ script:
   - caller: Thanks, bye.
   - agent: Goodbye.
 """
-ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "HF_HUB_OFFLINE": "1"}
+ENV = {
+    **os.environ,
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_worker_niceness": "0",
+    "HF_HUB_OFFLINE": "1",
+}
 
 
 def in_namespace() -> None:
@@ -102,6 +108,7 @@ def suite_part(work: Path, fixtures: int) -> list[dict]:
                     "ray": ray_line(done.stdout)})  # fmt: skip
 
     bench("local --jobs 2", "--jobs", "2")
+    bench("local --jobs 4 (as many at once as the one-node Ray's worker)", "--jobs", "4")
     bench("one-node Ray (--ray, started by the driver)", "--ray")
     temp = tempfile.mkdtemp(prefix="ray")  # Ray's socket paths must be short
     token = Path(temp) / "token"
@@ -109,6 +116,7 @@ def suite_part(work: Path, fixtures: int) -> list[dict]:
     env = {**ENV, "PATH": f"{BIN}:{ENV['PATH']}", "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
     ray = str(BIN / "ray")
+    # (RAY_worker_niceness=0 in env: Ray's nice 15 workers would lose the CPU to the agent)
     subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--port", "6379",
                     "--disable-usage-stats", "--include-dashboard=false", "--temp-dir", temp],
                    check=True, capture_output=True, env=env)  # fmt: skip
@@ -187,7 +195,9 @@ def pct(values: list[float], q: float) -> float:
 def print_suite(runs: list[dict]) -> None:
     base = runs[0]
     print(f"\nsuite of {len(base['rows'])} replay fixtures (wall: the whole process)")
-    print("| run | wall | vs local --jobs 2 | rows identical to local | fixtures per node |")
+    print(
+        "| run | wall | vs local --jobs 2 | rows identical to local --jobs 2 | fixtures per node |"
+    )
     print("|---|---|---|---|---|")
     for r in runs:
         same = sum(r["rows"].get(k) == v for k, v in base["rows"].items())

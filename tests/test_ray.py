@@ -24,7 +24,7 @@ RAY = Path(sys.executable).with_name("ray")
 NETNS = ["unshare", "--net", "--map-root-user", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
 Done = subprocess.CompletedProcess
 SUITE = ROOT / "configs" / "suites" / "voice_regression.json"
-ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -223,10 +223,10 @@ def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp
     killer.start()
     exe = " ".join(turnscope_exe())
     both = (
-        f"{exe} agent --port 18311 --scenario {scenario} >/dev/null 2>&1 & sleep 3; "
+        f"{exe} agent --port 18311 --scenario {scenario} >/dev/null 2>&1 & agent=$!; sleep 3; "
         f"{exe} load http://127.0.0.1:18311/api/offer --loopback-only --scenario "
         f"{scenario} --calls 4 --rate 4 -q -o {out} --ray 127.0.0.1:6379; "
-        "code=$?; kill %1; exit $code"
+        'code=$?; kill "$agent"; exit $code'
     )
     temp = tempfile.mkdtemp(prefix="ray")
     token = Path(temp) / "token"

@@ -241,9 +241,12 @@ def run_load(
                     warnings.append(line)
                 bar.update(task, description=f"calling from {len(found)} node(s)")
 
-            stopped, problems, owner = run_load_on_ray(
+            stopped, problems, owner, notes = run_load_on_ray(
                 job, plan, ray_address, on_event, on_ready=ready
             )
+            for line in notes:
+                warn_line(line)
+                warnings.append(line)
             n = placed.get("n", 0)
     why = stopped[0] if stopped else (problems[0] if problems else "its worker was lost")
     records = tally.records + missing_slots(tally.records, plan, why, owner)

@@ -25,6 +25,9 @@ QUIET_ENV = {
     "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
     "HF_HUB_OFFLINE": "1",  # the workers' faster-whisper: no hub lookups
+    # Ray runs its workers at nice 15: a live call placed from one then loses the CPU to every
+    # other process (benchmarks/scale.py: 16 calls sent 5557 caller frames late, worst 937 ms).
+    "RAY_worker_niceness": "0",
 }
 PROBE_TIMEOUT_S = 5.0
 LOCAL = "local"

@@ -33,11 +33,12 @@ class LoadWorker:
         self.ready: Any = None
         self.stopping: Any = None
 
-    async def prepare(self) -> str:
+    async def prepare(self) -> tuple[str, int]:
+        """Ready to call: the loop's name, and the niceness Ray runs it at."""
         from turnscope.load.calls import prepare
 
         self.ready = await prepare(self.job)
-        return self.name
+        return self.name, os.nice(0)
 
     async def run(self, slots: list[Any], start_at: float) -> None:
         from turnscope.load.calls import Stopping, run_slots
@@ -72,9 +73,9 @@ def run_load_on_ray(
     on_event: Callable[[Event], None],
     *,
     on_ready: Callable[[list[Node], int], None] | None = None,
-) -> tuple[list[str], list[str], dict[int, str]]:
+) -> tuple[list[str], list[str], dict[int, str], list[str]]:
     """Place the plan's calls on the cluster at ``address``. Returns why it stopped early (a
-    signal), the workers that failed (a line each), and which worker had each slot."""
+    signal), the workers that failed (a line each), which worker had each slot, and notes."""
     ray = connect(address)
     try:
         found = nodes(ray)
@@ -95,7 +96,8 @@ def run_load_on_ray(
                         scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
                     ).remote(job, os.getcwd(), f"{node.address}/{node.node_id[:6]}#{k + 1}")
                 )
-        ready, problems = _prepared(ray, actors)
+        notes: list[str] = []
+        ready, problems = _prepared(ray, actors, notes)
         assigned = list(zip(ready, plan.split(len(ready)), strict=True))
         owner = {s.index: name for (_, name), share in assigned for s in share}
         if on_ready is not None:
@@ -126,12 +128,16 @@ def run_load_on_ray(
                             break
                         problems.append(f"the Ray worker {name} died: {one_line(exc)}")
                     _drain(ray, [a], on_event)
-        return stopped, problems, owner
+        return stopped, problems, owner, notes
     finally:
         ray.shutdown()
 
 
-def _prepared(ray: Any, actors: list[Any]) -> tuple[list[tuple[Any, str]], list[str]]:
+def _prepared(
+    ray: Any, actors: list[Any], notes: list[str]
+) -> tuple[list[tuple[Any, str]], list[str]]:
+    """The actors ready to call (with their names), a line for each that is not; ``notes``
+    gets what a reader of the results should know (a loop Ray runs at low priority)."""
     refs = {a.prepare.remote(): a for a in actors}
     ok: list[tuple[Any, str]] = []
     problems: list[str] = []
@@ -145,9 +151,17 @@ def _prepared(ray: Any, actors: list[Any]) -> tuple[list[tuple[Any, str]], list[
             problems += [late] * len(pending)
             break
         try:
-            ok.append((refs[done[0]], ray.get(done[0])))
+            name, niceness = ray.get(done[0])
         except Exception as exc:  # a node without the project or the model: its error
             problems.append(one_line(exc))
+            continue
+        ok.append((refs[done[0]], name))
+        if niceness > 0 and not notes:
+            notes.append(
+                f"the Ray worker {name} runs at nice {niceness}: its calls lose the CPU to every "
+                "other process and send the caller's audio late (start the nodes with "
+                "RAY_worker_niceness=0 in their environment)"
+            )
     if not ok:
         raise EnvironmentProblem(
             f"no Ray worker could start the calls: {problems[0] if problems else '?'} (install "

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 # A call placed later than this after its planned start was not placed on time: the load the
 # agent saw is not the load that was asked for, and the run says so (degraded).
 PLACEMENT_SLACK_S = 1.0
-# Concurrent calls one core carries with no caller frame late (benchmarks/live.py, scale.py:
-# a call and its share of the ASR take about 6% of a core). Beyond it the run is warned.
-CALLS_PER_CORE = 16
+# Concurrent WebRTC calls one core carries (benchmarks/scale.py: a call's loop takes about 5%
+# of a core, its ASR runs on idle time). Beyond it the run is warned before it starts.
+CALLS_PER_CORE = 12
 
 
 class Slot(BaseModel):

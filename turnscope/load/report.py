@@ -172,6 +172,13 @@ def aggregate(
             f"{len(audio_late)} call(s) sent the caller's audio more than 200 ms late: the "
             "harness was overloaded, their latencies are not the agent's"
         )
+    warnings = list(warnings)
+    if harness.caller_late_frames:
+        warnings.append(
+            f"{harness.caller_late_frames} caller frames went out more than 20 ms late (worst "
+            f"{harness.caller_max_send_lag_ms or 0:.0f} ms): a latency measured from those turns "
+            "may be off by up to that (the harness was busy)"
+        )
     not_run = failures.get("not_run")
     if not_run:
         degraded.append(
