@@ -4,6 +4,7 @@
 - real WebRTC calls against the reference agent in its own process with a configured latency:
   every call completes with its bundle, callers redial through --duration, and the reply
   latency is reported at p50 and p99 within the bounds benchmarks/scale.py measures;
+- a phone line (turnscope playing the carrier) through the same path;
 - the stock pipecat bot (its own VAD and interruptions) under the same load path;
 - an agent that is not there: every call a set-up failure of kind "unreachable", exit 1;
 - Ctrl-C mid-run: the live calls end and are written, the run says it was interrupted, exit 4.
@@ -172,6 +173,20 @@ def test_load_against_the_reference_agent_reports_its_latency(agent_url, scenari
     assert "p99" in html and "<svg" in html
 
 
+def test_load_over_a_phone_line(agent_url, scenario, tmp_path):
+    """The same load path with turnscope playing the carrier (Twilio's media-stream dialect)."""
+    out = tmp_path / "run"
+    ws = agent_url.replace("http://", "ws://").replace("/api/offer", "/ws")
+    done = _load(ws, scenario, out, "--transport", "twilio", "--calls", "2", "--rate", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = _report(out)
+    assert r["transport"] == "twilio" and r["completed"] == 2 and not r["degraded"]
+    lo, hi = LATENCY_MS, LATENCY_MS + EAR_EXTRA_MS[1]  # no jitter buffer on a phone line
+    assert r["latency_ms"]["n"] >= 6 and lo <= r["latency_ms"]["p50"] <= hi, r["latency_ms"]
+    doc = json.loads((Path(r["calls"][0]["bundle"]) / "result.json").read_text())
+    assert doc["source"]["transport"] == "telephony"
+
+
 def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):
     from tests.interop.pipecat import pipecat_bot
 
@@ -219,3 +234,31 @@ def test_ctrl_c_ends_the_live_calls_and_keeps_them(agent_url, scenario, tmp_path
         assert (Path(c["bundle"]) / "voice_artifact_manifest.json").exists()
         doc = json.loads((Path(c["bundle"]) / "result.json").read_text())
         assert any("interrupted" in d for d in doc["degraded"])
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--calls", "2", "--rate", "0"], "--rate '0': expected calls per second"),
+        (["--calls", "2", "--rate", "3/hour"], "expected calls per second"),
+        (["--calls", "0"], "--calls"),
+        (["--calls", "2", "--duration", "-1"], "--duration"),
+        (["--calls", "2", "--loops", "2", "--ray"], "--loops is for a run on this machine"),
+    ],
+)
+def test_bad_load_options_are_one_line(cli, scenario, tmp_path, args, needle):
+    url = "http://127.0.0.1:9/api/offer"
+    code, _, err = cli("load", url, "--scenario", str(scenario), "-o", str(tmp_path / "o"), *args)
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_a_load_run_is_not_replaced_without_force(cli, scenario, tmp_path):
+    out = tmp_path / "o"
+    (out / "calls").mkdir(parents=True)
+    (out / "load.json").write_text("{}")
+    code, _, err = cli("load", "ws://127.0.0.1:9/ws", "--scenario", str(scenario), "--calls", "1",
+                       "-o", str(out))  # fmt: skip
+    assert code == 2 and "a websocket" in err  # the URL is checked first
+    code, _, err = cli("load", "http://127.0.0.1:9/api/offer", "--scenario", str(scenario),
+                       "--calls", "1", "-o", str(out))  # fmt: skip
+    assert code == 2 and "--force" in err and err.count("\n") == 1, err

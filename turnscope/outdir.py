@@ -30,8 +30,12 @@ RUN_FILES = (
 )
 
 
+LOAD_FILES = ("load.json", "load.html")  # a load run's aggregate, beside its calls/ folder
+
+
 def holds_a_run(folder: Path) -> bool:
-    return any((folder / name).exists() for name in (MANIFEST, "result.json", "caller.wav"))
+    marks = (MANIFEST, "result.json", "caller.wav", *LOAD_FILES)
+    return any((folder / name).exists() for name in marks)
 
 
 def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
@@ -60,8 +64,14 @@ def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
 
 
 def clear_run(folder: Path) -> None:
-    """Remove a previous run's files from ``folder`` (nothing else in it)."""
-    for name in RUN_FILES:
+    """Remove a previous run's files from ``folder`` (nothing else in it): a load run's
+    aggregate and its calls' bundles too."""
+    if any((folder / name).exists() for name in LOAD_FILES):
+        for call in (folder / "calls").glob("call-*"):
+            clear_run(call)
+            with contextlib.suppress(OSError):
+                call.rmdir()  # only when nothing but the run's files was in it
+    for name in (*RUN_FILES, *LOAD_FILES):
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
 
