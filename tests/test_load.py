@@ -3,8 +3,8 @@
 - the plan, the aggregate's percentiles, windows, failure kinds and degraded reasons (no loop);
 - real WebRTC calls against the reference agent in its own process with a configured latency:
   every call completes with its bundle, callers redial through --duration, and the reply
-  latency is reported at p50 and p99 within the bounds benchmarks/scale.py measures;
-- a phone line (turnscope playing the carrier) through the same path;
+  latency is reported at p50 and p99 within the bounds benchmarks/scale.py measures; at the
+  same time, calls on a phone line (turnscope playing the carrier) through the same path;
 - the stock pipecat bot (its own VAD and interruptions) under the same load path;
 - an agent that is not there: every call a set-up failure of kind "unreachable", exit 1;
 - Ctrl-C mid-run: the live calls end and are written, the run says it was interrupted, exit 4.
@@ -48,8 +48,6 @@ script:
   - caller: wait
     barge_in_at: early
   - agent: Yes?
-  - caller: Thanks, bye.
-  - agent: Goodbye.
 """
 
 
@@ -151,12 +149,25 @@ def _assert_latency_bounds(r: dict) -> None:
     assert lat["p99"] - lat["p50"] <= MAX_SPREAD_MS, lat
 
 
-def test_load_against_the_reference_agent_reports_its_latency(agent_url, scenario, tmp_path):
-    out = tmp_path / "run"
-    done = _load(agent_url, scenario, out, "--loopback-only", "--calls", "4", "--rate", "4/s",
-                 "--duration", "16")  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    r = _report(out)
+def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
+    agent_url, scenario, tmp_path
+):
+    """Two runs at once against the reference agent: 4 WebRTC callers dialling again through
+    --duration, and 2 callers on a phone line (turnscope playing Twilio)."""
+    web, phone = tmp_path / "web", tmp_path / "phone"
+    ws = agent_url.replace("http://", "ws://").replace("/api/offer", "/ws")
+    cmds = [
+        [*turnscope_exe(), "load", agent_url, "--scenario", str(scenario), "-o", str(web), "-q",
+         "--loopback-only", "--calls", "4", "--rate", "4/s", "--duration", "13"],
+        [*turnscope_exe(), "load", ws, "--scenario", str(scenario), "-o", str(phone), "-q",
+         "--transport", "twilio", "--calls", "2", "--rate", "2"],
+    ]  # fmt: skip
+    procs = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for c in cmds]  # fmt: skip
+    outs = [p.communicate(timeout=240) for p in procs]
+    for p, (stdout, stderr) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, stdout + stderr
+    r = _report(web)
     assert r["completed"] == len(r["calls"]) == r["passed"] and r["failures"] == {}
     assert {c["slot"] for c in r["calls"]} == {0, 1, 2, 3}
     assert max(c["attempt"] for c in r["calls"]) >= 2  # the callers dialled again
@@ -168,21 +179,13 @@ def test_load_against_the_reference_agent_reports_its_latency(agent_url, scenari
     for c in r["calls"]:
         assert (Path(c["bundle"]) / "voice_artifact_manifest.json").exists()
         assert (Path(c["bundle"]) / "caller.wav").stat().st_size > 10_000
-    assert (out / "calls" / "call-0001-2").is_dir()
-    html = (out / "load.html").read_text()
+    assert (web / "calls" / "call-0001-2").is_dir()
+    html = (web / "load.html").read_text()
     assert "p99" in html and "<svg" in html
-
-
-def test_load_over_a_phone_line(agent_url, scenario, tmp_path):
-    """The same load path with turnscope playing the carrier (Twilio's media-stream dialect)."""
-    out = tmp_path / "run"
-    ws = agent_url.replace("http://", "ws://").replace("/api/offer", "/ws")
-    done = _load(ws, scenario, out, "--transport", "twilio", "--calls", "2", "--rate", "2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    r = _report(out)
+    r = _report(phone)
     assert r["transport"] == "twilio" and r["completed"] == 2 and not r["degraded"]
     lo, hi = LATENCY_MS, LATENCY_MS + EAR_EXTRA_MS[1]  # no jitter buffer on a phone line
-    assert r["latency_ms"]["n"] >= 6 and lo <= r["latency_ms"]["p50"] <= hi, r["latency_ms"]
+    assert r["latency_ms"]["n"] >= 4 and lo <= r["latency_ms"]["p50"] <= hi, r["latency_ms"]
     doc = json.loads((Path(r["calls"][0]["bundle"]) / "result.json").read_text())
     assert doc["source"]["transport"] == "telephony"
 
@@ -197,7 +200,7 @@ def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):
     r = _report(out)
     assert r["completed"] == 2 and not r["degraded"], r["degraded"]
     # The bot decides the caller finished ~0.9 s after the speech ends, then waits 300 ms.
-    assert r["latency_ms"]["n"] >= 4 and 900 <= r["latency_ms"]["p50"] <= 2000
+    assert r["latency_ms"]["n"] >= 2 and 900 <= r["latency_ms"]["p50"] <= 2000
     assert r["harness"]["agent_lost_frames"] == 0
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from turnscope.cli.call import check_ws_url
+from turnscope.cli.call_options import check_ws_url
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport
 from turnscope.errors import BenchError, InputError

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from turnscope import redact
-from turnscope.cli.call import CALL_FAILED, remote_options
+from turnscope.cli.call import CALL_FAILED
+from turnscope.cli.call_options import remote_options
 from turnscope.cli.console import fail_line, out, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.errors import InputError
