@@ -102,51 +102,6 @@ exit $code
 """
 
 
-def test_two_nodes_share_the_fixtures_and_a_killed_worker_loses_nothing(suite, local, tmp_path):
-    runs = tmp_path / "runs"
-
-    def kill_one_worker() -> None:  # after the first bundle is written, a worker dies
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not list(runs.glob("*/transcript.json")):
-            time.sleep(0.2)
-        ps = subprocess.run(["pgrep", "-f", "ray::FixtureWorker"], capture_output=True, text=True)
-        pids = [int(p) for p in ps.stdout.split()]
-        if pids:
-            os.kill(pids[0], signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_one_worker)
-    killer.start()
-    bench = [*turnscope_exe(), "bench", str(suite), "-q", "--runs", str(runs), "-o",
-             str(runs.with_suffix(".json")), "--ray", "127.0.0.1:6379"]  # fmt: skip
-    temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must fit 107 bytes
-    token = Path(temp) / "token"  # a cluster started by `ray start` wants token authentication
-    token.write_text(secrets.token_hex(32))
-    env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": temp,
-           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
-    # First a driver without the cluster's token (and no ~/.ray token of its own): one line.
-    home = tmp_path / "home"
-    home.mkdir()
-    tokenless = (f"HOME={home} env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH {' '.join(bench)} "
-                 f">/dev/null 2>{tmp_path / 'tokenless.err'}; echo $? >{tmp_path / 'tokenless.rc'}"
-                 '; exec "$@"')  # fmt: skip
-    done = subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh",
-                           "sh", "-c", tokenless, "sh", *bench], capture_output=True, text=True,
-                          timeout=600, env=env, cwd=ROOT)  # fmt: skip
-    killer.join()
-    err = (tmp_path / "tokenless.err").read_text()
-    assert (tmp_path / "tokenless.rc").read_text().strip() == "2", err
-    assert err.count("\n") == 1 and "wants its authentication token" in err
-    assert token.read_text() not in err
-    assert done.returncode in (0, 1), done.stderr
-    assert _turns(runs) == _turns(local)  # every fixture, once, as locally
-    assert _rows(runs) == _rows(local)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("ray: "))
-    assert "2 node(s)" in line
-    counts = [int(part.rsplit(":", 1)[1]) for part in line.split("per node: ")[1].split(";")[:2]]
-    assert len(counts) == 2 and sum(counts) == 3, line  # which node ran what moves with the kill
-    assert "retried 0" not in line, line
-
-
 class _Ref:
     def __init__(self, worker, task):
         self.worker, self.task = worker, task
@@ -200,50 +155,102 @@ def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retrie
     assert sorted(run.per_node.values()) == [3, 3, 3]  # spread evenly
 
 
-def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(tmp_path):
-    """4 calls from a two-node Ray (2 CPUs each: a loop per CPU) against the reference agent;
-    one loop is killed mid-call: its call is reported lost, the run degraded, the rest kept."""
+def _kill_first(pattern: str, ready) -> None:  # type: ignore[no-untyped-def]
+    """Once ``ready()`` holds, SIGKILL the first process whose command line has ``pattern``."""
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.2)
+    ps = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    pids = [int(p) for p in ps.stdout.split()]
+    if pids:
+        os.kill(pids[0], signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def two_nodes(suite, tmp_path_factory):
+    """One two-node cluster (2 CPUs each, `ray start`, token authentication) in its own network
+    namespace, for three drivers in turn: a bench without the token; a bench with a fixture
+    worker killed after the first bundle; a load run from every loop, one killed mid-call."""
     from tests.test_load import SCENARIO
 
-    out = tmp_path / "load"
-    scenario = tmp_path / "load-test.yaml"  # a 14 s call
+    tmp = tmp_path_factory.mktemp("two-nodes")
+    runs, out = tmp / "runs", tmp / "load"
+    scenario = tmp / "load-test.yaml"
     scenario.write_text(SCENARIO)
-
-    def kill_one_loop() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and len(list(out.glob("calls/*/caller.wav"))) < 4:
-            time.sleep(0.2)
-        time.sleep(2.0)
-        ps = subprocess.run(["pgrep", "-f", "ray::LoadWorker"], capture_output=True, text=True)
-        pids = [int(p) for p in ps.stdout.split()]
-        if pids:
-            os.kill(pids[0], signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_one_loop)
-    killer.start()
+    home = tmp / "home"
+    home.mkdir()
     exe = " ".join(turnscope_exe())
-    both = (
-        f"{exe} agent --port 18311 --scenario {scenario} >/dev/null 2>&1 & agent=$!; sleep 3; "
-        f"{exe} load http://127.0.0.1:18311/api/offer --loopback-only --scenario "
-        f"{scenario} --calls 4 --rate 4 -q -o {out} --ray 127.0.0.1:6379; "
-        'code=$?; kill "$agent"; exit $code'
-    )
-    temp = tempfile.mkdtemp(prefix="ray")
-    token = Path(temp) / "token"
+    bench = (f"{exe} bench {suite} -q --runs {runs} -o {runs.with_suffix('.json')} "
+             "--ray 127.0.0.1:6379")  # fmt: skip
+    script = f"""
+HOME={home} env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH {bench} >/dev/null 2>{tmp}/tokenless.err
+echo $? >{tmp}/tokenless.rc
+{bench} >{tmp}/bench.out 2>{tmp}/bench.err
+echo $? >{tmp}/bench.rc
+{exe} agent --port 18311 --scenario {scenario} >/dev/null 2>&1 & agent=$!
+sleep 3
+{exe} load http://127.0.0.1:18311/api/offer --loopback-only --scenario {scenario} --calls 4 \
+  --rate 4 -q -o {out} --ray 127.0.0.1:6379 >{tmp}/load.out 2>{tmp}/load.err
+echo $? >{tmp}/load.rc
+kill "$agent"
+"""
+    killers = [
+        threading.Thread(target=_kill_first, args=(
+            "ray::FixtureWorker", lambda: list(runs.glob("*/transcript.json")))),
+        threading.Thread(target=_kill_first, args=(
+            "ray::LoadWorker", lambda: len(list(out.glob("calls/*/caller.wav"))) >= 4
+            and time.sleep(2.0) is None)),
+    ]  # fmt: skip
+    for k in killers:
+        k.start()
+    temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must fit 107 bytes
+    token = Path(temp) / "token"  # a cluster started by `ray start` wants token authentication
     token.write_text(secrets.token_hex(32))
     env = {**ENV, "PATH": f"{RAY.parent}:{ENV['PATH']}", "RAY_TMP": temp,
            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}  # fmt: skip
-    done = subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh",
-                           "sh", "-c", both], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=ROOT)  # fmt: skip
-    killer.join()
-    assert done.returncode == 4, done.stdout + done.stderr
+    subprocess.run([*NETNS[:3], "sh", "-c", "ip link set lo up\n" + TWO_NODES, "sh", "sh", "-c",
+                    script], capture_output=True, text=True, timeout=900, env=env,
+                   cwd=ROOT)  # fmt: skip
+    for k in killers:
+        k.join()
+
+    def read(name: str) -> str:
+        path = tmp / name
+        return path.read_text() if path.exists() else ""
+
+    return {"runs": runs, "load": out, "read": read, "token": token.read_text()}
+
+
+def test_a_driver_without_the_clusters_token_is_one_line(two_nodes):
+    err = two_nodes["read"]("tokenless.err")
+    assert two_nodes["read"]("tokenless.rc").strip() == "2", err
+    assert err.count("\n") == 1 and "wants its authentication token" in err
+    assert two_nodes["token"] not in err
+
+
+def test_two_nodes_share_the_fixtures_and_a_killed_worker_loses_nothing(two_nodes, local):
+    read, runs = two_nodes["read"], two_nodes["runs"]
+    assert read("bench.rc").strip() in ("0", "1"), read("bench.err")
+    assert _turns(runs) == _turns(local)  # every fixture, once, as locally
+    assert _rows(runs) == _rows(local)
+    line = next(x for x in read("bench.out").splitlines() if x.startswith("ray: "))
+    assert "2 node(s)" in line
+    counts = [int(part.rsplit(":", 1)[1]) for part in line.split("per node: ")[1].split(";")[:2]]
+    assert len(counts) == 2 and sum(counts) == 3, line  # which node ran what moves with the kill
+    assert "retried 0" not in line, line
+
+
+def test_load_from_two_nodes_spreads_the_calls_and_a_killed_loop_is_reported(two_nodes):
+    """4 calls from the two nodes (a loop per CPU) against the reference agent; one loop is
+    killed mid-call: its call is reported lost, the run degraded, the rest kept."""
+    read, out = two_nodes["read"], two_nodes["load"]
+    assert read("load.rc").strip() == "4", read("load.out") + read("load.err")
     r = json.loads((out / "load.json").read_text())
     nodes = {w.split("#")[0] for w in r["per_worker"]}
     assert len(nodes) == 2 and r["loops"] == 4, r["per_worker"]  # both nodes placed calls
     assert r["completed"] == 3 and r["failures"]["not_run"] == {"worker lost": 1}
     assert any("did not run" in d for d in r["degraded"])
-    assert "died" in done.stderr and "Traceback" not in done.stderr
+    assert "died" in read("load.err") and "Traceback" not in read("load.err")
     for c in r["calls"]:
         assert (out / "calls" / f"call-{c['slot'] + 1:04d}" / "caller.wav").exists()
     assert r["latency_ms"]["n"] >= 6
