@@ -9,7 +9,7 @@ import typer
 
 from turnscope.cli.call_options import check_ws_url
 from turnscope.cli.console import fail_line, out, warn_line
-from turnscope.cli.options import PipelineOptions, check_transport
+from turnscope.cli.options import PipelineOptions, check_transport, ray_option
 from turnscope.errors import BenchError, InputError
 
 
@@ -70,12 +70,7 @@ def bench(
         "one ASR worker, so more at once only fill its batches).",
     ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray",
-        help="Run the fixtures on Ray: a cluster's address (ray://HOST:10001, HOST:6379, auto), "
-        "or --ray alone (after SUITE) for a local Ray.",
-    ),
+    ray_address: str | None = ray_option("Run the fixtures"),
     runs: str | None = typer.Option(
         None,
         "--runs",

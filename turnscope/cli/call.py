@@ -7,9 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from turnscope.cli.call_options import remote_options
+from turnscope.cli.call_options import (
+    connect_timeout_option,
+    loopback_option,
+    media_timeout_option,
+    remote_flags,
+    remote_options,
+)
 from turnscope.cli.console import fail_line, out, warn_line
-from turnscope.cli.options import PipelineOptions, check_transport, number
+from turnscope.cli.options import PipelineOptions, check_transport
 from turnscope.errors import CallSetupError, InputError
 
 if TYPE_CHECKING:
@@ -120,18 +126,9 @@ def call(
     ice_server: list[str] = typer.Option(
         [], "--ice-server", help="STUN/TURN URL (none by default)."
     ),
-    loopback_only: bool = typer.Option(
-        False, "--loopback-only", help="Keep every ICE candidate on 127.0.0.1 (local agents)."
-    ),
-    connect_timeout: float = typer.Option(
-        10.0, "--connect-timeout", help="Seconds.", callback=number(0, 3600, above=True)
-    ),
-    media_timeout: float | None = typer.Option(
-        None,
-        "--media-timeout",
-        help="WebRTC: end the call when no agent audio arrives this long (default 5 s).",
-        callback=number(0, 3600, above=True),
-    ),
+    loopback_only: bool = loopback_option(),
+    connect_timeout: float = connect_timeout_option(),
+    media_timeout: float | None = media_timeout_option(),
     device: bool = typer.Option(
         False, "--device", help="Call through sound devices instead of WebRTC."
     ),
@@ -194,19 +191,7 @@ def call(
         given = [caller_out, agent_in, stereo_in, loopback_in, rate]
         if any(v is not None for v in given) or no_calibrate:
             raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
-        options = remote_options(
-            url,
-            transport=transport,
-            signaling=signaling,
-            header=header,
-            bearer_env=bearer_env,
-            ice_server=ice_server,
-            loopback_only=loopback_only,
-            connect_timeout=connect_timeout,
-            media_timeout=media_timeout,
-            param=param,
-            codec=codec,
-        )
+        options = remote_options(url, **remote_flags(locals()))
     sc = load_scenario(scenario)
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     kind = "device" if device else "call" if transport == "webrtc" else "phone"

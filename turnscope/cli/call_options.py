@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import typer
+
 from turnscope import redact
-from turnscope.cli.options import check_transport
+from turnscope.cli.options import check_transport, number
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -132,6 +135,39 @@ def check_ice_server(url: str) -> str:
             fix="e.g. stun:stun.example.com:3478 or turn:turn.example.com:3478",
         )
     return url
+
+
+def loopback_option() -> Any:
+    return typer.Option(
+        False, "--loopback-only", help="Keep every ICE candidate on 127.0.0.1 (local agents)."
+    )
+
+
+def connect_timeout_option() -> Any:
+    return typer.Option(
+        10.0, "--connect-timeout", help="Seconds.", callback=number(0, 3600, above=True)
+    )
+
+
+def media_timeout_option() -> Any:
+    return typer.Option(
+        None,
+        "--media-timeout",
+        help="WebRTC: end the call when no agent audio arrives this long (default 5 s).",
+        callback=number(0, 3600, above=True),
+    )
+
+
+REMOTE_FLAGS = (
+    "transport", "signaling", "header", "bearer_env", "ice_server", "loopback_only",
+    "connect_timeout", "media_timeout", "param", "codec",
+)  # fmt: skip
+
+
+def remote_flags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The command's values of the flags ``remote_options`` takes (a command passes its
+    ``locals()``: `call` and `load` declare the same flags)."""
+    return {k: values[k] for k in REMOTE_FLAGS}
 
 
 def remote_options(

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from turnscope import redact
+from turnscope.cli import call_options as remote
 from turnscope.cli.call import CALL_FAILED
-from turnscope.cli.call_options import remote_options
 from turnscope.cli.console import fail_line, out, warn_line
-from turnscope.cli.options import PipelineOptions, number
+from turnscope.cli.options import PipelineOptions, number, ray_option
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -81,12 +81,7 @@ def load(
         "(default: each caller calls once).",
         callback=number(0, 86400, above=True),
     ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray",
-        help="Place the calls from a Ray cluster (ray://HOST:10001, HOST:6379, auto), or --ray "
-        "alone for a local Ray.",
-    ),
+    ray_address: str | None = ray_option("Place the calls from workers"),
     loops: int | None = typer.Option(
         None, "--loops", min=1, help="Event loops (worker processes) here (default: one per core)."
     ),
@@ -103,18 +98,9 @@ def load(
         None, "--bearer-env", help="Send 'Authorization: Bearer $VAR' (the value is never saved)."
     ),
     ice_server: list[str] = typer.Option([], "--ice-server", help="STUN/TURN URL (none)."),
-    loopback_only: bool = typer.Option(
-        False, "--loopback-only", help="Keep every ICE candidate on 127.0.0.1 (local agents)."
-    ),
-    connect_timeout: float = typer.Option(
-        10.0, "--connect-timeout", help="Seconds.", callback=number(0, 3600, above=True)
-    ),
-    media_timeout: float | None = typer.Option(
-        None,
-        "--media-timeout",
-        help="WebRTC: a call with no agent audio this long is dropped (default 5 s).",
-        callback=number(0, 3600, above=True),
-    ),
+    loopback_only: bool = remote.loopback_option(),
+    connect_timeout: float = remote.connect_timeout_option(),
+    media_timeout: float | None = remote.media_timeout_option(),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     as_json: bool = typer.Option(False, "--json", help="Print load.json instead of the tables."),
@@ -132,19 +118,7 @@ def load(
     from turnscope.load.plan import LoadPlan
     from turnscope.outdir import output_dir
 
-    options = remote_options(
-        url,
-        transport=transport,
-        signaling=signaling,
-        header=header,
-        bearer_env=bearer_env,
-        ice_server=ice_server,
-        loopback_only=loopback_only,
-        connect_timeout=connect_timeout,
-        media_timeout=media_timeout,
-        param=param,
-        codec=codec,
-    )
+    options = remote.remote_options(url, **remote.remote_flags(locals()))
     plan = LoadPlan(calls=calls, rate=parse_rate(rate), duration_s=duration)
     if ray_address is not None:
         check_address(ray_address)

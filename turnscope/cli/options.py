@@ -26,6 +26,16 @@ def check_transport(transport: str) -> str:
     return transport
 
 
+def ray_option(what: str) -> Any:
+    """``--ray [ADDRESS]``: ``what`` runs on a Ray cluster, or on a local Ray when alone."""
+    return typer.Option(
+        None,
+        "--ray",
+        help=f"{what} on Ray: a cluster's address (ray://HOST:10001, HOST:6379, auto), or --ray "
+        "alone for a local Ray.",
+    )
+
+
 # The settings key each pipeline flag overrides, so a bad value is reported against the flag
 # (not against configs/settings/default.yaml, which the user never touched).
 FLAGS = {

@@ -146,6 +146,36 @@ def alive(ray: ModuleType) -> bool:
 
 
 GONE = "the Ray cluster went away mid-run"
+READY_TIMEOUT_S = 300.0  # a worker's start: the model load, on a busy node
+
+
+def started(ray: ModuleType, refs: dict[Any, Any]) -> tuple[list[tuple[Any, Any]], list[str]]:
+    """Wait for each worker's first call (``refs``: its ObjectRef -> the worker): (worker, what
+    it returned) for each that started, a line for each that failed (its error: a node without
+    the project or the model) or did not answer in time. None started: one line, to fix."""
+    import time
+
+    ok: list[tuple[Any, Any]] = []
+    problems: list[str] = []
+    pending = list(refs)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while pending:
+        left = max(0.1, deadline - time.monotonic())
+        done, pending = ray.wait(pending, num_returns=1, timeout=left)
+        if not done:
+            late = f"a Ray worker did not start within {READY_TIMEOUT_S:.0f} s"
+            problems += [late] * len(pending)
+            break
+        try:
+            ok.append((refs[done[0]], ray.get(done[0])))
+        except Exception as exc:
+            problems.append(one_line(exc))
+    if not ok:
+        raise EnvironmentProblem(
+            f"no Ray worker could start: {problems[0] if problems else '?'} (install turnscope "
+            "and its model on every node: see the README's Ray section)"
+        )
+    return ok, problems
 
 
 def nodes(ray: ModuleType) -> list[Node]:

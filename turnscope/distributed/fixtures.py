@@ -12,7 +12,6 @@ its own input is void once with its reason, as locally.
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.asr.settings import Settings
-from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line
+from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line, started
 from turnscope.errors import EnvironmentProblem
 from turnscope.fixture_runner import FixtureRun, void_run
 from turnscope.storage import bundle_store, is_remote
 
 PER_WORKER = 4  # fixtures at once on one worker
 MAX_ATTEMPTS = 3  # a fixture whose worker died this many times is void
-READY_TIMEOUT_S = 300.0  # a worker's start: the model load, on a busy node
 
 
 @dataclass
@@ -120,32 +118,14 @@ def _start_workers(
 
 
 def _ready(
-    ray: Any, workers: list[Any], found: list[Node], devices: dict[str, list[str]]
+    ray: Any, workers: list[Any], devices: dict[str, list[str]]
 ) -> tuple[list[Any], list[str]]:
     """The workers that started (model loaded), their devices by node; a line for each that
     did not."""
-    refs = {w.where.remote(): w for w in workers}
-    ok, problems = [], []
-    pending = list(refs)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while pending:
-        left = max(0.1, deadline - time.monotonic())
-        done, pending = ray.wait(pending, num_returns=1, timeout=left)
-        if not done:
-            problems += [f"a worker did not start within {READY_TIMEOUT_S:.0f} s"] * len(pending)
-            break
-        try:
-            node, device = ray.get(done[0])
-            ok.append(refs[done[0]])
-            devices.setdefault(node, []).append(device)
-        except Exception as exc:  # a node without the project or the model: its error
-            problems.append(one_line(exc))
-    if not ok:
-        raise EnvironmentProblem(
-            f"no Ray worker could start on {len(found)} node(s): {problems[0]} (install "
-            "turnscope and its model on every node: see the README's Ray section)"
-        )
-    return ok, problems
+    ok, problems = started(ray, {w.where.remote(): w for w in workers})
+    for _, (node, device) in ok:
+        devices.setdefault(node, []).append(device)
+    return [w for w, _ in ok], problems
 
 
 def run_on_ray(
@@ -165,8 +145,8 @@ def run_on_ray(
         if not found:
             raise EnvironmentProblem(f"the Ray cluster at {address} has no node with a CPU")
         devices: dict[str, list[str]] = {}
-        started = _start_workers(ray, found, settings, suite_path, runs_dir, options)
-        workers, problems = _ready(ray, started, found, devices)
+        launched = _start_workers(ray, found, settings, suite_path, runs_dir, options)
+        workers, problems = _ready(ray, launched, devices)
         out = _dispatch(ray, list(tasks), suite_path, workers, progress)
         out.nodes, out.devices = found, devices
         out.warnings = [f"a Ray worker did not start: {p}" for p in problems]

@@ -11,13 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line
+from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line, started
 from turnscope.errors import EnvironmentProblem
 from turnscope.interrupts import signals_to
 from turnscope.load.calls import Event, LoadJob
 from turnscope.load.plan import LoadPlan
 
-READY_TIMEOUT_S = 300.0
 LEAD_S = 2.0  # the start time reaches every node's loops before it comes
 POLL_S = 0.5
 
@@ -138,36 +137,15 @@ def _prepared(
 ) -> tuple[list[tuple[Any, str]], list[str]]:
     """The actors ready to call (with their names), a line for each that is not; ``notes``
     gets what a reader of the results should know (a loop Ray runs at low priority)."""
-    refs = {a.prepare.remote(): a for a in actors}
-    ok: list[tuple[Any, str]] = []
-    problems: list[str] = []
-    pending = list(refs)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while pending:
-        left = max(0.1, deadline - time.monotonic())
-        done, pending = ray.wait(pending, num_returns=1, timeout=left)
-        if not done:
-            late = f"a Ray worker was not ready within {READY_TIMEOUT_S:.0f} s"
-            problems += [late] * len(pending)
-            break
-        try:
-            name, niceness = ray.get(done[0])
-        except Exception as exc:  # a node without the project or the model: its error
-            problems.append(one_line(exc))
-            continue
-        ok.append((refs[done[0]], name))
+    ok, problems = started(ray, {a.prepare.remote(): a for a in actors})
+    for _, (name, niceness) in ok:
         if niceness > 0 and not notes:
             notes.append(
                 f"the Ray worker {name} runs at nice {niceness}: its calls lose the CPU to every "
                 "other process and send the caller's audio late (start the nodes with "
                 "RAY_worker_niceness=0 in their environment)"
             )
-    if not ok:
-        raise EnvironmentProblem(
-            f"no Ray worker could start the calls: {problems[0] if problems else '?'} (install "
-            "turnscope and its model on every node: see the README's Ray section)"
-        )
-    return ok, problems
+    return [(a, name) for a, (name, _) in ok], problems
 
 
 def _drain(ray: Any, actors: list[Any], on_event: Callable[[Event], None]) -> None:
