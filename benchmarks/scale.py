@@ -139,7 +139,7 @@ def start_agent(scenario: Path, port: int, truth: Path) -> subprocess.Popen:
     return proc
 
 
-def load_part(work: Path, loads: list[int], rate: float) -> list[dict]:
+def load_part(work: Path, loads: list[int], rate: float, harness_nice: int = 0) -> list[dict]:
     scenario = work / "scale.yaml"
     scenario.write_text(SCENARIO)
     truth = work / "truth.jsonl"
@@ -152,8 +152,9 @@ def load_part(work: Path, loads: list[int], rate: float) -> list[dict]:
         runs += [("16 from a one-node Ray", ["--calls", "16", "--ray"])]
         for k, (name, extra) in enumerate(runs):
             folder = work / f"load-{k}"
-            cmd = [TURNSCOPE, "load", url, "--loopback-only", "--scenario", str(scenario), "-q",
-                   "--rate", str(rate), "-o", str(folder), "--force", *extra]  # fmt: skip
+            nice = ["nice", "-n", str(harness_nice)] if harness_nice else []
+            cmd = [*nice, TURNSCOPE, "load", url, "--loopback-only", "--scenario", str(scenario),
+                   "-q", "--rate", str(rate), "-o", str(folder), "--force", *extra]  # fmt: skip
             seen = len(truth.read_text().splitlines()) if truth.exists() else 0
             wall, _ = timed(cmd)
             time.sleep(2)  # the agent logs each call as it ends
@@ -234,11 +235,18 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=4.0)
     parser.add_argument("--skip-suite", action="store_true")
     parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument(
+        "--harness-nice",
+        type=int,
+        default=0,
+        help="run `turnscope load` at this niceness, so the agent on the same cores comes first "
+        "(as if it had cores of its own)",
+    )
     args = parser.parse_args()
     in_namespace()
     work = Path(tempfile.mkdtemp(prefix="scale-"))
     suite = [] if args.skip_suite else suite_part(work, args.fixtures)
-    load = [] if args.skip_load else load_part(work, args.loads, args.rate)
+    load = [] if args.skip_load else load_part(work, args.loads, args.rate, args.harness_nice)
     if suite:
         print_suite(suite)
     if load:
