@@ -58,6 +58,16 @@ class Playback:
         self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
 
 
+MAX_LATE_LOGGED = 5000  # late frames remembered per call (each: when, how late)
+
+
+def log_late(log: list[tuple[float, float]], at_ms: float, lag_ms: float) -> None:
+    """Remember that the frame due at ``at_ms`` (call clock) went out ``lag_ms`` late: a reply
+    timed from a caller turn that ended then is off by up to that (turnscope load says so)."""
+    if len(log) < MAX_LATE_LOGGED:
+        log.append((round(at_ms, 1), round(lag_ms, 1)))
+
+
 class Player(Protocol):
     """Plays clips into a call and logs when each really went out."""
 

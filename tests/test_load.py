@@ -86,6 +86,21 @@ def test_the_aggregate_counts_what_each_call_measured():
     assert sum(w.latency_ms.n for w in r.latency_over_time) == 10
 
 
+def test_replies_after_caller_audio_sent_late_are_told_apart():
+    from turnscope.load.record import lag_at
+
+    late = [(4900.0, 35.0), (5010.0, 60.0), (9000.0, 90.0)]
+    assert lag_at(late, 5000.0) == 60.0  # the worst around that turn's end
+    assert lag_at(late, 7000.0) == 0.0
+    replies = [Reply(at_ms=1, latency_ms=800, caller_lag_ms=0), Reply(at_ms=2, latency_ms=900,
+               caller_lag_ms=60)]  # fmt: skip
+    r = aggregate([_record(0, replies=replies, ended_s=5.0, caller_late_frames=2)],
+                  LoadPlan(calls=1, rate=1), target="u", transport="webrtc", scenario="s",
+                  loops=1, where="here", wall_s=6.0)  # fmt: skip
+    assert r.latency_ms.n == 2 and r.latency_on_time_ms.n == 1 and r.latency_on_time_ms.p50 == 800
+    assert any("on time" in w for w in r.warnings)
+
+
 def test_calls_placed_late_or_never_make_the_run_degraded():
     plan = LoadPlan(calls=3, rate=1)
     late = _record(0, placed_s=2.5, planned_s=0.0)

@@ -24,6 +24,7 @@ import numpy as np
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.player import log_late
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
 from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
@@ -194,6 +195,7 @@ class TelephonyCall(CallSource):
                 track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
             if lag_ms > LATE_MS:
                 track.late_frames += 1
+                log_late(track.late_at, k * TICK_S * 1000, lag_ms)
             line = track.frame(k * FRAME * STEP, now)
             if not self._agent_closed:
                 payload = base64.b64encode(self.codec.encode(line)).decode("ascii")

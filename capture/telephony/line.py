@@ -33,6 +33,7 @@ class LinePlayer(ClipPlayer):
         self.clips = ClipQueue(FRAME, LINE_RATE)
         self.max_lag_ms = 0.0
         self.late_frames = 0
+        self.late_at: list[tuple[float, float]] = []  # (call-clock ms, lag ms) of late frames
 
     def _clip(self, audio: np.ndarray) -> np.ndarray:
         return to_line(audio, self.codec)  # it goes out as the line carries it

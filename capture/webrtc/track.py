@@ -19,7 +19,7 @@ from av.packet import Packet
 
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import SAMPLE_RATE
-from turnscope.capture.player import ClipPlayer, ClipQueue
+from turnscope.capture.player import ClipPlayer, ClipQueue, log_late
 from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
@@ -54,6 +54,7 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
         self._frames = 0
         self.max_lag_ms = 0.0  # how late (vs the call clock) a frame was handed over, at worst
         self.late_frames = 0  # frames handed over more than LATE_MS late
+        self.late_at: list[tuple[float, float]] = []  # (call-clock ms, lag ms) of each of them
 
     @property
     def speaking(self) -> bool:
@@ -82,6 +83,7 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
         self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
         if -wait * 1000 > LATE_MS:
             self.late_frames += 1
+            log_late(self.late_at, pts * 1000 / SAMPLE_RATE, -wait * 1000)
         pcm = self.clips.next_frame(pts, now)
         self._pts += FRAME
         index = self._frames

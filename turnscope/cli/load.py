@@ -260,7 +260,10 @@ def print_load(r: LoadReport, outdir: Path) -> None:
     t = Table(title="latency (ms)", title_justify="left")
     for col in ("", "n", "p50", "p90", "p99", "max"):
         t.add_column(col, justify="right" if col else "left")
-    for name, p in (("reply", r.latency_ms), ("barge-in yield", r.barge_in_yield_ms)):
+    rows = [("reply", r.latency_ms)]
+    if r.latency_on_time_ms is not None and r.latency_on_time_ms.n < r.latency_ms.n:
+        rows.append(("reply, caller audio on time", r.latency_on_time_ms))
+    for name, p in (*rows, ("barge-in yield", r.barge_in_yield_ms)):
         t.add_row(name, str(p.n), ms(p.p50), ms(p.p90), ms(p.p99), ms(p.max))
     out.print(t)
     if len(r.latency_over_time) > 1:

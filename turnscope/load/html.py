@@ -114,6 +114,11 @@ def render(r: LoadReport) -> str:
             ["", "n", "p50", "p90", "p99", "max"],
             [
                 _pct("reply latency", r.latency_ms),
+                *(
+                    [_pct("reply latency, caller audio on time", r.latency_on_time_ms)]
+                    if r.latency_on_time_ms is not None
+                    else []
+                ),
                 _pct("barge-in yield", r.barge_in_yield_ms),
             ],
         ),

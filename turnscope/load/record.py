@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
+LATE_MS = 20.0  # a caller frame sent this much after its time counts as late
 
 # What a set-up error or a call's end says, as the kind it is counted under (first match).
 SETUP_KINDS = (
@@ -37,11 +38,27 @@ def kind_of(text: str, kinds: tuple[tuple[str, str], ...]) -> str:
     return next((kind for needle, kind in kinds if needle in text), "other")
 
 
+# A reply is timed from the end of the caller turn before it: caller frames sent late just
+# before that end reached the agent late, so the reply seems later by up to their lag.
+END_WINDOW_MS = (300.0, 20.0)  # before, after the caller turn's end
+
+
 class Reply(BaseModel):
     """An agent turn timed against the caller turn before it (the verifier's pairing)."""
 
     at_ms: float  # the agent turn's start on the call's clock
     latency_ms: float
+    caller_lag_ms: float = 0.0  # the worst send lag of the caller's frames at that turn's end
+
+    @property
+    def on_time(self) -> bool:
+        return self.caller_lag_ms <= LATE_MS
+
+
+def lag_at(late: list[tuple[float, float]], end_ms: float) -> float:
+    """The worst lag of the late caller frames around a caller turn's end (0: none late)."""
+    lo, hi = end_ms - END_WINDOW_MS[0], end_ms + END_WINDOW_MS[1]
+    return max((lag for at, lag in late if lo <= at <= hi), default=0.0)
 
 
 class CallRecord(BaseModel):
@@ -87,6 +104,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     script = caller.report()
     degraded = list(call.info.degraded)
     dropped = call.end_reason in degraded
+    late = getattr(call.caller_track, "late_at", [])
     return CallRecord(
         **base,
         status="dropped" if dropped else "completed",
@@ -96,7 +114,12 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         duration_s=round(run.result.audio_ms / 1000, 3),
         connect_ms=details.get("connect_ms"),
         replies=[
-            Reply(at_ms=dialogue[g.agent]["start_ms"], latency_ms=g.gap_ms) for g in facts.gaps
+            Reply(
+                at_ms=dialogue[g.agent]["start_ms"],
+                latency_ms=g.gap_ms,
+                caller_lag_ms=lag_at(late, dialogue[g.caller]["end_ms"]),
+            )
+            for g in facts.gaps
         ],
         barge_in_yields_ms=[float(o.yield_ms) for o in facts.barge_ins if o.yield_ms is not None],
         barge_ins_planned=script["barge_ins"]["planned"],

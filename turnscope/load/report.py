@@ -70,6 +70,9 @@ class LoadReport(BaseModel):
     passed: int
     failures: dict[str, dict[str, int]] = Field(default_factory=dict)  # status -> kind -> calls
     latency_ms: Percentiles
+    # The replies whose caller turn ended with the caller's audio on time: what the agent did,
+    # with none of the harness's lateness in it.
+    latency_on_time_ms: Percentiles | None = None
     latency_over_time: list[Window] = Field(default_factory=list)
     barge_in_yield_ms: Percentiles
     barge_ins_planned: int = 0
@@ -176,8 +179,9 @@ def aggregate(
     if harness.caller_late_frames:
         warnings.append(
             f"{harness.caller_late_frames} caller frames went out more than 20 ms late (worst "
-            f"{harness.caller_max_send_lag_ms or 0:.0f} ms): a latency measured from those turns "
-            "may be off by up to that (the harness was busy)"
+            f"{harness.caller_max_send_lag_ms or 0:.0f} ms): a reply timed from a turn that "
+            "ended then seems later by up to that (the harness was busy); the 'on time' row "
+            "leaves those replies out"
         )
     not_run = failures.get("not_run")
     if not_run:
@@ -199,6 +203,9 @@ def aggregate(
         passed=sum(1 for r in records if r.passed),
         failures={s: dict(sorted(c.items())) for s, c in sorted(failures.items())},
         latency_ms=Percentiles.of([x.latency_ms for r in records for x in r.replies]),
+        latency_on_time_ms=Percentiles.of(
+            [x.latency_ms for r in records for x in r.replies if x.on_time]
+        ),
         latency_over_time=_windows(records),
         barge_in_yield_ms=Percentiles.of([y for r in records for y in r.barge_in_yields_ms]),
         barge_ins_planned=sum(r.barge_ins_planned for r in records),
