@@ -207,14 +207,21 @@ def print_suite(runs: list[dict]) -> None:
               f"{same} of {len(base['rows'])} | {where} |")  # fmt: skip
 
 
+def on_time(doc: dict, base: dict) -> str:
+    lat = doc.get("latency_on_time_ms") or {}
+    if not lat.get("n"):
+        return "-"
+    return f"{lat['n']}, {lat['p50'] - base['p50']:+.0f} / {lat['p99'] - base['p99']:+.0f} ms"
+
+
 def print_load(runs: list[dict]) -> None:
     base = runs[0]["doc"]["latency_ms"]
     print(f"\nload against the reference agent (configured reply latency {LATENCY_MS} ms)")
     print("| callers | loops | most calls up | caller frames > 20 ms late | worst caller send lag "
           "| placed late by, max | agent frames lost | replies | latency p50 / p90 / p99 "
-          "| p50 / p99 vs one call | the agent's own lateness p50 / p99 | completed "
-          "| degraded |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| p50 / p99 vs one call | replies with the caller's audio on time: n, p50 / p99 vs one "
+          "call | the agent's own lateness p50 / p99 | completed | degraded |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         d, h = r["doc"], r["doc"]["harness"]
         lat = d["latency_ms"]
@@ -223,7 +230,7 @@ def print_load(runs: list[dict]) -> None:
         print(f"| {r['name']} | {d['loops']} | {h['max_calls_up']} | {h['caller_late_frames']} | "
               f"{h['caller_max_send_lag_ms']:.0f} ms | {h['placement_lag_max_s']:.2f} s | "
               f"{h['agent_lost_frames']} | {lat['n']} | {lat['p50']:.0f} / {lat['p90']:.0f} / "
-              f"{lat['p99']:.0f} ms | {dp50:+.0f} / {dp99:+.0f} ms | "
+              f"{lat['p99']:.0f} ms | {dp50:+.0f} / {dp99:+.0f} ms | {on_time(d, base)} | "
               f"{pct(r['agent'], 50):.0f} / {pct(r['agent'], 99):.0f} ms | {d['completed']} of "
               f"{len(d['calls'])} | {len(d['degraded'])} |")  # fmt: skip
 
