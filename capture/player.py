@@ -58,14 +58,23 @@ class Playback:
         self.stop_at = cut if self.stop_at is None else min(self.stop_at, cut)
 
 
+LATE_MS = 20.0  # a caller frame sent this much after its time counts as late
 MAX_LATE_LOGGED = 5000  # late frames remembered per call (each: when, how late)
 
 
-def log_late(log: list[tuple[float, float]], at_ms: float, lag_ms: float) -> None:
-    """Remember that the frame due at ``at_ms`` (call clock) went out ``lag_ms`` late: a reply
-    timed from a caller turn that ended then is off by up to that (turnscope load says so)."""
-    if len(log) < MAX_LATE_LOGGED:
-        log.append((round(at_ms, 1), round(lag_ms, 1)))
+class LateFrames(Protocol):
+    late_frames: int
+    late_at: list[tuple[float, float]]
+
+
+def count_late(track: LateFrames, at_ms: float, lag_ms: float) -> None:
+    """Count the frame due at ``at_ms`` (call clock) as late if it went out more than LATE_MS
+    after its time, and remember when and by how much: a reply timed from a caller turn that
+    ended then is off by up to that (turnscope load says so)."""
+    if lag_ms > LATE_MS:
+        track.late_frames += 1
+        if len(track.late_at) < MAX_LATE_LOGGED:
+            track.late_at.append((round(at_ms, 1), round(lag_ms, 1)))
 
 
 class Player(Protocol):

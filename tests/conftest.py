@@ -32,6 +32,31 @@ async def serve_offer(handler) -> tuple[Any, str]:
     return runner, f"http://127.0.0.1:{port}/api/offer"
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on (at the time of asking)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def regression_suite(folder: Path, tasks: int) -> Path:
+    """The first ``tasks`` synthetic fixtures of the regression suite, paths made absolute,
+    as ``folder/suite.json``."""
+    import json
+
+    source = ROOT / "configs" / "suites" / "voice_regression.json"
+    data = json.loads(source.read_text())
+    data["tasks"] = data["tasks"][:tasks]
+    for t in data["tasks"]:
+        synth = t["fixture"]["synth"]
+        synth["scenario"] = str((source.parent / synth["scenario"]).resolve())
+    path = folder / "suite.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def turnscope_exe() -> list[str]:
     """The installed console script, falling back to `python -m`."""
     exe = Path(sys.executable).with_name("turnscope")

@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, turnscope_exe
+from tests.conftest import ROOT, free_port, turnscope_exe
 from turnscope.load.plan import LoadPlan, overload
 from turnscope.load.record import CallRecord, Reply
 from turnscope.load.report import aggregate, missing_slots
@@ -118,12 +117,6 @@ def test_calls_placed_late_or_never_make_the_run_degraded():
 # --- real calls -----------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("load") / "load-test.yaml"
@@ -133,7 +126,7 @@ def scenario(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def agent_url(scenario):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
         stdout=subprocess.PIPE,
@@ -221,7 +214,7 @@ def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):
 
 def test_an_agent_that_is_not_there_is_a_set_up_failure_per_call(scenario, tmp_path):
     out = tmp_path / "run"
-    url = f"http://127.0.0.1:{_free_port()}/api/offer"
+    url = f"http://127.0.0.1:{free_port()}/api/offer"
     done = _load(url, scenario, out, "--loopback-only", "--calls", "3", "--rate", "10")
     assert done.returncode == 1, done.stdout + done.stderr
     r = _report(out)

@@ -16,28 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, turnscope_exe
+from tests.conftest import ROOT, regression_suite, turnscope_exe
 
 RAY = Path(sys.executable).with_name("ray")
 # Ray's servers listen on every interface (and it looks for the machine's outside address): each
 # Ray run here is in a network namespace of its own, where only the loopback exists.
 NETNS = ["unshare", "--net", "--map-root-user", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
 Done = subprocess.CompletedProcess
-SUITE = ROOT / "configs" / "suites" / "voice_regression.json"
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
 
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory) -> Path:
     """Three of the regression suite's synthetic fixtures (paths made absolute)."""
-    data = json.loads(SUITE.read_text())
-    data["tasks"] = data["tasks"][:3]
-    for t in data["tasks"]:
-        synth = t["fixture"]["synth"]
-        synth["scenario"] = str((SUITE.parent / synth["scenario"]).resolve())
-    path = tmp_path_factory.mktemp("suite") / "suite.json"
-    path.write_text(json.dumps(data))
-    return path
+    return regression_suite(tmp_path_factory.mktemp("suite"), 3)
 
 
 def _bench(

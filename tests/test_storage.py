@@ -16,21 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SHARED, turnscope_exe
-
-SUITE = ROOT / "configs" / "suites" / "voice_regression.json"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import ROOT, SHARED, free_port, regression_suite, turnscope_exe
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A local S3 (moto) with a bucket "evals"; the environment that reaches it."""
-    port = _free_port()
+    port = free_port()
     server = Path(sys.executable).with_name("moto_server")
     proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -67,14 +59,7 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory) -> Path:
-    data = json.loads(SUITE.read_text())
-    data["tasks"] = data["tasks"][:2]
-    for t in data["tasks"]:
-        synth = t["fixture"]["synth"]
-        synth["scenario"] = str((SUITE.parent / synth["scenario"]).resolve())
-    path = tmp_path_factory.mktemp("suite") / "suite.json"
-    path.write_text(json.dumps(data))
-    return path
+    return regression_suite(tmp_path_factory.mktemp("suite"), 2)
 
 
 def _bench(suite: Path, env: dict, *extra: str) -> subprocess.CompletedProcess:

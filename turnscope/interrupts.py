@@ -28,15 +28,12 @@ def received() -> str | None:
 
 
 def _deliver(sig: signal.Signals) -> None:
-    global _received
-    _received = _received or REASONS[sig]
     loop = _installed
     if loop is not None:
         # The next one of this kind is not ours: it ends the process as it normally would.
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(sig)
-    for stop in list(_stops.values()):
-        stop(REASONS[sig])
+    stop_all(REASONS[sig])
 
 
 @contextlib.contextmanager
@@ -72,7 +69,8 @@ def reset() -> None:
 
 
 def stop_all(reason: str) -> None:
-    """Stop every run of the process as a signal would (a worker told by its driver)."""
+    """Stop every run of the process, saying ``reason`` (a signal, or a worker told by its
+    driver)."""
     global _received
     _received = _received or reason
     for stop in list(_stops.values()):

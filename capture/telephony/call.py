@@ -24,7 +24,7 @@ import numpy as np
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
-from turnscope.capture.player import log_late
+from turnscope.capture.player import count_late
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
 from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
@@ -37,7 +37,6 @@ TELEPHONY_TIMING = (
     "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived)"
 )
 TICK_S = FRAME / LINE_RATE
-LATE_MS = 20.0  # a caller media message sent this much after its time counts as late
 MAX_SEND_LAG_MS = 200.0  # beyond this the caller's timing evidence is degraded
 
 
@@ -193,9 +192,7 @@ class TelephonyCall(CallSource):
             lag_ms = max(0.0, -wait * 1000)
             if lag_ms > track.max_lag_ms:
                 track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
-            if lag_ms > LATE_MS:
-                track.late_frames += 1
-                log_late(track.late_at, k * TICK_S * 1000, lag_ms)
+            count_late(track, k * TICK_S * 1000, lag_ms)
             line = track.frame(k * FRAME * STEP, now)
             if not self._agent_closed:
                 payload = base64.b64encode(self.codec.encode(line)).decode("ascii")

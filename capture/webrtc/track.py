@@ -19,12 +19,11 @@ from av.packet import Packet
 
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import SAMPLE_RATE
-from turnscope.capture.player import ClipPlayer, ClipQueue, log_late
+from turnscope.capture.player import ClipPlayer, ClipQueue, count_late
 from turnscope.capture.webrtc.opus import OpusPackets
 
 FRAME = SAMPLE_RATE // 50  # 20 ms
 TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
-LATE_MS = 20.0  # a frame handed to WebRTC this much after its time counts as late
 
 
 class PlaybackTrack(ClipPlayer, MediaStreamTrack):
@@ -81,9 +80,7 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
             await asyncio.sleep(wait)
         now = loop.time()
         self.max_lag_ms = max(self.max_lag_ms, -wait * 1000)
-        if -wait * 1000 > LATE_MS:
-            self.late_frames += 1
-            log_late(self.late_at, pts * 1000 / SAMPLE_RATE, -wait * 1000)
+        count_late(self, pts * 1000 / SAMPLE_RATE, -wait * 1000)
         pcm = self.clips.next_frame(pts, now)
         self._pts += FRAME
         index = self._frames

@@ -39,8 +39,7 @@ def parse_rate(text: str) -> float:
 class Tally:
     """The live counts the progress line shows."""
 
-    def __init__(self, calls: int) -> None:
-        self.calls = calls
+    def __init__(self) -> None:
         self.up = 0
         self.records: list[Any] = []
         self.kinds: dict[str, int] = {}
@@ -167,8 +166,14 @@ def run_load(
     from turnscope.load.plan import loops_for, overload
     from turnscope.load.report import aggregate, missing_slots
 
-    tally = Tally(plan.calls)
+    tally = Tally()
     warnings: list[str] = []
+
+    def warn(line: str | None) -> None:
+        if line is not None:
+            warn_line(line)
+            warnings.append(line)
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -192,9 +197,7 @@ def run_load(
 
             n = loops or loops_for(plan.calls, os.cpu_count() or 1)
             where, cpus = "this machine", float(os.cpu_count() or 1)
-            if (line := overload(plan.calls, cpus)) is not None:
-                warn_line(line)
-                warnings.append(line)
+            warn(overload(plan.calls, cpus))
             shares = plan.split(n)
             owner = {s.index: f"loop-{k + 1}" for k, share in enumerate(shares) for s in share}
             stopped, problems = run_local(
@@ -211,17 +214,14 @@ def run_load(
             def ready(found: list[Any], workers: int) -> None:
                 cpus = sum(x.cpus for x in found)
                 placed.update(n=workers)
-                if (line := overload(plan.calls, cpus)) is not None:
-                    warn_line(line)
-                    warnings.append(line)
+                warn(overload(plan.calls, cpus))
                 bar.update(task, description=f"calling from {len(found)} node(s)")
 
             stopped, problems, owner, notes = run_load_on_ray(
                 job, plan, ray_address, on_event, on_ready=ready
             )
             for line in notes:
-                warn_line(line)
-                warnings.append(line)
+                warn(line)
             n = placed.get("n", 0)
     why = stopped[0] if stopped else (problems[0] if problems else "its worker was lost")
     records = tally.records + missing_slots(tally.records, plan, why, owner)

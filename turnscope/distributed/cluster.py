@@ -54,6 +54,13 @@ def _ray() -> ModuleType:
     return ray
 
 
+def enter_driver_cwd(cwd: str | None) -> None:
+    """In a worker, the driver's working folder, when this node has it: relative paths the
+    driver was given (fixtures, scenarios, output, the synth cache) then mean the same here."""
+    if cwd and os.path.isdir(cwd):
+        os.chdir(cwd)
+
+
 def check_address(address: str) -> str:
     """``local``, ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``; anything else is bad input."""
     if address in (LOCAL, "auto") or address.startswith("ray://"):

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.asr.settings import Settings
-from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line, started
+from turnscope.distributed.cluster import (
+    GONE,
+    Node,
+    alive,
+    connect,
+    enter_driver_cwd,
+    nodes,
+    one_line,
+    started,
+)
 from turnscope.errors import EnvironmentProblem
 from turnscope.fixture_runner import FixtureRun, void_run
 from turnscope.storage import bundle_store, is_remote
@@ -61,9 +70,7 @@ class FixtureWorker:
 
         from turnscope.asr.transcriber import Transcriber
 
-        cwd = options.get("cwd")
-        if cwd and Path(cwd).is_dir():  # the driver's: relative fixture paths, the synth cache
-            os.chdir(cwd)
+        enter_driver_cwd(options.get("cwd"))
         self.settings = Settings.model_validate_json(settings_json)
         self.suite_path = Path(suite_path) if suite_path else None
         self.runs = bundle_store(runs_dir if is_remote(runs_dir) else Path(runs_dir))

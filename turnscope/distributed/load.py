@@ -8,10 +8,10 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from turnscope.distributed.cluster import GONE, Node, alive, connect, nodes, one_line, started
+from turnscope.distributed import cluster
+from turnscope.distributed.cluster import GONE, Node, one_line
 from turnscope.errors import EnvironmentProblem
 from turnscope.interrupts import signals_to
 from turnscope.load.calls import Event, LoadJob
@@ -25,8 +25,7 @@ class LoadWorker:
     """The Ray actor: one event loop placing calls; its events wait here for the driver."""
 
     def __init__(self, job: LoadJob, cwd: str, name: str) -> None:
-        if cwd and Path(cwd).is_dir():
-            os.chdir(cwd)  # the driver's: relative scenario and output paths
+        cluster.enter_driver_cwd(cwd)
         self.job, self.name = job, name
         self.events: list[str] = []
         self.ready: Any = None
@@ -75,9 +74,9 @@ def run_load_on_ray(
 ) -> tuple[list[str], list[str], dict[int, str], list[str]]:
     """Place the plan's calls on the cluster at ``address``. Returns why it stopped early (a
     signal), the workers that failed (a line each), which worker had each slot, and notes."""
-    ray = connect(address)
+    ray = cluster.connect(address)
     try:
-        found = nodes(ray)
+        found = cluster.nodes(ray)
         if not found:
             raise EnvironmentProblem(f"the Ray cluster at {address} has no node with a CPU")
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -121,7 +120,7 @@ def run_load_on_ray(
                     try:
                         ray.get(ref)
                     except Exception as exc:  # the actor died (killed, out of memory, node gone)
-                        if not alive(ray):
+                        if not cluster.alive(ray):
                             problems.insert(0, f"{GONE} ({one_line(exc)[:120]})")
                             live.clear()  # nothing more will come from any of them
                             break
@@ -137,7 +136,7 @@ def _prepared(
 ) -> tuple[list[tuple[Any, str]], list[str]]:
     """The actors ready to call (with their names), a line for each that is not; ``notes``
     gets what a reader of the results should know (a loop Ray runs at low priority)."""
-    ok, problems = started(ray, {a.prepare.remote(): a for a in actors})
+    ok, problems = cluster.started(ray, {a.prepare.remote(): a for a in actors})
     for _, (name, niceness) in ok:
         if niceness > 0 and not notes:
             notes.append(

@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from turnscope.capture.player import LATE_MS
+
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
-LATE_MS = 20.0  # a caller frame sent this much after its time counts as late
 
 # What a set-up error or a call's end says, as the kind it is counted under (first match).
 SETUP_KINDS = (

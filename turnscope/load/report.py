@@ -90,6 +90,20 @@ class LoadReport(BaseModel):
         return sum(sum(k.values()) for s, k in self.failures.items() if s != "not_run")
 
 
+def _spans(records: Sequence[CallRecord]) -> list[tuple[float, float]]:
+    """When each call that connected was up (one without an end: to the end of the run)."""
+    return [
+        (r.connected_s, r.ended_s if r.ended_s is not None else math.inf)
+        for r in records
+        if r.connected_s is not None
+    ]
+
+
+def _most_up(spans: Sequence[tuple[float, float]], probes: Sequence[float]) -> int:
+    """The most calls up at any of ``probes`` (a maximum is reached at some call's start)."""
+    return max((sum(1 for a, b in spans if a <= t < b) for t in probes), default=0)
+
+
 def _windows(records: Sequence[CallRecord]) -> list[Window]:
     timed = [
         (r.connected_s + x.at_ms / 1000, x.latency_ms)
@@ -99,35 +113,21 @@ def _windows(records: Sequence[CallRecord]) -> list[Window]:
     ]
     if not timed:
         return []
+    spans = _spans(records)
     span = max(t for t, _ in timed) + 1e-6
     width = max(MIN_WINDOW_S, span / WINDOWS)
     out = []
     for k in range(math.ceil(span / width)):
         lo, hi = k * width, (k + 1) * width
-        up = [
-            (r.connected_s, r.ended_s if r.ended_s is not None else hi)
-            for r in records
-            if r.connected_s is not None
-        ]
-        # the most calls up at once in [lo, hi): at some call's connection, or at lo
-        probes = [lo] + [a for a, _ in up if lo <= a < hi]
-        most = max(sum(1 for a, b in up if a <= t < b) for t in probes)
         out.append(
             Window(
                 start_s=round(lo, 1),
                 end_s=round(hi, 1),
-                calls_up=most,
+                calls_up=_most_up(spans, [lo] + [a for a, _ in spans if lo <= a < hi]),
                 latency_ms=Percentiles.of([v for t, v in timed if lo <= t < hi]),
             )
         )
     return out
-
-
-def _max_up(records: Sequence[CallRecord]) -> int:
-    spans = [
-        (r.connected_s, r.ended_s or r.connected_s) for r in records if r.connected_s is not None
-    ]
-    return max((sum(1 for a, b in spans if a <= t < b) for t, _ in spans), default=0)
 
 
 def aggregate(
@@ -154,6 +154,7 @@ def aggregate(
     late = [r for r in placed if (r.placement_lag_s or 0) > PLACEMENT_SLACK_S]
     audio_late = [r for r in records if any(HARNESS_LATE in d for d in r.degraded)]
     send_lags = [r.caller_max_send_lag_ms for r in records if r.caller_max_send_lag_ms is not None]
+    spans = _spans(records)
     harness = Harness(
         placement_lag_max_s=round(max(lags), 3) if lags else None,
         calls_placed_late=len(late),
@@ -161,7 +162,7 @@ def aggregate(
         caller_late_frames=sum(r.caller_late_frames for r in records),
         calls_caller_audio_late=len(audio_late),
         agent_lost_frames=sum(r.agent_lost_frames for r in records),
-        max_calls_up=_max_up(records),
+        max_calls_up=_most_up(spans, [a for a, _ in spans]),
     )
     degraded = list(problems)
     if late:
