@@ -159,8 +159,10 @@ def load_part(work: Path, loads: list[int], rate: float, harness_nice: int = 0) 
             wall, _ = timed(cmd)
             time.sleep(2)  # the agent logs each call as it ends
             doc = json.loads((folder / "load.json").read_text())
-            own = agent_delays(truth.read_text().splitlines()[seen:])
-            out.append({"name": name, "wall": wall, "doc": doc, "agent": own})
+            lines = truth.read_text().splitlines()[seen:]
+            own = agent_delays(lines)
+            error = harness_error(folder, lines)
+            out.append({"name": name, "wall": wall, "doc": doc, "agent": own, "error": error})
     finally:
         agent.terminate()
         agent.wait(10)
@@ -185,6 +187,34 @@ def agent_delays(lines: list[str]) -> list[float]:
                 if after:
                     late.append(after[0] - e["at_ms"] - LATENCY_MS)
     return late
+
+
+def harness_error(folder: Path, lines: list[str]) -> list[float]:
+    """Where the harness placed the start of each agent reply on its call clock, minus where
+    the agent's own log says it went out (its first sample handed to its encoder, monotonic
+    time): transit, aiortc's jitter buffer and the endpointer's onset, a constant when the
+    harness keeps up. Calls and the agent's logs are paired by their clock origins."""
+    logs = [json.loads(x) for x in lines]
+    logs = [t for t in logs if t.get("clock_origin_monotonic") is not None]
+    out = []
+    for call in sorted((folder / "calls").glob("call-*")):
+        result = json.loads((call / "result.json").read_text())
+        origin = result["source"]["details"].get("clock_origin_monotonic")
+        if origin is None or not logs:
+            continue
+        log = min(logs, key=lambda t: abs(t["clock_origin_monotonic"] - origin))
+        if abs(log["clock_origin_monotonic"] - origin) > 1.0:
+            continue
+        turns = json.loads((call / "transcript.json").read_text())["utterances"]
+        heard = [u["start_ms"] for u in turns if u["channel"] == "agent"]
+        for u in log["utterances"]:
+            if u.get("start_monotonic") is None:
+                continue
+            sent = (u["start_monotonic"] - origin) * 1000
+            near = [h - sent for h in heard if abs(h - sent) < 400]
+            if near:
+                out.append(near[0])
+    return out
 
 
 def pct(values: list[float], q: float) -> float:
@@ -220,8 +250,9 @@ def print_load(runs: list[dict]) -> None:
     print("| callers | loops | most calls up | caller frames > 20 ms late | worst caller send lag "
           "| placed late by, max | agent frames lost | replies | latency p50 / p90 / p99 "
           "| p50 / p99 vs one call | replies with the caller's audio on time: n, p50 / p99 vs one "
-          "call | the agent's own lateness p50 / p99 | completed | degraded |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "call | the agent's own lateness p50 / p99 | reply start as placed by the harness vs "
+          "as sent by the agent: p50 / p99 / spread | completed | degraded |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         d, h = r["doc"], r["doc"]["harness"]
         lat = d["latency_ms"]
@@ -231,7 +262,9 @@ def print_load(runs: list[dict]) -> None:
               f"{h['caller_max_send_lag_ms']:.0f} ms | {h['placement_lag_max_s']:.2f} s | "
               f"{h['agent_lost_frames']} | {lat['n']} | {lat['p50']:.0f} / {lat['p90']:.0f} / "
               f"{lat['p99']:.0f} ms | {dp50:+.0f} / {dp99:+.0f} ms | {on_time(d, base)} | "
-              f"{pct(r['agent'], 50):.0f} / {pct(r['agent'], 99):.0f} ms | {d['completed']} of "
+              f"{pct(r['agent'], 50):.0f} / {pct(r['agent'], 99):.0f} ms | "
+              f"{pct(r['error'], 50):.0f} / {pct(r['error'], 99):.0f} / "
+              f"{pct(r['error'], 100) - pct(r['error'], 0):.0f} ms | {d['completed']} of "
               f"{len(d['calls'])} | {len(d['degraded'])} |")  # fmt: skip
 
 

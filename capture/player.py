@@ -51,6 +51,7 @@ class Playback:
     pos: int = 0
     stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
     rate: int = SAMPLE_RATE  # of ``audio``
+    start_at: int | None = None  # call-clock sample it starts at, not before (None: next frame)
 
     def stop(self, after_ms: float = 0.0) -> None:
         """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
@@ -87,7 +88,10 @@ class Player(Protocol):
     @property
     def current(self) -> Playback | None: ...
 
-    def play(self, audio: np.ndarray, label: str) -> Playback: ...
+    def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
+        """Queue a clip to start ``at_ms`` on the call clock (or as soon as it can, if that has
+        passed or is None)."""
+        ...
 
     def silence(self) -> None: ...
 
@@ -99,7 +103,9 @@ class ClipQueue:
 
     ``take(position)`` fills the next frame (silence where nothing plays) and logs each clip's
     first and last sample on the call clock: ``position`` is the frame's first sample there, one
-    sample at ``rate`` being ``SAMPLE_RATE // rate`` call-clock samples.
+    sample at ``rate`` being ``SAMPLE_RATE // rate`` call-clock samples. A clip with a start
+    sample waits for it, and starts on it, inside a frame if need be: when it goes out then
+    does not depend on when the event loop got round to queueing it.
     """
 
     def __init__(self, frame: int, rate: int = SAMPLE_RATE) -> None:
@@ -110,9 +116,15 @@ class ClipQueue:
         self.current: Playback | None = None
         self._queue: list[Playback] = []
 
-    def play(self, pcm: np.ndarray, label: str) -> Playback:
-        """Queue an int16 clip at ``rate``."""
-        item = Playback(label, pcm, asyncio.get_running_loop().create_future(), rate=self.rate)
+    def play(self, pcm: np.ndarray, label: str, start_at: int | None = None) -> Playback:
+        """Queue an int16 clip at ``rate``, to start at call-clock sample ``start_at``."""
+        item = Playback(
+            label,
+            pcm,
+            asyncio.get_running_loop().create_future(),
+            rate=self.rate,
+            start_at=start_at,
+        )
         self._queue.append(item)
         return item
 
@@ -132,6 +144,12 @@ class ClipQueue:
             if self.current is None:
                 if not self._queue:
                     break
+                due = self._queue[0].start_at
+                if due is not None:
+                    wait = -(-(due - position) // self.step)  # queue samples, rounded up
+                    if wait >= self.frame:
+                        break
+                    filled = max(filled, wait)
                 self.current = self._queue.pop(0)
                 rec = SendRecord(self.current.label, position + filled * self.step)
                 self.current.record = rec
@@ -187,9 +205,10 @@ class ClipPlayer:
     def log(self) -> list[SendRecord]:
         return self.clips.log
 
-    def play(self, audio: np.ndarray, label: str) -> Playback:
-        """Queue a clip (float or int16, 16 kHz mono)."""
-        return self.clips.play(self._clip(audio), label)
+    def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
+        """Queue a clip (float or int16, 16 kHz mono), to start ``at_ms`` on the call clock."""
+        start = None if at_ms is None else round(at_ms * SAMPLE_RATE / 1000)
+        return self.clips.play(self._clip(audio), label, start)
 
     def silence(self) -> None:
         """Drop whatever is queued and stop the current clip now."""

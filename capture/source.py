@@ -28,6 +28,9 @@ class SourceInfo:
     # on the call clock; the transcript lists them with the endpointer's events.
     events: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    # Channels turnscope itself made (the scripted caller's audio as it sent it, on a call):
+    # their exact zeros between lines are its own, not lost audio, and are not warned about.
+    generated: tuple[str, ...] = ()
 
 
 @runtime_checkable

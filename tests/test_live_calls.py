@@ -374,7 +374,7 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
 
     from turnscope.capture.clock import CallClock
     from turnscope.capture.webrtc.opus import sending_codec
-    from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+    from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
     from turnscope.capture.webrtc.track import PlaybackTrack
 
     heard, receivers = [], []
@@ -391,7 +391,10 @@ def test_caller_audio_reaches_an_agent_in_the_codec_it_chose(tmp_path, codec):
             receivers.append(
                 asyncio.ensure_future(
                     receive_track(
-                        track, clock, "caller", heard.append, ReceiveStats(), media_timeout_s=10
+                        track,
+                        clock,
+                        Placer("caller", heard.append, ReceiveStats()),
+                        media_timeout_s=10,
                     )
                 )
             )

@@ -241,7 +241,8 @@ async def run_pipeline(
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
     findings: list[str] = []
     for ch in CHANNELS:
-        findings += stages.checks[ch].problems(stages.endpointers[ch].background_db)
+        if ch not in source.info.generated:
+            findings += stages.checks[ch].problems(stages.endpointers[ch].background_db)
     for ch in CHANNELS:
         if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or

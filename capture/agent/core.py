@@ -88,11 +88,16 @@ class AgentBehaviour(BaseModel):
         return cls.model_validate(data)
 
 
+WAKE_EARLY_S = 0.1  # a reply is handed to the player this much before it is due
+
+
 class AgentCore:
     """The agent's ears and decisions: caller frames in (``hear``), prompts out via ``player``.
 
-    Replies are handed to the player ``player.lead_ms`` early, so they start on time on a player
-    that needs a lead (a sound device); a WebRTC track needs none.
+    A reply is handed to the player ``WAKE_EARLY_S`` (plus the player's ``lead_ms``) before it
+    is due, with the call-clock time it is due at: the player starts it on that sample, so a
+    busy event loop (many calls on one agent) does not make it late, and the configured latency
+    is exact, not rounded up to the next 20 ms frame.
     """
 
     def __init__(
@@ -136,7 +141,7 @@ class AgentCore:
         self.clock.start()
         b = self.behaviour
         if b.greet:
-            self._schedule(b.greet_delay_ms / 1000 - self._lead_s, self._speak_next)
+            self._reply_at(b.greet_delay_ms)
         if b.hangup_after_s is not None:
             self._schedule(b.hangup_after_s, self.hangup)
         if b.silent_after_s is not None:
@@ -145,6 +150,11 @@ class AgentCore:
     @property
     def _lead_s(self) -> float:
         return self.player.lead_ms / 1000
+
+    def _reply_at(self, at_ms: float) -> asyncio.Task:
+        """Speak the next line at ``at_ms`` on the call clock."""
+        delay = (at_ms - self.clock.now_ms()) / 1000 - self._lead_s - WAKE_EARLY_S
+        return self._schedule(delay, lambda: self._speak_next(at_ms))
 
     def _schedule(self, delay_s: float, fn: Callable[[], Any]) -> asyncio.Task:
         async def later() -> None:
@@ -173,6 +183,7 @@ class AgentCore:
     def _caller_started(self, ev: SpeechStart) -> None:
         b = self.behaviour
         self._log("caller_speech_start", ev.at_ms)
+        self.tell("user-started-speaking")
         current = self.player.current
         if current is not None:
             line = self._line_of(current)
@@ -192,9 +203,8 @@ class AgentCore:
         line = self._line()
         talk_over = None if line is None else (line.talk_over_ms or b.talk_over_ms)
         if talk_over is not None and not b.never_answer and self._reply is None:
-            delay = (ev.at_ms + talk_over - self.clock.now_ms()) / 1000 - self._lead_s
             self._answered_by_talk_over = True
-            self._reply = self._schedule(delay, self._speak_next)
+            self._reply = self._reply_at(ev.at_ms + talk_over)
 
     def _caller_finished(self, ev: EndOfTurn) -> None:
         b = self.behaviour
@@ -211,8 +221,7 @@ class AgentCore:
         if line is None:
             return
         latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
-        delay = (ev.at_ms + latency - self.clock.now_ms()) / 1000 - self._lead_s
-        self._reply = self._schedule(delay, self._speak_next)
+        self._reply = self._reply_at(ev.at_ms + latency)
 
     def keypress(self, digit: str | None, at_ms: float) -> None:
         """A key the caller pressed (a phone line). Keys end a caller turn once no more come
@@ -232,8 +241,7 @@ class AgentCore:
             return
         self._log("caller_keys_end", at_ms)
         latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
-        delay = (at_ms + latency - self.clock.now_ms()) / 1000 - self._lead_s
-        self._reply = self._schedule(delay, self._speak_next)
+        self._reply = self._reply_at(at_ms + latency)
 
     # -- speaking -------------------------------------------------------------------------------
 
@@ -246,15 +254,30 @@ class AgentCore:
             return load_clip(line.audio, 16000)
         return speak(line.text, voice=self.behaviour.voice, rate_wpm=self.behaviour.rate_wpm)
 
-    def _speak_next(self) -> None:
+    def _speak_next(self, at_ms: float) -> None:
         self._reply = None
         line = self._line()
         if line is None or self.closed:
             return
         k = self._next_line
         self._next_line += 1
-        self.player.play(self.clips[k], f"{k}:{line.text}")
-        self.tell("bot-started-speaking")
+        playback = self.player.play(self.clips[k], f"{k}:{line.text}", at_ms)
+        # Told as its audio starts and ends, as a pipecat agent tells them (without the end,
+        # every started after the first is out of order and the caller cannot trust them).
+        told = False
+
+        def started() -> None:
+            nonlocal told
+            if not (playback.done.done() and playback.record is None):  # not dropped unplayed
+                told = True
+                self.tell("bot-started-speaking")
+
+        def stopped(_: asyncio.Future) -> None:
+            if told:
+                self.tell("bot-stopped-speaking")
+
+        self._schedule((at_ms - self.clock.now_ms()) / 1000, started)
+        playback.done.add_done_callback(stopped)
 
     def _log(self, kind: str, at_ms: float, **more: Any) -> None:
         self.events.append({"event": kind, "at_ms": round(at_ms, 1), **more})

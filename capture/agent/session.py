@@ -18,7 +18,7 @@ from turnscope.capture.agent.core import AgentBehaviour, AgentCore
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER
 from turnscope.capture.webrtc.opus import sending_codec
-from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.signaling import rtc_configuration
 from turnscope.capture.webrtc.track import PlaybackTrack
 
@@ -89,9 +89,8 @@ class AgentSession:
     # -- listening ------------------------------------------------------------------------------
 
     async def _listen(self, track: MediaStreamTrack) -> None:
-        await receive_track(
-            track, self.clock, CALLER, self.core.hear, self.stats, media_timeout_s=30.0
-        )
+        placer = Placer(CALLER, self.core.hear, self.stats)
+        await receive_track(track, self.clock, placer, media_timeout_s=30.0)
         await self.close()
 
     # -- ground truth and ending ---------------------------------------------------------------

@@ -97,13 +97,16 @@ class DevicePlayer(DeviceStream):
     def speaking(self) -> bool:
         return self.current is not None
 
-    def play(self, audio: np.ndarray, label: str) -> Playback:
-        """Queue a clip (float or int16, 16 kHz mono) to start ``lead_ms`` from now."""
+    def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
+        """Queue a clip (float or int16, 16 kHz mono) to start at ``at_ms`` on the call clock,
+        or ``lead_ms`` from now if that is later."""
         pcm = audio if audio.dtype == np.int16 else to_int16(audio)
         frames = to_float32(pcm)
         if self.rate != SAMPLE_RATE:
             frames = soxr.resample(frames, SAMPLE_RATE, self.rate, quality="HQ")
         start = time.monotonic() + self.lead_ms / 1000
+        if at_ms is not None and self.call_clock.origin is not None:
+            start = max(start, self.call_clock.origin + at_ms / 1000)
         return self._enqueue(DeviceClip(label, pcm, self._future(), frames=frames, start_at=start))
 
     def play_raw(self, frames: np.ndarray, at: float) -> DeviceClip:

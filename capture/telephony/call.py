@@ -78,6 +78,7 @@ class TelephonyCall(CallSource):
             timing_evidence=TELEPHONY_TIMING,
             description=f"phone-line call to {public_url(options.url)} ({options.dialect})",
             realtime=True,
+            generated=(CALLER,),
         )
         self.caller_track = LinePlayer(self.codec)
         self.ids = CallIds(*(f"{p}{uuid.uuid4().hex[:30]}" for p in ("MZ", "CA", "AC")))

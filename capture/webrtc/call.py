@@ -25,7 +25,7 @@ from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.webrtc.opus import sending_codec
-from turnscope.capture.webrtc.receiver import ReceiveStats, receive_track
+from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
 from turnscope.capture.webrtc.signaling import (
     Signaling,
@@ -70,11 +70,13 @@ class WebRTCCall(CallSource):
             timing_evidence=WEBRTC_TIMING,
             description=f"WebRTC call to {options.url} ({options.signaling})",
             realtime=True,
+            generated=(CALLER,),
         )
         self.caller_track = PlaybackTrack(
             self.clock, on_sent=self._caller_sent, codec=lambda: sending_codec(self.pc)
         )
         self.stats = ReceiveStats()
+        self._placer = Placer(AGENT, self._emit, self.stats)
         self.session: SignalingSession | None = None
         self.pc: RTCPeerConnection | None = None
         self.connect_ms: float | None = None
@@ -202,12 +204,7 @@ class WebRTCCall(CallSource):
 
     async def _receive(self, track: MediaStreamTrack) -> None:
         end = await receive_track(
-            track,
-            self.clock,
-            AGENT,
-            self._emit,
-            self.stats,
-            media_timeout_s=self.options.media_timeout_s,
+            track, self.clock, self._placer, media_timeout_s=self.options.media_timeout_s
         )
         if end == "timeout":
             self._finish(
@@ -246,6 +243,9 @@ class WebRTCCall(CallSource):
             out.append(d)
         return out
 
+    def _flush(self) -> None:
+        self._placer.flush(None)
+
     def _describe(self) -> None:
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
@@ -282,6 +282,9 @@ class WebRTCCall(CallSource):
                 "first_agent_frame_ms": None
                 if st.first_frame_ms is None
                 else round(st.first_frame_ms, 1),
+                # The stream was placed this much before its first frame was read (the loop
+                # read that one late: webrtc/receiver.py).
+                "agent_anchor_fix_ms": st.anchor_fix_ms,
                 "agent_frames": st.frames,
                 "agent_lost_frames": st.lost_frames,
                 "agent_lost_ms": round(st.lost_ms, 1),

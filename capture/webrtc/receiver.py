@@ -1,13 +1,20 @@
 """Receiving a remote audio track onto the local call clock (used by both ends of a call).
 
-The first frame is anchored where it arrived; later frames follow their RTP timestamps, so a pts
-jump is lost audio (a gap on the clock) and a lasting rise in arrival delay (a jitter buffer that
-grew after loss) is re-anchored and reported instead of being silently absorbed.
+The stream is anchored where its most promptly read frame of the first half second arrived
+(that half second is held, then placed); later frames follow their RTP timestamps, so a pts jump
+is lost audio (a gap on the clock) and a lasting rise in arrival delay (a jitter buffer that grew
+after loss) is re-anchored and reported instead of being silently absorbed.
+
+Why not the first frame alone: a frame is timed when the event loop reads it, and at a call's
+start the loop is often busy (other calls setting up): the whole call's audio was then placed
+late by that much (16 concurrent calls on 2 cores: one call's every reply 17 ms late at the
+harness, its caller's every turn 23 ms late at the reference agent).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -23,6 +30,10 @@ from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, to_int16
 
 LATENCY_STEP_MS = 40.0  # a lasting rise in arrival delay larger than this is re-anchored
 LATENCY_WINDOW = 50  # frames (about 1 s) over which the minimum delay is taken
+ANCHOR_WINDOW_MS = 500.0  # audio held at the start, to anchor on its most promptly read frame
+# An earlier anchor by more than this is not loop lateness but a sender that bursts ahead of
+# real time (a listener's playout would start at the first frame): moved at most this much.
+ANCHOR_FIX_MAX_MS = 100.0
 
 
 @dataclass
@@ -34,6 +45,7 @@ class ReceiveStats:
     lost_ms: float = 0.0
     late_reanchors: list[dict[str, float]] = field(default_factory=list)
     first_frame_ms: float | None = None
+    anchor_fix_ms: float = 0.0  # how much earlier than its first frame the stream was placed
     sample_rate: int | None = None
     channels: int | None = None
 
@@ -60,71 +72,129 @@ async def _recv(track: MediaStreamTrack, timeout_s: float):  # type: ignore[no-u
     return await asyncio.wait_for(track.recv(), timeout_s)
 
 
-async def receive_track(
-    track: MediaStreamTrack,
-    clock: CallClock,
-    channel: str,
-    emit: Callable[[PcmFrame], None],
-    stats: ReceiveStats,
-    *,
-    media_timeout_s: float,
-) -> Literal["timeout", "ended"]:
-    """Read ``track`` until it ends or goes quiet, emitting 16 kHz frames on ``clock``."""
-    loop = asyncio.get_running_loop()
-    resampler: Resampler | None = None
-    anchor = 0  # call-clock sample (16 kHz) of the first sample of the current run
-    run_pts0 = 0  # pts at the start of the current run
-    expected_pts: int | None = None
-    written = 0  # 16 kHz samples emitted in the current run
-    delays: deque[float] = deque(maxlen=LATENCY_WINDOW)
+class Placer:
+    """Places a stream's decoded frames on the call clock (no event loop: ``push`` each frame
+    with the call-clock ms it was read at, ``flush`` at the end); placed frames go to ``emit``.
+    """
 
-    def out(start: int, audio: np.ndarray, at: float) -> None:
-        if len(audio):
-            emit(PcmFrame(channel, start, to_int16(audio), received_at=at))
+    def __init__(self, channel: str, emit: Callable[[PcmFrame], None], stats: ReceiveStats):
+        self.channel = channel
+        self.emit = emit
+        self.stats = stats
+        self.resampler: Resampler | None = None
+        self.anchor = 0  # call-clock sample (16 kHz) of the first sample of the current run
+        self.run_pts0 = 0  # pts at the start of the current run
+        self.expected_pts: int | None = None
+        self.written = 0  # 16 kHz samples placed in the current run
+        self.delays: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self.held: list[PcmFrame] | None = []  # the start, until anchored (then None)
+        self.first_delays: list[float] = []  # held frames' delays against the first frame
+        self.first_pts = 0
+        self.flushed = False
 
-    while True:
-        try:
-            frame = await _recv(track, media_timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
-            return "timeout"
-        except MediaStreamError:
-            return "ended"
-        arrival = loop.time()
-        rate = frame.sample_rate
-        mono = _mono(frame)
-        stats.frames += 1
-        stats.sample_rate, stats.channels = rate, len(frame.layout.channels)
-        pts = int(frame.pts)
-        if expected_pts is None or pts > expected_pts:
-            if expected_pts is None:
-                anchor = max(0, round(clock.to_ms(arrival) * SAMPLE_RATE / 1000))
-                stats.first_frame_ms = clock.to_ms(arrival)
+    def push(self, pts: int, rate: int, mono: np.ndarray, arrival_ms: float, at: float) -> None:
+        """One decoded frame (float32 mono at ``rate``, its RTP ``pts``), read ``arrival_ms``
+        into the call (``at``: the same moment as loop time, kept on the frames)."""
+        if self.flushed:
+            return
+        if self.expected_pts is None or pts > self.expected_pts:
+            if self.expected_pts is None:
+                self.anchor = max(0, round(arrival_ms * SAMPLE_RATE / 1000))
+                self.stats.first_frame_ms = arrival_ms
+                self.first_pts = pts
             else:
-                lost = pts - expected_pts
-                stats.lost_ms += lost * 1000 / rate
-                stats.lost_frames += max(1, round(lost / len(mono)))
-                if resampler is not None:
-                    out(anchor + written, resampler(np.zeros(0, np.float32), last=True), arrival)
-                anchor += round((pts - run_pts0) * SAMPLE_RATE / rate)
-            run_pts0, written = pts, 0
-            resampler = Resampler(rate, SAMPLE_RATE)
-            delays.clear()
-        elif pts < expected_pts:
-            continue  # a duplicate or reordered frame: already placed
-        assert resampler is not None
-        expected_pts = pts + len(mono)
-        placed_ms = (anchor + (pts - run_pts0) * SAMPLE_RATE / rate) * 1000 / SAMPLE_RATE
-        delays.append(clock.to_ms(arrival) - placed_ms)
-        if len(delays) == LATENCY_WINDOW and min(delays) > LATENCY_STEP_MS:
-            step = min(delays)
-            stats.late_reanchors.append({"at_ms": round(placed_ms, 1), "step_ms": round(step, 1)})
-            out(anchor + written, resampler(np.zeros(0, np.float32), last=True), arrival)
-            anchor += round((pts - run_pts0) * SAMPLE_RATE / rate) + round(
-                step * SAMPLE_RATE / 1000
+                lost = pts - self.expected_pts
+                self.stats.lost_ms += lost * 1000 / rate
+                self.stats.lost_frames += max(1, round(lost / len(mono)))
+                self._end_run(at)
+                self.anchor += round((pts - self.run_pts0) * SAMPLE_RATE / rate)
+            self._new_run(pts, rate)
+        elif pts < self.expected_pts:
+            return  # a duplicate or reordered frame: already placed
+        self.expected_pts = pts + len(mono)
+        offset = round((pts - self.run_pts0) * SAMPLE_RATE / rate)
+        placed_ms = (self.anchor + offset) * 1000 / SAMPLE_RATE
+        self.delays.append(arrival_ms - placed_ms)
+        if self.held is not None:
+            self.first_delays.append(self.delays[-1])
+        if len(self.delays) == LATENCY_WINDOW and min(self.delays) > LATENCY_STEP_MS:
+            step = min(self.delays)
+            self.stats.late_reanchors.append(
+                {"at_ms": round(placed_ms, 1), "step_ms": round(step, 1)}
             )
-            run_pts0, written = pts, 0
-            resampler = Resampler(rate, SAMPLE_RATE)
-            delays.clear()
-        audio = resampler(mono)
-        out(anchor + written, audio, arrival)
-        written += len(audio)
+            self._end_run(at)
+            self.anchor += offset + round(step * SAMPLE_RATE / 1000)
+            self._new_run(pts, rate)
+        assert self.resampler is not None
+        self._out(self.resampler(mono), at)
+        if self.held is not None and (self.expected_pts - self.first_pts) * 1000 / rate >= (
+            ANCHOR_WINDOW_MS
+        ):
+            self.release()
+
+    def release(self) -> None:
+        """Anchor on the most promptly read frame held (its delay the smallest), and emit what
+        was held."""
+        if self.held is None:
+            return
+        fix = min(ANCHOR_FIX_MAX_MS, max(0.0, -min(self.first_delays, default=0.0)))
+        shift = min(self.anchor, round(fix * SAMPLE_RATE / 1000))
+        self.anchor -= shift
+        self.stats.anchor_fix_ms = round(shift * 1000 / SAMPLE_RATE, 1)
+        for i in range(len(self.delays)):
+            self.delays[i] += self.stats.anchor_fix_ms
+        held, self.held = self.held, None
+        for frame in held:
+            self.emit(dataclasses.replace(frame, start=frame.start - shift))
+
+    def flush(self, at: float | None) -> None:
+        """The stream ended: place the resampler's tail and whatever is still held."""
+        self.flushed = True
+        if self.resampler is not None:
+            self._end_run(at)
+            self.resampler = None
+        self.release()
+
+    def _new_run(self, pts: int, rate: int) -> None:
+        self.run_pts0, self.written = pts, 0
+        self.resampler = Resampler(rate, SAMPLE_RATE)
+        self.delays.clear()
+
+    def _end_run(self, at: float | None) -> None:
+        if self.resampler is not None:
+            self._out(self.resampler(np.zeros(0, np.float32), last=True), at)
+
+    def _out(self, audio: np.ndarray, at: float | None) -> None:
+        if not len(audio):
+            return
+        frame = PcmFrame(self.channel, self.anchor + self.written, to_int16(audio), received_at=at)
+        self.written += len(audio)
+        if self.held is None:
+            self.emit(frame)
+        else:
+            self.held.append(frame)
+
+
+async def receive_track(
+    track: MediaStreamTrack, clock: CallClock, placer: Placer, *, media_timeout_s: float
+) -> Literal["timeout", "ended"]:
+    """Read ``track`` until it ends or goes quiet, placing its frames on ``clock``; the owner
+    flushes ``placer`` if it stops listening first (a call it ends)."""
+    loop = asyncio.get_running_loop()
+    stats = placer.stats
+    last: float | None = None
+    try:
+        while True:
+            try:
+                frame = await _recv(track, media_timeout_s)
+            except (asyncio.TimeoutError, TimeoutError):
+                return "timeout"
+            except MediaStreamError:
+                return "ended"
+            last = loop.time()
+            mono = _mono(frame)
+            stats.frames += 1
+            stats.sample_rate, stats.channels = frame.sample_rate, len(frame.layout.channels)
+            placer.push(int(frame.pts), frame.sample_rate, mono, clock.to_ms(last), last)
+    finally:
+        placer.flush(last)

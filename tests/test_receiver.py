@@ -1,0 +1,117 @@
+"""Placing a received stream on the call clock (capture/webrtc/receiver.py's Placer): no event
+loop, frames pushed with the times they were read."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from turnscope.capture.frames import SAMPLE_RATE, PcmFrame
+from turnscope.capture.webrtc.receiver import ANCHOR_FIX_MAX_MS, Placer, ReceiveStats
+
+RATE = 48000
+FRAME = RATE // 50  # 20 ms
+
+
+def _push_stream(placer: Placer, read_ms: list[float], *, first_pts: int = 0) -> None:
+    """Frames k = 0.. of a steady 48 kHz sender, each read at ``read_ms[k]``; frame k is a
+    constant k/1000 so where each one lands can be told."""
+    for k, at_ms in enumerate(read_ms):
+        mono = np.full(FRAME, k / 1000, dtype=np.float32)
+        placer.push(first_pts + k * FRAME, RATE, mono, at_ms, at_ms / 1000)
+
+
+def _start_ms(frames: list[PcmFrame]) -> float:
+    return frames[0].start * 1000 / SAMPLE_RATE
+
+
+def test_a_prompt_stream_is_placed_at_its_first_frame() -> None:
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    _push_stream(placer, [1000 + 20 * k for k in range(60)])
+    placer.flush(None)
+    assert _start_ms(out) == pytest.approx(1000, abs=0.1)
+    assert placer.stats.anchor_fix_ms == 0
+    starts = [f.start for f in out]
+    assert starts == sorted(starts)  # one run, in order, no overlap
+    assert all(a.end == b.start for a, b in pairwise(out))
+
+
+def test_a_first_frame_read_late_does_not_place_the_call_late() -> None:
+    """The loop was busy when the first frame came (it and the next ones read 30 ms late,
+    together): the stream is placed by the frames read on time."""
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    read = [1000 + 20 * k for k in range(60)]
+    read[0] = read[1] = 1030  # frames 0 and 1 read late, at once
+    _push_stream(placer, read)
+    assert out, "the first half second is held, then released"
+    assert placer.stats.anchor_fix_ms == pytest.approx(30, abs=0.1)
+    assert placer.stats.first_frame_ms == 1030
+    placer.flush(None)
+    assert _start_ms(out) == pytest.approx(1000, abs=0.1)
+    assert all(a.end == b.start for a, b in pairwise(out))
+
+
+def test_the_start_is_held_until_anchored_and_nothing_is_lost_on_flush() -> None:
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    _push_stream(placer, [500 + 20 * k for k in range(10)])  # 200 ms: still held
+    assert out == []
+    placer.flush(None)
+    total = sum(len(f.pcm) for f in out)
+    assert total == pytest.approx(10 * FRAME * SAMPLE_RATE / RATE, abs=40)
+    placer.push(10 * FRAME, RATE, np.zeros(FRAME, np.float32), 700, 0.7)  # after the end
+    assert sum(len(f.pcm) for f in out) == total
+
+
+def test_a_sender_bursting_ahead_moves_the_anchor_at_most_the_cap() -> None:
+    """Ten frames at once (a sender ahead of real time), then paced: a listener's playout starts
+    at the first frame, so the stream is not placed 180 ms before it came."""
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    read = [1000.0] * 10 + [1000 + 20 * k for k in range(1, 50)]
+    _push_stream(placer, read)
+    placer.flush(None)
+    assert placer.stats.anchor_fix_ms == pytest.approx(ANCHOR_FIX_MAX_MS, abs=0.1)
+    assert _start_ms(out) == pytest.approx(1000 - ANCHOR_FIX_MAX_MS, abs=0.1)
+
+
+def test_loss_while_held_leaves_a_gap_and_keeps_the_anchor() -> None:
+    out: list[PcmFrame] = []
+    stats = ReceiveStats()
+    placer = Placer("agent", out.append, stats)
+    read = [1000 + 20 * k for k in range(60)]
+    for k, at_ms in enumerate(read):
+        if k in (5, 6):  # lost in transit
+            continue
+        placer.push(k * FRAME, RATE, np.full(FRAME, 0.1, np.float32), at_ms, at_ms / 1000)
+    placer.flush(None)
+    assert stats.lost_frames == 2 and stats.lost_ms == pytest.approx(40)
+    assert _start_ms(out) == pytest.approx(1000, abs=0.1)
+    gaps = [b.start - a.end for a, b in pairwise(out) if b.start != a.end]
+    assert len(gaps) == 1 and gaps[0] * 1000 / SAMPLE_RATE == pytest.approx(40, abs=1)
+
+
+def test_a_clip_due_inside_a_frame_starts_on_its_sample() -> None:
+    """The reference agent's replies start when due, not at the next 20 ms frame, and not
+    later because the loop queued them late (capture/player.py's ClipQueue)."""
+    import asyncio
+
+    from turnscope.capture.player import ClipQueue
+
+    async def run() -> tuple[list[np.ndarray], list]:
+        queue = ClipQueue(320)
+        clip = np.full(480, 1000, dtype=np.int16)
+        queue.play(clip, "0:due at 1010 ms", start_at=16160)  # 1010 ms
+        frames = [queue.next_frame(320 * k, k * 0.02) for k in range(48, 56)]
+        return frames, queue.log
+
+    frames, log = asyncio.run(run())
+    audio = np.concatenate(frames)  # from 960 ms
+    first = int(np.flatnonzero(audio)[0])
+    assert first == 16160 - 48 * 320  # 50 ms in: exactly 1010 ms
+    assert log[0].start == 16160 and log[0].end == 16160 + 480
+    assert log[0].start_sent_at == pytest.approx(50 * 0.02 + 0.010)
