@@ -16,6 +16,9 @@ STARTER = ROOT / "configs" / "suites" / "voice_starter.json"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+# pytest-xdist's workers get COLUMNS=80: the CLI's tables would wrap in the output the tests read
+# (the CLI's own default off a terminal is wide; tests/test_bundle.py runs it narrow).
+os.environ.pop("COLUMNS", None)
 
 
 async def serve_offer(handler) -> tuple[Any, str]:

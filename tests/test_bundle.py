@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED, turnscope_exe
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.live_call import write_setup_failure
 from turnscope.scoring.evidence.documents import LiveContinuityReport, Transcript, WaveformTimeline
@@ -493,3 +495,11 @@ def test_tolerant_reading_keeps_what_is_well_formed_and_names_the_rest():
         ("agent", 1000.5, 2000),
     ]
     assert doc.duration_ms == 0.0 and set(repaired) == {"start_ms", "turns", "duration_ms"}
+
+
+def test_a_narrow_terminal_does_not_break_a_line_the_cli_says(bundle):
+    """COLUMNS=40 (a CI log, a split pane): the path and what follows it stay on one line."""
+    done = subprocess.run([*turnscope_exe(), "validate", str(bundle)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "COLUMNS": "40"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{bundle}: valid voice artifact bundle\n" in done.stdout

@@ -166,7 +166,7 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
     ws = agent_url.replace("http://", "ws://").replace("/api/offer", "/ws")
     cmds = [
         [*turnscope_exe(), "load", agent_url, "--scenario", str(scenario), "-o", str(web), "-q",
-         "--loopback-only", "--calls", "4", "--rate", "4/s", "--duration", "13"],
+         "--loopback-only", "--calls", "4", "--rate", "4/s", "--duration", "18"],
         [*turnscope_exe(), "load", ws, "--scenario", str(scenario), "-o", str(phone), "-q",
          "--transport", "twilio", "--calls", "2", "--rate", "2"],
     ]  # fmt: skip

@@ -72,7 +72,12 @@ def test_bundles_go_to_object_storage_with_object_keys(s3, suite, tmp_path):
     done = _bench(suite, env, "--runs", "s3://evals/nightly/run1", "-o", str(tmp_path / "r.json"))
     assert done.returncode in (0, 1), done.stderr
     tasks = [t["id"] for t in json.loads(suite.read_text())["tasks"]]
-    assert sorted(p.rsplit("/", 1)[1] for p in fs.ls("evals/nightly/run1")) == sorted(tasks)
+    summary = ["r.json", "r.scorecard.html", "r.scorecard.json"]  # the run's, beside its bundles
+    listed = sorted(p.rsplit("/", 1)[1] for p in fs.ls("evals/nightly/run1"))
+    assert listed == sorted(tasks + summary)
+    assert json.loads(fs.cat("evals/nightly/run1/r.json")) == json.loads(
+        (tmp_path / "r.json").read_text()
+    )
     for task in tasks:
         manifest = json.loads(fs.cat(f"evals/nightly/run1/{task}/voice_artifact_manifest.json"))
         assert manifest["artifacts"]

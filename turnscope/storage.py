@@ -92,6 +92,15 @@ class ObjectRuns:
         shutil.rmtree(folder, ignore_errors=True)
         return f"{self.url.rstrip('/')}/{task_id}"
 
+    def put(self, path: Path) -> str:
+        """Upload one file of the run (the result, the scorecard) under the prefix; its URL."""
+        try:
+            self.fs().put_file(str(path), f"{self.bucket}/{self.key(path.name)}")
+        except Exception as exc:
+            why = f"{self.url}/{path.name} ({redact.scrub(one_line(exc))}); it is kept in {path}"
+            raise UploadError(f"could not upload {why}") from None
+        return f"{self.url.rstrip('/')}/{path.name}"
+
     def located(self, manifest: dict[str, Any], task_id: str) -> dict[str, Any]:
         """The manifest with every local artifact named by bucket and object key."""
         out = dict(manifest)

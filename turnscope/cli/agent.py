@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from turnscope.cli.console import fail_line, out
+from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.options import check_transport, number
 from turnscope.errors import CallSetupError, InputError
 
@@ -163,15 +163,15 @@ def agent(
             ) from None
         ws = base.replace("http://", "ws://") + "/ws"
         if phone:
-            out.print(f"reference agent on {ws} (a {phone} media stream)")
+            say(f"reference agent on {ws} (a {phone} media stream)")
             call = f"turnscope call {ws} --transport {phone}"
         else:
-            out.print(
+            say(
                 f"reference agent on {base}: SmallWebRTC {base}/api/offer, WHIP {base}/whip, "
                 f"phone-line websocket {ws}"
             )
             call = f"turnscope call {base}/api/offer --loopback-only"
-        out.print(f"call it: {call} --scenario configs/scenarios/refund-call.yaml", soft_wrap=True)
+        say(f"call it: {call} --scenario configs/scenarios/refund-call.yaml", soft_wrap=True)
         try:
             await asyncio.Event().wait()
         finally:
@@ -199,7 +199,7 @@ def serve_devices(
 
     def ended(truth: dict[str, Any]) -> None:
         append_truth(truth_log, truth)
-        out.print(f"call ended ({truth['end_reason']}): {len(truth['utterances'])} prompts")
+        say(f"call ended ({truth['end_reason']}): {len(truth['utterances'])} prompts")
 
     async def serve() -> str | None:
         agent = DeviceAgent(behaviour, options, on_session_end=ended)
@@ -219,7 +219,7 @@ def serve_devices(
             f"{agent.player.name!r}; timing {timing}",
             soft_wrap=True,
         )
-        out.print("waiting for a call (a device call opens with its ring)", soft_wrap=True)
+        say("waiting for a call (a device call opens with its ring)", soft_wrap=True)
         try:
             await agent.stopped.wait()
         finally:

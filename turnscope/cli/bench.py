@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from turnscope.cli.call_options import check_ws_url
-from turnscope.cli.console import fail_line, out, warn_line
+from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport, ray_option
 from turnscope.errors import BenchError, InputError
 
@@ -31,7 +31,7 @@ def bench_exit(result: dict[str, Any]) -> int:
     """0 when every scored task passed, 1 when one failed or nothing was scored (said so)."""
     agg = result["aggregate"]
     if agg["scored"] == 0:
-        out.print("every task is void: nothing was scored, so nothing passed")
+        say("every task is void: nothing was scored, so nothing passed")
         return 1
     return 0 if agg["passed"] == agg["scored"] else 1
 
@@ -147,7 +147,7 @@ def bench(
         }
         out.print(bench_table(result, seen))
         if output is not None:
-            out.print(f"wrote {output}")
+            say(f"wrote {output}")
     return bench_exit(result)
 
 
@@ -278,7 +278,9 @@ def run_fixtures(
             warn_line(f"task {r.scores.task_id} is void: {r.scores.note}")
     if ray_address is not None:
         _say_where(ray_run)
-    out.print(f"scorecard: {card_path} (and .html); per-task bundles in {store.describe()}")
+    say(f"scorecard: {card_path} (and .html); per-task bundles in {store.describe()}")
+    if not _publish_summary(store, [output, card_path, card_path.with_suffix(".html")]):
+        return 4
     if ray_address is not None and ray_run.gone:
         lost = sum(
             1 for r in results if r.scores.verdict == "void" and GONE in (r.scores.note or "")
@@ -287,6 +289,23 @@ def run_fixtures(
                   f"kept in {store.describe()} (start the cluster again and rerun)")  # fmt: skip
         return 4
     return bench_exit(result)
+
+
+def _publish_summary(store: Any, paths: list[Path | None]) -> bool:
+    """Beside the bundles in object storage, the result and the scorecard too (a nightly run's
+    reader finds the whole run in the bucket); False when one could not be uploaded."""
+    from turnscope.errors import UploadError
+    from turnscope.storage import ObjectRuns
+
+    if not isinstance(store, ObjectRuns):
+        return True
+    try:
+        urls = [store.put(p) for p in paths if p is not None]
+    except UploadError as exc:
+        fail_line(str(exc))
+        return False
+    say(f"uploaded: {', '.join(urls)}")
+    return True
 
 
 def _on_ray(data: dict[str, Any], suite: Path, settings: Any, store: Any, address: str,
@@ -320,7 +339,7 @@ def _say_where(run: Any) -> None:
         f"{asr(n.node_id)}): {run.per_node.get(n.node_id, 0)}"
         for n in run.nodes
     ]
-    out.print(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
+    say(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
               f"retried {run.retried}")  # fmt: skip
 
 

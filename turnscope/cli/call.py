@@ -14,7 +14,7 @@ from turnscope.cli.call_options import (
     remote_flags,
     remote_options,
 )
-from turnscope.cli.console import fail_line, out, warn_line
+from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport
 from turnscope.errors import CallSetupError, InputError
 
@@ -41,7 +41,7 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
             if script[k]["planned"]
         ]
         if planned:
-            out.print("; ".join(planned))
+            say("; ".join(planned))
     b = run.breakdown
     if b is not None and b.replies:
         split = [x for x in b.replies if x.missing is None]
@@ -57,7 +57,7 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
                 soft_wrap=True,
             )
     r = run.result
-    out.print(
+    say(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of call; wrote {run.outdir}"
     )

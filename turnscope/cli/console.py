@@ -46,6 +46,12 @@ out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH)  # type: 
 err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
 
 
+def say(message: str) -> None:
+    """Print a line of the command's own output unwrapped (a path or a ``ray:`` line must
+    survive a narrow terminal, ``COLUMNS=80`` in a CI log, and a grep)."""
+    out.print(message, soft_wrap=True)
+
+
 def fail_line(message: str) -> None:
     """Print the one-line error the CLI promises instead of a traceback."""
     err.print(f"turnscope: error: {message}", markup=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.call import CALL_FAILED, report
-from turnscope.cli.console import fail_line, out
+from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.options import PipelineOptions
 from turnscope.errors import CallSetupError
 
@@ -42,7 +42,7 @@ def demo(
         base = await server.start()
         path = "/whip" if signaling == "whip" else "/api/offer"
         options = CallOptions(base + path, signaling=signaling, loopback_only=True)  # type: ignore[arg-type]
-        out.print(f"reference agent listening on {base}; calling it ({signaling})")
+        say(f"reference agent listening on {base}; calling it ({signaling})")
         try:
             run, call, caller = await place_call(
                 options, sc, settings, scenario_contract(sc), outdir, console=None if quiet else out

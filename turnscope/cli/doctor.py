@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from turnscope.cli.console import out
+from turnscope.cli.console import out, say
 
 
 def doctor(
@@ -55,8 +55,8 @@ def doctor(
         out.print(table)
     # Fix commands go on lines of their own so they can be copied whole.
     for f in missing:
-        out.print(f"fix {f.check.name}: {f.check.fix}", markup=False, soft_wrap=True)
-    out.print(
+        say(f"fix {f.check.name}: {f.check.fix}", markup=False, soft_wrap=True)
+    say(
         f"{len(findings) - len(missing)}/{len(findings)} checks ok; "
         + (
             f"{len(blocking)} missing for default features"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from turnscope.cli.console import out
+from turnscope.cli.console import say
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def add(
     raw = json.loads(suite.read_text(encoding="utf-8"))
     raw["tasks"].append(task)
     write_json(suite, raw)
-    out.print(f"added task {tid!r} to {suite} ({audio}, tags {', '.join(tag_list)})")
+    say(f"added task {tid!r} to {suite} ({audio}, tags {', '.join(tag_list)})")
     return 0
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from turnscope.cli.console import out
+from turnscope.cli.console import out, say
 from turnscope.cli.options import number
 from turnscope.errors import InputError
 
@@ -117,10 +117,10 @@ def gate_cmd(
             same_suite(card, previous, result, baseline)
         verdict = gate(card, previous, tolerance=tolerance, floors=parse_floors(floor))
         for c in verdict.moved():
-            out.print(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
+            say(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
         pinned = {k: v for k, v in card.items() if k != "tasks"}
         write_json(baseline, pinned)
-        out.print(f"pinned {baseline} as the new baseline")
+        say(f"pinned {baseline} as the new baseline")
         return 0
     pinned_card = load_scorecard(baseline) if baseline is not None else None
     if pinned_card is not None and baseline is not None:
@@ -147,12 +147,12 @@ def gate_cmd(
         write_text(junit, junit_xml(verdict))
     cells = len(verdict.cells)
     if not cells:
-        out.print("gate FAILED: every task is void, so nothing was checked")
+        say("gate FAILED: every task is void, so nothing was checked")
         return 1
     if verdict.passed:
-        out.print(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")
+        say(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")
         return 0
-    out.print(f"gate FAILED: {len(failed) + len(verdict.problems)} of {cells} checks")
+    say(f"gate FAILED: {len(failed) + len(verdict.problems)} of {cells} checks")
     return 1
 
 

@@ -12,7 +12,7 @@ import typer
 from turnscope import redact
 from turnscope.cli import call_options as remote
 from turnscope.cli.call import CALL_FAILED
-from turnscope.cli.console import fail_line, out, warn_line
+from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, number, ray_option
 from turnscope.errors import InputError
 
@@ -301,7 +301,7 @@ def print_load(r: LoadReport, outdir: Path) -> None:
         f"{k} {v}" for k, v in (nodes if len(nodes) < len(r.per_worker) else r.per_worker).items()
     )
     what = "node" if len(nodes) < len(r.per_worker) else "loop"
-    out.print(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}", soft_wrap=True)
+    say(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

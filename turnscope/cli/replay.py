@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.console import fail_line, out, warn_line
+from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.errors import InputError
 
@@ -105,11 +105,9 @@ def replay(
         w = run.outcome.wer
         parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]
         overall = "-" if w.overall.wer is None else f"{w.overall.wer:.3f}"
-        out.print(
-            f"WER {overall} ({', '.join(parts)}; {w.overall.reference_words} reference words)"
-        )
+        say(f"WER {overall} ({', '.join(parts)}; {w.overall.reference_words} reference words)")
     r = run.result
-    out.print(
+    say(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
     )

@@ -8,7 +8,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from turnscope.cli.console import out
+from turnscope.cli.console import out, say
 from turnscope.cli.options import number
 
 
@@ -64,7 +64,7 @@ def synth(
         table.add_row(u["speaker"], span, kind, text)
     out.print(table)
     for path in paths.values():
-        out.print(f"wrote {path}")
+        say(f"wrote {path}")
     return 0
 
 

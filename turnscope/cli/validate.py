@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.console import out
+from turnscope.cli.console import out, say
 from turnscope.errors import InputError
 
 
@@ -22,9 +22,9 @@ def validate(
     for line in problems:
         out.print(line, markup=False, soft_wrap=True)
     if problems:
-        out.print(f"{len(problems)} problem(s)")
+        say(f"{len(problems)} problem(s)")
         return 1
-    out.print(f"{bundle}: valid voice artifact bundle")
+    say(f"{bundle}: valid voice artifact bundle")
     return 0
 
 
