@@ -171,7 +171,7 @@ def agent(
                 f"phone-line websocket {ws}"
             )
             call = f"turnscope call {base}/api/offer --loopback-only"
-        say(f"call it: {call} --scenario configs/scenarios/refund-call.yaml", soft_wrap=True)
+        say(f"call it: {call} --scenario configs/scenarios/refund-call.yaml")
         try:
             await asyncio.Event().wait()
         finally:
@@ -219,7 +219,7 @@ def serve_devices(
             f"{agent.player.name!r}; timing {timing}",
             soft_wrap=True,
         )
-        say("waiting for a call (a device call opens with its ring)", soft_wrap=True)
+        say("waiting for a call (a device call opens with its ring)")
         try:
             await agent.stopped.wait()
         finally:

@@ -46,10 +46,10 @@ out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH)  # type: 
 err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
 
 
-def say(message: str) -> None:
+def say(message: str, *, markup: bool = True) -> None:
     """Print a line of the command's own output unwrapped (a path or a ``ray:`` line must
     survive a narrow terminal, ``COLUMNS=80`` in a CI log, and a grep)."""
-    out.print(message, soft_wrap=True)
+    out.print(message, markup=markup, soft_wrap=True)
 
 
 def fail_line(message: str) -> None:

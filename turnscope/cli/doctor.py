@@ -55,7 +55,7 @@ def doctor(
         out.print(table)
     # Fix commands go on lines of their own so they can be copied whole.
     for f in missing:
-        say(f"fix {f.check.name}: {f.check.fix}", markup=False, soft_wrap=True)
+        say(f"fix {f.check.name}: {f.check.fix}", markup=False)
     say(
         f"{len(findings) - len(missing)}/{len(findings)} checks ok; "
         + (

@@ -301,7 +301,7 @@ def print_load(r: LoadReport, outdir: Path) -> None:
         f"{k} {v}" for k, v in (nodes if len(nodes) < len(r.per_worker) else r.per_worker).items()
     )
     what = "node" if len(nodes) < len(r.per_worker) else "loop"
-    say(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}", soft_wrap=True)
+    say(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}")
 
 
 def register(app: typer.Typer) -> None:
