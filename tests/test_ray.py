@@ -298,3 +298,34 @@ def test_a_cluster_that_goes_away_voids_what_did_not_run_and_keeps_what_did(monk
     void = [r for r in run.runs if getattr(r, "scores", None) and r.scores.verdict == "void"]
     assert len(ran) + len(void) == 9 and "t4" not in ran and len(ran) >= 4
     assert all(GONE in r.scores.note for r in void)
+
+
+def test_a_node_without_the_project_or_the_model_is_named_and_the_rest_run():
+    """A worker whose node cannot import turnscope (or load the model) fails its start: with
+    others up, a line says so and the run goes on; with none, one line names the fix."""
+    from turnscope.distributed.cluster import started
+    from turnscope.errors import EnvironmentProblem
+
+    class Ray:
+        def __init__(self, fails: set[str]) -> None:
+            self.fails = fails
+
+        def wait(self, pending, num_returns, timeout):
+            return pending[:1], pending[1:]
+
+        def get(self, ref):
+            if ref in self.fails:
+                raise RuntimeError("ModuleNotFoundError: No module named 'turnscope'")
+            return f"{ref} ready"
+
+    refs = {"r1": "worker-1", "r2": "worker-2"}
+    ok, problems = started(Ray({"r2"}), refs)
+    assert ok == [("worker-1", "r1 ready")]
+    assert problems == ["RuntimeError: ModuleNotFoundError: No module named 'turnscope'"] or (
+        len(problems) == 1 and "No module named 'turnscope'" in problems[0]
+    )
+    with pytest.raises(EnvironmentProblem) as err:
+        started(Ray({"r1", "r2"}), refs)
+    msg = str(err.value)
+    assert "no Ray worker could start" in msg and "No module named 'turnscope'" in msg
+    assert "install turnscope and its model on every node" in msg

@@ -7,8 +7,7 @@ after loss) is re-anchored and reported instead of being silently absorbed.
 
 Why not the first frame alone: a frame is timed when the event loop reads it, and at a call's
 start the loop is often busy (other calls setting up): the whole call's audio was then placed
-late by that much (16 concurrent calls on 2 cores: one call's every reply 17 ms late at the
-harness, its caller's every turn 23 ms late at the reference agent).
+late by that much, at both ends of a call (benchmarks/scale.py, the load rows).
 """
 
 from __future__ import annotations
