@@ -51,7 +51,7 @@ class Playback:
     pos: int = 0
     stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
     rate: int = SAMPLE_RATE  # of ``audio``
-    start_at: int | None = None  # call-clock sample it starts at, not before (None: next frame)
+    due: int | None = None  # call-clock sample it starts at, not before (None: the next frame)
 
     def stop(self, after_ms: float = 0.0) -> None:
         """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
@@ -116,14 +116,14 @@ class ClipQueue:
         self.current: Playback | None = None
         self._queue: list[Playback] = []
 
-    def play(self, pcm: np.ndarray, label: str, start_at: int | None = None) -> Playback:
-        """Queue an int16 clip at ``rate``, to start at call-clock sample ``start_at``."""
+    def play(self, pcm: np.ndarray, label: str, due: int | None = None) -> Playback:
+        """Queue an int16 clip at ``rate``, to start at call-clock sample ``due``."""
         item = Playback(
             label,
             pcm,
             asyncio.get_running_loop().create_future(),
             rate=self.rate,
-            start_at=start_at,
+            due=due,
         )
         self._queue.append(item)
         return item
@@ -144,7 +144,7 @@ class ClipQueue:
             if self.current is None:
                 if not self._queue:
                     break
-                due = self._queue[0].start_at
+                due = self._queue[0].due
                 if due is not None:
                     wait = -(-(due - position) // self.step)  # queue samples, rounded up
                     if wait >= self.frame:

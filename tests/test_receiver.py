@@ -105,7 +105,7 @@ def test_a_clip_due_inside_a_frame_starts_on_its_sample() -> None:
     async def run() -> tuple[list[np.ndarray], list]:
         queue = ClipQueue(320)
         clip = np.full(480, 1000, dtype=np.int16)
-        queue.play(clip, "0:due at 1010 ms", start_at=16160)  # 1010 ms
+        queue.play(clip, "0:due at 1010 ms", due=16160)  # 1010 ms
         frames = [queue.next_frame(320 * k, k * 0.02) for k in range(48, 56)]
         return frames, queue.log
 

@@ -89,9 +89,11 @@ class DevicePlayer(DeviceStream):
 
     @property
     def current(self) -> Playback | None:
-        """The clip playing or about to (as the agent sees its own speech)."""
+        """The clip playing or about to, within the lead (as the agent sees its own speech): a
+        reply queued for later is not speech yet, so a caller starting then is no barge-in."""
+        soon = time.monotonic() + self.lead_ms / 1000
         with self._lock:
-            return next((c for c in self._queue if c.logged), None)
+            return next((c for c in self._queue if c.logged and c.start_at <= soon), None)
 
     @property
     def speaking(self) -> bool:
