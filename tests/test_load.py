@@ -28,8 +28,8 @@ from turnscope.load.report import aggregate, missing_slots
 
 LATENCY_MS = 600
 # What the caller hears beyond the agent's configured latency on loopback (the jitter buffer,
-# packetisation, the agent's own end-of-speech wait): benchmarks/live.py and scale.py measure
-# 185-200 ms. The spread across calls and replies stays within a few tens of ms.
+# packetisation, the agent's own end-of-speech wait): benchmarks/scale.py measures 175-178 ms
+# (2026-12-02). The spread across calls and replies stays within a few tens of ms.
 EAR_EXTRA_MS = (100, 320)
 MAX_SPREAD_MS = 80
 
