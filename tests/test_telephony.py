@@ -214,8 +214,8 @@ def test_calls_in_every_dialect_complete_with_turns_where_the_agent_logged_them(
         assert doc["source"]["transport"] == "telephony"
         assert doc["script"]["barge_ins"] == {"planned": 1, "exercised": 1}
     # The endpointer places an espeak prompt's onset up to ~76 ms late now and then (in about
-    # one call in six: which 30 ms VAD frame the onset falls in decides whether its weak start
-    # is skipped), so a few of these 40 boundaries may be off by that much.
+    # one call in six; where the onset falls against the VAD's frames is the likely cause, not
+    # yet shown), so a few of these 40 boundaries may be off by that much.
     assert np.median(errors) <= 10 and np.percentile(errors, 85) <= 25, errors
 
 
