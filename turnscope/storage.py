@@ -87,8 +87,7 @@ class ObjectRuns:
                 fs.pipe_file(f"{base}/{MANIFEST}", json.dumps(self.located(doc, task_id),
                                                               indent=2).encode())  # fmt: skip
         except Exception as exc:  # credentials, a missing bucket, the network: one line
-            why = f"{self.url}/{task_id} ({redact.scrub(one_line(exc))}); it is kept in {folder}"
-            raise UploadError(f"could not upload the bundle to {why}") from None
+            raise _failed(f"the bundle to {self.url}/{task_id}", exc, folder) from None
         shutil.rmtree(folder, ignore_errors=True)
         return f"{self.url.rstrip('/')}/{task_id}"
 
@@ -97,8 +96,7 @@ class ObjectRuns:
         try:
             self.fs().put_file(str(path), f"{self.bucket}/{self.key(path.name)}")
         except Exception as exc:
-            why = f"{self.url}/{path.name} ({redact.scrub(one_line(exc))}); it is kept in {path}"
-            raise UploadError(f"could not upload {why}") from None
+            raise _failed(f"{self.url}/{path.name}", exc, path) from None
         return f"{self.url.rstrip('/')}/{path.name}"
 
     def located(self, manifest: dict[str, Any], task_id: str) -> dict[str, Any]:
@@ -132,6 +130,14 @@ class ObjectRuns:
                 "name and the credentials (AWS_* / GOOGLE_APPLICATION_CREDENTIALS; "
                 "AWS_ENDPOINT_URL for an S3-compatible store)"
             ) from None
+
+
+def _failed(what: str, exc: Exception, kept: Path) -> UploadError:
+    """The one line for an upload that failed (the store's own words, scrubbed), and where the
+    local copy is."""
+    return UploadError(
+        f"could not upload {what} ({redact.scrub(one_line(exc))}); it is kept in {kept}"
+    )
 
 
 def filesystem(url: str) -> Any:

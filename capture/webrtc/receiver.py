@@ -87,7 +87,7 @@ class Placer:
         self.written = 0  # 16 kHz samples placed in the current run
         self.delays: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self.held: list[PcmFrame] | None = []  # the start, until anchored (then None)
-        self.first_delays: list[float] = []  # held frames' delays against the first frame
+        self.earliest_ms = 0.0  # the smallest delay of a held frame (the first one's is 0)
         self.first_pts = 0
         self.flushed = False
 
@@ -115,7 +115,7 @@ class Placer:
         placed_ms = (self.anchor + offset) * 1000 / SAMPLE_RATE
         self.delays.append(arrival_ms - placed_ms)
         if self.held is not None:
-            self.first_delays.append(self.delays[-1])
+            self.earliest_ms = min(self.earliest_ms, self.delays[-1])
         if len(self.delays) == LATENCY_WINDOW and min(self.delays) > LATENCY_STEP_MS:
             step = min(self.delays)
             self.stats.late_reanchors.append(
@@ -136,12 +136,13 @@ class Placer:
         was held."""
         if self.held is None:
             return
-        fix = min(ANCHOR_FIX_MAX_MS, max(0.0, -min(self.first_delays, default=0.0)))
+        fix = min(ANCHOR_FIX_MAX_MS, -self.earliest_ms)
         shift = min(self.anchor, round(fix * SAMPLE_RATE / 1000))
+        shift_ms = shift * 1000 / SAMPLE_RATE
         self.anchor -= shift
-        self.stats.anchor_fix_ms = round(shift * 1000 / SAMPLE_RATE, 1)
+        self.stats.anchor_fix_ms = round(shift_ms, 1)
         for i in range(len(self.delays)):
-            self.delays[i] += self.stats.anchor_fix_ms
+            self.delays[i] += shift_ms
         held, self.held = self.held, None
         for frame in held:
             self.emit(dataclasses.replace(frame, start=frame.start - shift))
