@@ -42,6 +42,7 @@ def _asr_process_init() -> None:
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal: the parent decides too
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
 

@@ -1,6 +1,7 @@
-"""SIGINT (Ctrl-C) and SIGTERM (how CI cancels a job) end a run cleanly, in any phase: every
-run in the process is told to stop, and each scores and writes whatever it captured, marked
-degraded with the signal. A second signal of the same kind is not caught: it ends the process.
+"""SIGINT (Ctrl-C), SIGTERM (how CI cancels a job) and SIGHUP (the terminal closed) end a run
+cleanly, in any phase: every run in the process is told to stop, and each scores and writes
+whatever it captured, marked degraded with the signal. A second signal of the same kind is not
+caught: it ends the process.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 REASONS = {
     signal.SIGINT: "interrupted by the user (Ctrl-C)",
     signal.SIGTERM: "terminated by SIGTERM",
+    signal.SIGHUP: "the terminal closed (SIGHUP)",
 }
 
 _stops: dict[int, Callable[[str], None]] = {}

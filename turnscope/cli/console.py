@@ -2,34 +2,76 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import io
 import os
+import queue
 import sys
+import threading
 from typing import Any
 
 from rich.console import Console
+from rich.file_proxy import FileProxy
 
 from turnscope import redact
 
 
 class _Scrubbed:
     """The process's stdout or stderr (whichever it is at the time of writing: tests swap
-    them), with every secret the user gave scrubbed from what is printed."""
+    them), with every secret the user gave scrubbed from what is printed.
+
+    While rich's live display runs on a terminal, ``sys.stdout`` is rich's ``FileProxy``, which
+    prints back through this very console: writing to it looped forever (issue 26). The stream
+    written is therefore the one behind any such proxy, and a write that still finds its way
+    back here goes to the process's original stream. Scrubbing happens here, before any of
+    that, so it holds whatever object ``sys.stdout`` is.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._inside = threading.local()
 
     @property
     def _stream(self) -> Any:
-        return getattr(sys, self.name)
+        stream = getattr(sys, self.name)
+        seen = 0
+        while isinstance(stream, FileProxy) and seen < 8:
+            stream = stream.rich_proxied_file
+            seen += 1
+        if stream is None or isinstance(stream, (FileProxy, _Scrubbed)):
+            stream = getattr(sys, f"__{self.name}__")
+        return stream if stream is not None else _NOWHERE
 
     def write(self, text: str) -> int:
-        return self._stream.write(redact.scrub(text))
+        text = redact.scrub(text)
+        if getattr(self._inside, "on", False):  # came back round: never loop
+            stream = getattr(sys, f"__{self.name}__") or _NOWHERE
+        else:
+            stream = self._stream
+        if _terminal.takes(stream):
+            _terminal.put(stream, text)
+            return len(text)
+        self._inside.on = True
+        try:
+            return stream.write(text)
+        except (OSError, ValueError):  # a reader that went away, a closed stream
+            return len(text)
+        finally:
+            self._inside.on = False
 
     def flush(self) -> None:
-        self._stream.flush()
+        stream = self._stream
+        if _terminal.takes(stream):
+            return  # the terminal's writer flushes after every write
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        try:
+            return bool(self._stream.isatty())
+        except ValueError:
+            return False
 
     def fileno(self) -> int:
         return self._stream.fileno()
@@ -39,9 +81,95 @@ class _Scrubbed:
         return getattr(self._stream, "encoding", None) or "utf-8"
 
 
+class _TerminalWriter:
+    """Writes to a terminal from a thread of its own, in the order written.
+
+    A terminal whose output is held (Ctrl-S) blocks whoever writes to it: that must be this
+    thread, never the event loop running a call (its caller audio would stop going out). A
+    terminal that went away (SIGHUP, EIO) swallows what is written. Held output is bounded: past
+    ``LIMIT`` characters the rest is counted, not kept, and the count is said when the terminal
+    takes output again.
+    """
+
+    LIMIT = 4_000_000
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, str] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._dropped = 0
+        self._thread: threading.Thread | None = None
+        # Streams asked, kept alive so that an id is never another stream's (tests swap them).
+        self._ttys: dict[int, tuple[Any, bool]] = {}
+
+    def takes(self, stream: Any) -> bool:
+        """Whether ``stream`` is a terminal (asked once per stream object)."""
+        known = self._ttys.get(id(stream))
+        if known is None:
+            try:
+                tty = bool(stream.isatty())
+            except (AttributeError, OSError, ValueError):
+                tty = False
+            known = self._ttys[id(stream)] = (stream, tty)
+        return known[1]
+
+    def put(self, stream: Any, text: str) -> None:
+        with self._lock:
+            if self._pending + len(text) > self.LIMIT:
+                self._dropped += text.count("\n") or 1
+                return
+            self._pending += len(text)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="turnscope-terminal", daemon=True
+                )
+                self._thread.start()
+        self._queue.put((stream, text))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            stream, text = item
+            with self._lock:
+                self._pending -= len(text)
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
+                text = f"({dropped} line(s) not shown: the terminal held its output)\n" + text
+            try:
+                stream.write(text)
+                stream.flush()
+            except (OSError, ValueError):  # the terminal is gone: nothing more to show
+                pass
+
+    def finish(self) -> None:
+        """Wait until everything written has reached the terminal (at exit)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+
+
+_terminal = _TerminalWriter()
+atexit.register(_terminal.finish)
+
+
+def finish() -> None:
+    """Everything printed so far has reached the terminal when this returns."""
+    _terminal.finish()
+
+
+# Where the process started with no stdout or stderr at all (a closed descriptor), what is printed
+# goes nowhere rather than raising at import.
+class _Nowhere(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_NOWHERE = _Nowhere()
+
 # Off a terminal (CI logs, pipes) rich would cut tables to 80 columns ("adversar…"): print whole
 # names there, unless COLUMNS says otherwise.
-_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200
+_WIDTH = None if _Scrubbed("stdout").isatty() or "COLUMNS" in os.environ else 200
 out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
 err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
 

@@ -30,7 +30,7 @@ from turnscope.cli import (
     synth,
     validate,
 )
-from turnscope.cli.console import fail_line
+from turnscope.cli.console import fail_line, finish
 from turnscope.errors import OutputError, TurnscopeError
 
 app = typer.Typer(
@@ -150,4 +150,5 @@ def run() -> None:
         from turnscope.asr.worker import stop_asr_worker
 
         stop_asr_worker()
+    finish()  # what the terminal has not shown yet (it may be held by Ctrl-S) is not lost
     sys.exit(code)
