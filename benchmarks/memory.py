@@ -1,21 +1,31 @@
-"""Memory of a long replay: peak RSS of a 60-minute two-channel call vs the model alone.
+"""Bounded resources: a long replay's peak memory against a short one's, and scoring time in turns.
 
-    .venv/bin/python benchmarks/memory.py [--minutes 60]
+    nice -n 10 .venv/bin/python benchmarks/memory.py [--minutes 10 60 180] [--turns 1000 64000]
 
-Builds the long call by repeating the shipped sample recording (a FLAC, so decoding streams),
-then measures in fresh processes: (a) importing turnscope and loading the model, (b) a 5-minute
-and (c) a 60-minute fast replay through the whole pipeline. Peak RSS is the pipeline process's
-plus its ASR worker process's (where the model lives). Flat memory means (c) - (a) stays
-small and (c) is close to (b).
+Replay: the long call is the shipped sample recording looped with soundfile (a FLAC, so its
+decoding streams), replayed fast by ``turnscope replay -o DIR -q`` in a fresh process: the whole
+command (pipeline, bundle, report), not the pipeline alone. Peak RSS is the command's process
+plus its ASR worker process's (where the model lives). Flat memory: every replay's peak within
+100 MB of the shortest one's.
+
+Scoring: a synthetic transcript of N alternating turns (caller turns now and then an interrupt,
+some overlapping the agent), scored by ``turnscope score FILE --require refund`` in a fresh
+process (reading, the verifier, its facts, the exercise; wall time of the command), and in
+process with WER against a reference of the same turns (the whole ``score_outcome``). Target:
+64k turns under 5 s, near-linear in turns.
+
+Prints one table per kind; no assertion (the tests check behaviour, this measures it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,32 +33,42 @@ import soundfile as sf
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "recordings" / "refund-call.wav"
+FLAT_MB = 100.0
+SCORE_TARGET_S = 5.0
 
-CHILD = r"""
-import asyncio, json, resource, sys, time
-from turnscope.asr.settings import load_settings
-from turnscope.asr.transcriber import Transcriber
-from turnscope.asr.worker import asr_process_usage
-from turnscope.capture.file.source import FileSource
-from turnscope.pipeline import run_pipeline
-settings = load_settings()
-t = Transcriber(settings.asr)
-t.warm_up()
-out = {"turns": 0, "audio_s": 0.0, "wall_s": 0.0}
-if sys.argv[1] != "-":
-    t0 = time.perf_counter()
-    r = asyncio.run(run_pipeline(FileSource.stereo(sys.argv[1], chunk_ms=200), settings,
-                                 transcriber=t))
-    out = {"turns": len(r.assembly.turns), "audio_s": r.audio_ms / 1000,
-           "wall_s": time.perf_counter() - t0}
-out["call_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-out["asr_rss_mb"] = asr_process_usage()[1]
-out["peak_rss_mb"] = out["call_rss_mb"] + out["asr_rss_mb"]
-print(json.dumps(out))
+REPLAY_CHILD = r"""
+import json, resource, sys, time
+from turnscope.cli.main import main
+from turnscope.asr.worker import asr_process_usage, start_asr_worker, stop_asr_worker
+start_asr_worker()
+t0 = time.perf_counter()
+code = main(["replay", sys.argv[1], "-o", sys.argv[2], "-q", "--force"])
+wall = time.perf_counter() - t0
+call_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+asr_mb = asr_process_usage()[1]
+stop_asr_worker()
+turns = len(json.load(open(sys.argv[2] + "/transcript.json")).get("turns") or [])
+print(json.dumps({"code": code, "wall_s": wall, "call_mb": call_mb, "asr_mb": asr_mb,
+                  "peak_mb": call_mb + asr_mb, "turns": turns}))
+"""
+
+SCORE_CHILD = r"""
+import json, sys, time
+from turnscope.scoring.contract import Contract, Reference
+from turnscope.scoring.outcome import score_outcome
+from turnscope.scoring.wer import channel_texts
+dialogue = json.load(open(sys.argv[1]))
+contract = Contract(required_content=["refund"],
+                    reference=Reference(texts=channel_texts(dialogue), turns=dialogue))
+t0 = time.perf_counter()
+outcome = score_outcome(dialogue, contract, evidence_class="local_gate")
+wall = time.perf_counter() - t0
+print(json.dumps({"wall_s": wall, "scalar": outcome.verifier["result"]["scalar"]}))
 """
 
 
 def long_call(minutes: float, path: Path) -> Path:
+    """The sample recording looped to ``minutes`` (whole repetitions, written block by block)."""
     audio, rate = sf.read(SAMPLE, dtype="float32")
     reps = int(np.ceil(minutes * 60 * rate / len(audio)))
     with sf.SoundFile(path, "w", rate, 2, format="FLAC") as f:
@@ -57,36 +77,105 @@ def long_call(minutes: float, path: Path) -> Path:
     return path
 
 
-def rss(m: dict) -> str:
-    return f"{m['call_rss_mb']:.0f} + {m['asr_rss_mb']:.0f} = {m['peak_rss_mb']:.0f} MB"
+def transcript(turns: int, path: Path, seed: int = 0) -> Path:
+    """``turns`` alternating turns, time-ordered with jitter: gaps, overlaps and interrupts."""
+    rng = random.Random(seed)
+    t, out = 0, []
+    for i in range(turns):
+        speaker = "caller" if i % 2 == 0 else "agent"
+        start = max(0, t + rng.randint(-400, 1500))
+        end = start + rng.randint(300, 3000)
+        out.append(
+            {
+                "speaker": speaker,
+                "start_ms": start,
+                "end_ms": end,
+                "text": "a refund within thirty days" if speaker == "agent" else "wait, what",
+                "interrupt": speaker == "caller" and rng.random() < 0.1,
+            }
+        )
+        t = end
+    path.write_text(json.dumps(out))
+    return path
 
 
-def measure(arg: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, arg], capture_output=True, text=True, cwd=ROOT, check=True
-    )
+def _json_tail(proc: subprocess.CompletedProcess) -> dict:
+    if proc.returncode != 0:
+        raise SystemExit(f"child failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def replay(minutes: float, work: Path) -> dict:
+    call = long_call(minutes, work / f"call-{minutes:g}.flac")
+    out = work / f"out-{minutes:g}"
+    proc = subprocess.run(
+        [sys.executable, "-c", REPLAY_CHILD, str(call), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    call.unlink()
+    return {"minutes": minutes, **_json_tail(proc)}
+
+
+def score(turns: int, work: Path) -> dict:
+    path = transcript(turns, work / f"t{turns}.json")
+    t0 = time.perf_counter()
+    cli = subprocess.run(
+        [sys.executable, "-m", "turnscope", "score", str(path), "--require", "refund"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    cli_s = time.perf_counter() - t0
+    if cli.returncode not in (0, 1):
+        raise SystemExit(f"turnscope score failed ({cli.returncode}): {cli.stderr.strip()}")
+    proc = subprocess.run(
+        [sys.executable, "-c", SCORE_CHILD, str(path)], capture_output=True, text=True, cwd=ROOT
+    )
+    return {"turns": turns, "cli_s": cli_s, **_json_tail(proc)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--minutes", type=float, nargs="*", default=[10.0, 60.0, 180.0])
+    parser.add_argument("--turns", type=int, nargs="*", default=[1000, 16000, 64000])
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="turnscope-mem-"))
-    base = measure("-")
-    short = measure(str(long_call(5, work / "short.flac")))
-    long = measure(str(long_call(args.minutes, work / "long.flac")))
-    print(
-        "| run | audio | turns | wall | peak RSS: pipeline process + ASR process = sum | "
-        "above model alone |"
-    )
-    print("|---|---|---|---|---|---|")
-    print(f"| model loaded, no call | - | - | - | {rss(base)} | - |")
-    for name, m in (("5-minute replay", short), (f"{args.minutes:.0f}-minute replay", long)):
+
+    if args.turns:
+        rows = [score(n, work) for n in args.turns]
+        print("| case | wall: `turnscope score` | wall: score_outcome with WER | per 1k turns | "
+              f"under {SCORE_TARGET_S:g} s |")  # fmt: skip
+        print("|---|---|---|---|---|")
+        for r in rows:
+            worst = max(r["cli_s"], r["wall_s"])
+            print(
+                f"| scoring {r['turns']} turns | {r['cli_s']:.2f} s | {r['wall_s']:.2f} s | "
+                f"{1000 * r['wall_s'] / r['turns']:.3f} s | "
+                f"{'yes' if worst < SCORE_TARGET_S else 'NO'} |"
+            )
+        print()
+
+    if args.minutes:
+        rows = []
+        for minutes in sorted(args.minutes):
+            rows.append(replay(minutes, work))
+            print(f"(replayed {minutes:g} min)", file=sys.stderr, flush=True)
+        base = rows[0]
         print(
-            f"| {name} | {m['audio_s'] / 60:.1f} min | {m['turns']} | {m['wall_s']:.0f} s | "
-            f"{rss(m)} | {m['peak_rss_mb'] - base['peak_rss_mb']:+.0f} MB |"
+            "| case | turns | wall | peak RSS: command + ASR process = sum | "
+            f"vs {base['minutes']:g} min | within {FLAT_MB:g} MB |"
         )
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            diff = r["peak_mb"] - base["peak_mb"]
+            print(
+                f"| {r['minutes']:g}-minute replay (exit {r['code']}) | {r['turns']} | "
+                f"{r['wall_s']:.0f} s | {r['call_mb']:.0f} + {r['asr_mb']:.0f} = "
+                f"{r['peak_mb']:.0f} MB | {diff:+.0f} MB ({r['peak_mb'] / base['peak_mb']:.2f}x) "
+                f"| {'yes' if diff <= FLAT_MB else 'NO'} |"
+            )
 
 
 if __name__ == "__main__":

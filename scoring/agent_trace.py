@@ -18,7 +18,6 @@ Also read as they are: LiveKit's metrics events dumped as JSON (``{"type": "eou_
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.errors import InputError
+from turnscope.jsonio import FILE_LIMITS, MESSAGE_LIMITS, loads
 from turnscope.scoring.latency import AgentEvent, normal_name
 
 FIX = "JSON lines with a time and an event name (see `turnscope call --help`, --agent-trace)"
+MAX_SECONDS = 1e11  # a time past this (the year 5138) is no time: the line is left out
+MAX_METRIC_MS = 3_600_000.0  # a ttfb past an hour is no measurement: left out
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
     """The trace at ``path`` on the call clock. A file that cannot be read is an InputError
     (checked before the call); lines that make no sense are problems, kept out."""
     try:
+        if path.stat().st_size > FILE_LIMITS.size:
+            raise InputError(
+                f"the agent trace is larger than {FILE_LIMITS.size // 1048576} MiB", path=path
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such agent trace", path=path, fix=FIX) from None
@@ -76,7 +82,9 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            # one line at a time, each within a message's limits: a line nested too deep or
+            # with a number that does not fit is one bad line, not the end of the trace
+            data = loads(line, limits=MESSAGE_LIMITS)
         except ValueError:
             bad += 1
             continue
@@ -141,15 +149,15 @@ def _by_first_reply(trace: AgentTrace, raws: list[_Raw], times: CallTimes) -> Ag
 
 
 def _time(value: Any) -> float | None:
-    """A finite number of seconds (a number, or a string of one), else None."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """A finite number of seconds within MAX_SECONDS (a number, or a string of one), else None
+    (an integer too large for a float included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    return float(value)
+    try:
+        seconds = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return seconds if math.isfinite(seconds) and abs(seconds) <= MAX_SECONDS else None
 
 
 def _events(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw]:
@@ -175,7 +183,7 @@ def _events(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw]:
         clock = "monotonic" if data.get("clock") == "monotonic" else "unix"
     if t is None:
         return
-    value = _time(data.get("ttfb_ms", data.get("value_ms")))
+    value = _metric_ms(_time(data.get("ttfb_ms", data.get("value_ms"))))
     yield _Raw(t, clock, normal_name(name), value)
 
 
@@ -184,15 +192,25 @@ def _reference_agent(data: Mapping[str, Any], times: CallTimes) -> Iterator[_Raw
     origin = _time(data.get("clock_origin_monotonic"))
     if origin is None:
         return
-    for e in data.get("events") or []:
+    for e in _dicts(data.get("events")):
         if e.get("event") == "caller_end_of_turn":
             at = _time(e.get("decided_ms", e.get("at_ms")))
             if at is not None:
                 yield _Raw(origin + at / 1000, "monotonic", "user_stopped_speaking")
-    for u in data.get("utterances") or []:
+    for u in _dicts(data.get("utterances")):
         t = _time(u.get("start_monotonic"))
         if t is not None:
             yield _Raw(t, "monotonic", "bot_started_speaking")
+
+
+def _metric_ms(value: float | None) -> float | None:
+    """A reported ttfb within what a measurement can be (0 to an hour), else None."""
+    return value if value is not None and 0 <= value <= MAX_METRIC_MS else None
+
+
+def _dicts(items: Any) -> list[Mapping[str, Any]]:
+    """The objects of a list the trace holds (anything else in it, or in its place, skipped)."""
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
 
 
 def _livekit(data: Mapping[str, Any]) -> Iterator[_Raw]:
@@ -206,5 +224,6 @@ def _livekit(data: Mapping[str, Any]) -> Iterator[_Raw]:
         yield _Raw(t, "unix", "bot_started_speaking")
     elif kind in ("llm_metrics", "tts_metrics"):
         value = _time(data.get("ttft" if kind == "llm_metrics" else "ttfb"))
-        if value is not None:
-            yield _Raw(t, "unix", "ttfb", value * 1000)
+        value_ms = _metric_ms(None if value is None else value * 1000)
+        if value_ms is not None:
+            yield _Raw(t, "unix", "ttfb", value_ms)

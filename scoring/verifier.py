@@ -8,8 +8,11 @@ Anything turnscope adds (WER, backchannels, continuity) lives beside this result
 
 from __future__ import annotations
 
+import bisect
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 DEFAULT_MAX_LATENCY_MS = 1200
@@ -74,17 +77,29 @@ class Facts:
     # Interrupts that overlapped no agent turn: no barge-in to score, but views still mark them.
     unmet_interrupts: tuple[int, ...] = ()
 
-    @property
+    # Views ask these per turn: indexed once, so a long call's views stay linear in its turns.
+    @cached_property
     def barge_ins(self) -> tuple[Overlap, ...]:
         return tuple(o for o in self.overlaps if o.interrupt)
 
+    @cached_property
+    def _barge_ins_by_caller(self) -> dict[int, tuple[Overlap, ...]]:
+        by: defaultdict[int, list[Overlap]] = defaultdict(list)
+        for o in self.barge_ins:
+            by[o.caller].append(o)
+        return {caller: tuple(found) for caller, found in by.items()}
+
+    @cached_property
+    def _gap_by_agent(self) -> dict[int, Gap]:
+        return {g.agent: g for g in self.gaps}
+
     def barge_ins_of(self, caller: int) -> tuple[Overlap, ...]:
         """The barge-ins one caller turn (list index) made, in the agent turns' list order."""
-        return tuple(o for o in self.barge_ins if o.caller == caller)
+        return self._barge_ins_by_caller.get(caller, ())
 
     def gap_of(self, agent: int) -> Gap | None:
         """The latency pairing of one agent turn (list index); None when it was not timed."""
-        return next((g for g in self.gaps if g.agent == agent), None)
+        return self._gap_by_agent.get(agent)
 
     def components(self) -> dict[str, float]:
         """The four sub-scores (rounded as the contract rounds them)."""
@@ -115,16 +130,44 @@ def _gaps(turns: Sequence[_Turn], max_latency: int) -> list[Gap]:
     return out
 
 
-def _overlaps(turns: Sequence[_Turn]) -> tuple[list[Overlap], list[int]]:
-    agents = [i for i, t in enumerate(turns) if t.speaker == "agent"]
-    callers = [i for i, t in enumerate(turns) if t.speaker == "caller"]
-    found: list[Overlap] = []
-    harmful: list[int] = []
+def _overlapping(turns: Sequence[_Turn]) -> dict[int, list[int]]:
+    """For each agent turn (list index), the caller turns overlapping it (strictly: the caller
+    starts before the agent ends and ends after it starts), in list order.
+
+    One sweep instead of every agent against every caller: agents by end time; each adds the
+    callers that start before its end to a list kept sorted by end; those ending after its start
+    are that list's tail. Time near-linear in turns plus overlaps (scoring 64k turns pair by
+    pair took 82 s). Only comparisons of the same two fields: the contract's rule, whatever the
+    order or the values of the times.
+    """
+    agents = sorted(
+        (i for i, t in enumerate(turns) if t.speaker == "agent"), key=lambda i: turns[i].end_ms
+    )
+    callers = sorted(
+        (i for i, t in enumerate(turns) if t.speaker == "caller"), key=lambda i: turns[i].start_ms
+    )
+    by_end: list[tuple[int, int]] = []  # (caller end, caller index), sorted
+    added = 0
+    out: dict[int, list[int]] = {}
     for ai in agents:
         a = turns[ai]
-        overlapping = [
-            ci for ci in callers if turns[ci].start_ms < a.end_ms and turns[ci].end_ms > a.start_ms
-        ]
+        while added < len(callers) and turns[callers[added]].start_ms < a.end_ms:
+            ci = callers[added]
+            bisect.insort(by_end, (turns[ci].end_ms, ci))
+            added += 1
+        # Callers ending strictly after the agent's start: past every (a.start_ms, any index).
+        first = bisect.bisect_right(by_end, (a.start_ms, len(turns)))
+        out[ai] = sorted(ci for _, ci in by_end[first:])
+    return out
+
+
+def _overlaps(turns: Sequence[_Turn]) -> tuple[list[Overlap], list[int]]:
+    overlapping_of = _overlapping(turns)
+    found: list[Overlap] = []
+    harmful: list[int] = []
+    for ai in sorted(overlapping_of):
+        a = turns[ai]
+        overlapping = overlapping_of[ai]
         for ci in overlapping:
             c = turns[ci]
             if c.interrupt:
@@ -151,6 +194,7 @@ def verifier_facts(
     turns = [_normalise(t) for t in dialogue]
     max_latency = int((budgets or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS))
     overlaps, harmful = _overlaps(turns)
+    met = {o.caller for o in overlaps}
     spoken = " ".join(t.text for t in turns if t.speaker == "agent").lower()
     required = [str(kw) for kw in required_content or []]
     return Facts(
@@ -161,9 +205,7 @@ def verifier_facts(
         overlaps=tuple(overlaps),
         harmful=tuple(harmful),
         unmet_interrupts=tuple(
-            i
-            for i, t in enumerate(turns)
-            if t.speaker == "caller" and t.interrupt and not any(o.caller == i for o in overlaps)
+            i for i, t in enumerate(turns) if t.speaker == "caller" and t.interrupt and i not in met
         ),
         keywords_found=tuple(kw for kw in required if kw.lower() in spoken),
         keywords_missing=tuple(kw for kw in required if kw.lower() not in spoken),

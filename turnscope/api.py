@@ -17,7 +17,7 @@ from rich.console import Console
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import InputError
-from turnscope.outdir import output_dir
+from turnscope.outdir import forget_run, output_dir
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, resolve_contract
 
@@ -64,18 +64,26 @@ def replay(
         stem = Path(caller).stem
     else:
         raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
+    new = outdir is None or not Path(outdir).exists()
     folder = output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
-    return asyncio.run(
-        run_and_record(
-            source,
-            settings,
-            contract,
-            folder,
-            evidence_class="captured_fixture",
-            console=console,
-            agent_trace=Path(agent_trace) if agent_trace is not None else None,
+    try:
+        return asyncio.run(
+            run_and_record(
+                source,
+                settings,
+                contract,
+                folder,
+                evidence_class="captured_fixture",
+                console=console,
+                agent_trace=Path(agent_trace) if agent_trace is not None else None,
+            )
         )
-    )
+    except InputError:
+        # A recording found unusable while it was decoded (no samples, every one NaN): bad
+        # input, not a run. Nothing of it stays in the folder, so the corrected rerun needs
+        # no --force (the folder held no run before: output_dir refuses one without --force).
+        forget_run(folder, created=new)
+        raise
 
 
 def call(
@@ -101,11 +109,15 @@ def call(
     from turnscope.capture.telephony.dialects import DIALECTS
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
-    from turnscope.redact import register
+    from turnscope.redact import register, register_url
     from turnscope.scoring.contract import scenario_contract
 
     sc = load_scenario(scenario)
-    register((headers or {}).values())  # never written, wherever they turn up
+    # Never written, wherever they turn up: header and parameter values, the URL's userinfo
+    # and query values.
+    register((headers or {}).values())
+    register((params or {}).values())
+    register_url(url)
     options: CallOptions | TelephonyOptions
     if transport == "webrtc":
         options = CallOptions(url, headers=dict(headers or {}), loopback_only=loopback_only)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import errno
 import os
 from pathlib import Path
@@ -26,6 +27,32 @@ class InputError(TurnscopeError):
         if fix:
             text = f"{text} ({fix})"
         super().__init__(text)
+
+
+class ParseProblem(enum.Enum):
+    """Why untrusted JSON or YAML was refused (jsonio's limits)."""
+
+    INVALID = "not valid"
+    TOO_LARGE = "too large"
+    TOO_DEEP = "nested too deep"
+    TOO_MANY = "too many items"
+    BAD_NUMBER = "a number not finite or too large"
+
+
+class ParseError(InputError, ValueError):
+    """Untrusted JSON or YAML that is invalid or passes a limit (exit 2 for a file; a message
+    from an agent is counted and said). A ValueError too, as json's own errors are."""
+
+    def __init__(
+        self,
+        problem: ParseProblem,
+        detail: str,
+        *,
+        path: str | Path | None = None,
+        fix: str | None = None,
+    ):
+        self.problem = problem
+        super().__init__(detail, path=path, fix=fix)
 
 
 class CallSetupError(TurnscopeError):
@@ -89,7 +116,33 @@ class OutputError(TurnscopeError):
         return self.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
+class NotAFile(OutputError):
+    """An output's path holds something other than a regular file (a FIFO, a device node, a
+    folder, a symbolic link): it is never replaced (exit 2)."""
+
+    def __init__(self, path: str | Path, kind: str):
+        self.errno = None
+        self.path = str(path)
+        TurnscopeError.__init__(
+            self,
+            f"{path}: is {kind}, not a regular file; turnscope writes only over regular files "
+            "(remove it, or choose another path)",
+        )
+
+
 def brief(exc: BaseException) -> str:
     """An exception's message on one line, at most 300 characters (its type when empty)."""
-    text = " ".join(str(exc).split())
-    return text[:300] or type(exc).__name__
+    return printable(str(exc), 300) or type(exc).__name__
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Text from outside (an agent's error page, a close reason, a library's message quoting
+    either) fit for one terminal line: whitespace runs are one space, every other control or
+    format character (the ESC of a terminal escape sequence, a bidi override) is shown escaped
+    as Python writes it (``\\x1b``), never sent raw; cut to ``limit`` characters."""
+    text = " ".join(text[: limit * 4].split())  # bounded work, however long the text
+    if not text.isprintable():
+        text = "".join(
+            c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+        )
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError, UploadError
+from turnscope.jsonio import read_json
 from turnscope.scoring.contract import Reference, load_reference, task_contract
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
@@ -56,7 +56,7 @@ def _outcome(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     candidate = path.with_name(path.stem + ".outcome.json")
-    return json.loads(candidate.read_text()) if candidate.exists() else None
+    return read_json(candidate, what="outcome file") if candidate.exists() else None
 
 
 def _scores(

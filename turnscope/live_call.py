@@ -10,20 +10,21 @@ from typing import Any
 
 from rich.console import Console
 
-from turnscope import __version__
+from turnscope import __version__, redact
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.scenario import Scenario
-from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions, public_url
+from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions
+from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError, InputError
 from turnscope.interrupts import stop_on_signals
-from turnscope.offload import offload
+from turnscope.offload import offload_stoppable
 from turnscope.records import bundle_documents, timeline_channels
-from turnscope.runner import RunOutput, run_and_record
+from turnscope.runner import RunIncomplete, RunOutput, run_and_record
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.bundle import BundleIds, write_bundle, write_document
 from turnscope.scoring.evidence.continuity import continuity_report
@@ -40,9 +41,24 @@ def open_call(options: AnyCallOptions) -> AnyCall:
     """The call source for the options: WebRTC, sound devices or a phone line."""
     if isinstance(options, DeviceCallOptions):
         return DeviceCall(options)
+    register_secrets(options)
     if isinstance(options, TelephonyOptions):
         return TelephonyCall(options)
     return WebRTCCall(options)
+
+
+def register_secrets(options: CallOptions | TelephonyOptions) -> None:
+    """Every secret a call's options carry (header values, the URL's userinfo and query
+    values, custom parameters, STUN/TURN credentials) is scrubbed from all this process writes
+    or prints, however the options were made (the CLI registers them too, earlier, for its own
+    errors; a load or bench worker process only through here)."""
+    redact.register(options.headers.values())
+    redact.register_url(options.url)
+    if isinstance(options, TelephonyOptions):
+        redact.register(options.params.values())
+    else:
+        for server in options.ice_servers:
+            redact.register_url(server)
 
 
 def write_setup_failure(outdir: Path, options: AnyCallOptions, error: str) -> Path:
@@ -78,7 +94,8 @@ def write_setup_failure(outdir: Path, options: AnyCallOptions, error: str) -> Pa
         }
     else:
         headers = sorted(options.headers)
-        details = {"url": options.url, "signaling": options.signaling, "header_names": headers}
+        url = public_url(options.url)
+        details = {"url": url, "signaling": options.signaling, "header_names": headers}
     result = ResultDocument(
         turnscope_version=__version__,
         verdict="error",
@@ -159,6 +176,9 @@ async def place_call(
             transcriber=transcriber,  # readied before the call connected
             agent_trace=agent_trace,
         )
+    except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
+        exc.call, exc.caller = call, caller
+        raise
     finally:
         await call.hangup("the call ended")
     return run, call, caller
@@ -187,8 +207,9 @@ async def _set_up(
     saying so)."""
 
     async def go() -> list[CallerLine]:
-        # espeak-ng off the event loop: other calls of this process may be live.
-        lines = spoken if spoken is not None else await offload(caller_lines, scenario)
+        # espeak-ng off the event loop: other calls of this process may be live. A signal
+        # cancels this task, and the synthesis stops at its next line.
+        lines = spoken if spoken is not None else await offload_stoppable(caller_lines, scenario)
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()

@@ -41,6 +41,20 @@ async def offload(fn: Callable[..., T], /, *args: object, **kwargs: object) -> T
     return await loop.run_in_executor(work_pool(), functools.partial(fn, *args, **kwargs))
 
 
+async def offload_stoppable(fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
+    """As ``offload``, for long work that can stop part-way: ``fn`` is also given ``stop``, a
+    ``threading.Event`` set when the awaiting task is cancelled (a signal ending the run), and
+    checks it between its steps. A thread cannot be stopped from outside: without this the
+    process, on its way out, would wait for the whole work to finish (a long scenario's speech
+    went on synthesising after its bundle was written)."""
+    stop = threading.Event()
+    try:
+        return await offload(fn, *args, stop=stop, **kwargs)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+
+
 async def offload_bundle(fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
     """As ``offload``, on the one-thread pool that scores runs and writes their bundles."""
     loop = asyncio.get_running_loop()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from turnscope.errors import InputError, OutputError
+from turnscope.jsonio import not_a_file
 from turnscope.scoring.evidence.bundle import FILES, MANIFEST
 
 RUNS = Path("runs")
@@ -51,6 +52,15 @@ def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
         path = Path(given)
         if path.exists() and not path.is_dir():
             raise InputError("is a file, not a folder", path=path, fix="give -o a folder")
+        if path.is_dir():
+            for name in (*RUN_FILES, *LOAD_FILES):
+                kind = not_a_file(path / name)
+                if kind is not None:  # never replaced, even with --force
+                    raise InputError(
+                        f"is {kind}, not a regular file: a run would write over it",
+                        path=path / name,
+                        fix="remove it, or choose another -o",
+                    )
         if path.is_dir() and holds_a_run(path):
             if not force:
                 raise InputError(
@@ -61,6 +71,21 @@ def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
             clear_run(path)
     writable(path)
     return path
+
+
+def output_file(path: Path | None, flag: str) -> None:
+    """Before anything runs: a file output (``--junit``, ``bench -o``) must be a regular file,
+    or nothing yet (InputError naming the flag otherwise; a rename would replace a FIFO or a
+    device node such as ``/dev/full`` with a file)."""
+    if path is None:
+        return
+    kind = not_a_file(path)
+    if kind is not None:
+        raise InputError(
+            f"{flag}: is {kind}, not a regular file; turnscope writes only over regular files",
+            path=path,
+            fix=f"give {flag} a file path",
+        )
 
 
 def clear_run(folder: Path) -> None:
@@ -74,6 +99,15 @@ def clear_run(folder: Path) -> None:
     for name in (*RUN_FILES, *LOAD_FILES):
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
+
+
+def forget_run(folder: Path, *, created: bool) -> None:
+    """Remove what a run that turned out to be bad input wrote (and ``folder`` itself when the
+    run created it and nothing else is in it)."""
+    clear_run(folder)
+    if created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def writable(folder: Path) -> None:

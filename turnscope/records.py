@@ -130,10 +130,7 @@ def result_document(
     extra: Mapping[str, Any] | None = None,
 ) -> ResultDocument:
     """The verdict and what it was reached from; ``extra`` adds a scripted call's fields."""
-    info = result.info
-    a = result.assembly
     return ResultDocument(
-        turnscope_version=__version__,
         verdict="pass" if outcome.passed else "fail",
         failed_floors=outcome.failed_floors,
         failures=outcome.failures,
@@ -141,6 +138,37 @@ def result_document(
         exercise={d: e.to_dict() for d, e in outcome.exercise.items()},
         not_exercised=outcome.not_exercised,
         wer=outcome.wer.to_dict() if outcome.wer else None,
+        **_run_fields(result, contract, evidence_class=evidence_class, extra=extra),
+    )
+
+
+def unscored_document(
+    result: PipelineResult,
+    contract: Contract,
+    error: str,
+    *,
+    evidence_class: str,
+    extra: Mapping[str, Any] | None = None,
+) -> ResultDocument:
+    """The result of a captured run that could not be scored (``error`` says why): ``verdict:
+    error``, with everything about the run that is known."""
+    fields = _run_fields(result, contract, evidence_class=evidence_class, extra=extra)
+    fields["degraded"] = [*fields["degraded"], error]
+    return ResultDocument(verdict="error", error=error, **fields)
+
+
+def _run_fields(
+    result: PipelineResult,
+    contract: Contract,
+    *,
+    evidence_class: str,
+    extra: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """result.json's fields about the run itself, whatever its verdict."""
+    info = result.info
+    a = result.assembly
+    return dict(
+        turnscope_version=__version__,
         task=contract.to_dict(),
         evidence_class=evidence_class,
         source=SourceRecord(

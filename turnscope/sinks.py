@@ -46,6 +46,7 @@ class ChannelRecorder(Sink):
                 w.setsampwidth(2)
                 w.setframerate(SAMPLE_RATE)
                 self._files[ch] = w
+            self._inodes = {ch: path.stat().st_ino for ch, path in self.paths.items()}
         except OSError as exc:
             self._abandon()
             raise OutputError(exc) from None
@@ -86,6 +87,19 @@ class ChannelRecorder(Sink):
             with contextlib.suppress(OSError, AttributeError):
                 w.close()
         self._files.clear()
+
+    def lost(self) -> list[str]:
+        """The channel files no longer in the folder as written (the folder or the file was
+        removed, or replaced, during the run): what they held is gone."""
+        gone = []
+        for ch, path in self.paths.items():
+            try:
+                same = path.stat().st_ino == self._inodes[ch]
+            except OSError:
+                same = False
+            if not same:
+                gone.append(path.name)
+        return gone
 
     def samples(self, channel: str) -> int:
         return self._written[channel]

@@ -28,6 +28,7 @@ from turnscope.capture.telephony.codec import LINE_RATE, Codec
 from turnscope.capture.telephony.dialects import CallIds, Dialect, detect, start_ids
 from turnscope.capture.telephony.line import FRAME, STEP, Upsampler, to_line
 from turnscope.capture.telephony.playout import JITTER, plays_from
+from turnscope.jsonio import loads
 
 TICK_S = FRAME / LINE_RATE
 JITTER_S = JITTER / LINE_RATE
@@ -291,7 +292,7 @@ class PhoneSession:
 
 def _json(text: str) -> dict[str, Any] | None:
     try:
-        data = json.loads(text)
+        data = loads(text)  # the carrier's side is untrusted too: within jsonio's limits
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -20,6 +20,7 @@ from turnscope.capture.agent.core import AgentBehaviour
 from turnscope.capture.agent.phone import PhoneSession
 from turnscope.capture.agent.session import AgentSession
 from turnscope.capture.webrtc.signaling import use_loopback_only
+from turnscope.jsonio import loads
 
 HOST = "127.0.0.1"
 
@@ -93,7 +94,7 @@ class AgentServer:
 
     async def _smallwebrtc(self, request: web.Request) -> web.Response:
         try:
-            body = await request.json()
+            body = loads(await request.text())  # aiohttp caps the body at 1 MiB
             offer = str(body["sdp"])
         except (ValueError, KeyError, TypeError):
             return web.json_response({"error": "expected JSON {sdp, type: offer}"}, status=400)

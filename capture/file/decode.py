@@ -16,6 +16,7 @@ import soundfile as sf
 import soxr
 
 from turnscope.errors import InputError
+from turnscope.jsonio import native_path
 
 BLOCK_SECONDS = 1.0
 
@@ -44,7 +45,7 @@ class AudioReader:
 
 
 def _sndfile_blocks(path: Path, block: int) -> Iterator[np.ndarray]:
-    with sf.SoundFile(str(path)) as f:
+    with sf.SoundFile(native_path(path)) as f:
         while True:
             data = f.read(block, dtype="float32", always_2d=True)
             if not len(data):
@@ -125,7 +126,10 @@ def open_audio(path: str | Path) -> AudioReader:
         raise InputError("is an empty file (0 bytes), not audio", path=p)
     block = None
     try:
-        info = sf.info(str(p))
+        info = sf.info(native_path(p))
+        if info.frames == 0 and not len(sf.read(native_path(p), frames=1)[0]):
+            # Said now, before the run writes anything in its folder.
+            raise InputError("contains no audio samples (zero-length audio)", path=p)
         block = max(1, int(info.samplerate * BLOCK_SECONDS))
         reader = AudioReader(
             p, info.samplerate, info.channels, info.frames, "libsndfile", _sndfile_blocks(p, block)

@@ -36,6 +36,10 @@ from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines,
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.source import SourceInfo
 
+# How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is
+# decided one VAD hangover (100 ms by default) after the agent goes quiet, plus a frame or two.
+STOP_SETTLE_MS = 200
+
 
 class CallControl(Protocol):
     """What the caller needs of a live call: its clock, its caller track, its frames as they
@@ -251,7 +255,7 @@ class ScriptedCaller:
         greeting = not spoken_any and index > 0 and self.scenario.script[0].speaker == "agent"
         timeout = spec.greeting_timeout_ms if greeting else spec.reply_timeout_ms
         rec.waited_for_agent = True
-        speech = await self._agent_turn(last_end, timeout, rec)
+        speech = await self._talked_through(rec) or await self._agent_turn(last_end, timeout, rec)
         if greeting:
             self.greeting = {
                 "expected": True,
@@ -273,6 +277,28 @@ class ScriptedCaller:
             return
         speech = await self._end_of(speech)
         await self._quiet_then((speech.decided_ms or self.clock.now_ms()) + think_ms, think_ms, rec)
+
+    async def _talked_through(self, rec: LineRecord) -> AgentSpeech | None:
+        """After a barge-in the agent ignored: its turn that went on through it, which answers
+        the barge-in for a listener once it ends (an agent that queues its next reply straight
+        behind the one it talked through makes one turn of both: waiting for a new turn to
+        start would wait in vain and put the script one reply out of step)."""
+        previous = self.records[-2] if len(self.records) > 1 else None
+        if previous is None or previous.spoken_as != "barge_in" or not previous.sent:
+            return None
+        start, end = previous.sent["start_ms"], previous.sent.get("end_ms")
+        if end is None:
+            return None
+        # A stop is decided a VAD hangover after the agent goes quiet: wait that long to know.
+        await self.ear.until(end + STOP_SETTLE_MS)
+        speech = self.ear.talked_through(start)
+        if speech is not None:
+            rec.agent_answered = True
+            rec.notes.append(
+                f"the agent talked through the barge-in (its turn from {speech.start_ms:.0f} ms "
+                "went on): the end of that turn answers it"
+            )
+        return speech
 
     async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;

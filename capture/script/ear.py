@@ -43,6 +43,7 @@ class AgentEar:
             AGENT, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms
         )
         self.speeches: list[AgentSpeech] = []
+        self.stops: list[float] = []  # when each stretch of agent speech stopped (call ms)
         self.speaking = False
         self._changed = asyncio.Event()
 
@@ -59,6 +60,7 @@ class AgentEar:
             self.speaking = True
         elif isinstance(event, SpeechStop):
             self.speaking = False
+            self.stops.append(event.at_ms)
         elif isinstance(event, EndOfTurn):
             self.speaking = False
             for speech in self.speeches:
@@ -76,6 +78,16 @@ class AgentEar:
     def current(self) -> AgentSpeech | None:
         """The start of the utterance the agent is in (speaking, or in a pause), if any."""
         return next((s for s in self.speeches if s.decided_ms is None), None)
+
+    def talked_through(self, from_ms: float) -> AgentSpeech | None:
+        """The agent's utterance in progress, when it began before ``from_ms`` and the agent
+        has not stopped since (a barge-in from ``from_ms`` on that it ignored)."""
+        speech = self.current()
+        if speech is None or speech.start_ms >= from_ms or not self.speaking:
+            return None
+        if any(stop >= from_ms for stop in self.stops):
+            return None
+        return speech
 
     def typical_turn_ms(self) -> float | None:
         """The median length of the agent's finished utterances so far (for ``mid``)."""

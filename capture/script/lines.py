@@ -3,6 +3,8 @@ delays a barge-in) and the record of what happened to each."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,14 +18,17 @@ CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
 Status = Literal["spoken", "not spoken"]
 
 
-def caller_lines(scenario: Scenario) -> list[CallerLine]:
+def caller_lines(scenario: Scenario, *, stop: threading.Event | None = None) -> list[CallerLine]:
     """Every caller line of the script with its audio (espeak-ng runs here: call it off the
-    event loop when other calls are live)."""
-    return [
-        (i, line, line_audio(scenario, line))
-        for i, line in enumerate(scenario.script)
-        if line.speaker == "caller"
-    ]
+    event loop when other calls are live). ``stop``, once set, ends the work before the next
+    line (CancelledError): a run cancelled while a long script is spoken stops speaking it."""
+    out: list[CallerLine] = []
+    for i, line in enumerate(scenario.script):
+        if stop is not None and stop.is_set():
+            raise CancelledError(f"stopped before script[{i}]")
+        if line.speaker == "caller":
+            out.append((i, line, line_audio(scenario, line)))
+    return out
 
 
 def line_audio(scenario: Scenario, line: Line) -> np.ndarray:

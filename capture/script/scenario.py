@@ -43,6 +43,10 @@ DEFAULT_THINK_MS = 500
 EARLY_MS = 600
 
 MAX_MS = 3_600_000  # an hour: no scripted call is longer (and synthesis allocates its length)
+# One line is one turn: about a minute of speech at espeak-ng's default rate. Synthesis holds a
+# line's whole audio several times over (a 10,000-word line took 2.4 GB); longer speech is
+# several lines.
+MAX_LINE_CHARS = 1000
 Ms = Annotated[int, Field(ge=0, le=MAX_MS)]
 Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
 Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
@@ -174,6 +178,18 @@ class Line(_Strict):
     latency_ms: Ms | None = None
     talk_over_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
     yield_ms: Ms | None = None
+
+    @field_validator("caller", "agent")
+    @classmethod
+    def _line_length(cls, value: str | None) -> str | None:
+        if value is not None and len(value) > MAX_LINE_CHARS:
+            raise PydanticCustomError(
+                "line_length",
+                "a line is at most {limit} characters (about a minute of speech), this one has "
+                "{n}: split it into several lines",
+                {"limit": MAX_LINE_CHARS, "n": len(value)},
+            )
+        return value
 
     @field_validator("audio")
     @classmethod

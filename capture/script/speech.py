@@ -27,6 +27,7 @@ import soundfile as sf
 import soxr
 
 from turnscope.errors import EnvironmentProblem, InputError
+from turnscope.jsonio import native_path
 
 ESPEAK = "espeak-ng"
 WINDOW_S = 0.005
@@ -228,7 +229,7 @@ def read_clip(path: str | Path, sample_rate: int) -> Clip:
     if not p.is_file():
         raise InputError("no such audio file", path=p, fix="check the path")
     try:
-        audio, rate = sf.read(str(p), dtype="float32", always_2d=True)
+        audio, rate = sf.read(native_path(p), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise InputError(f"cannot read audio: {exc}", path=p) from None
     x = audio.mean(axis=1)

@@ -26,6 +26,8 @@ band 300-3400 Hz, G.711 mu-law through ffmpeg's codec), resampled back to ``samp
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,8 +39,8 @@ from turnscope.capture.script import speech as tts
 from turnscope.capture.script.conditions import pink_noise, telephone_channel
 from turnscope.capture.script.placement import Renderer
 from turnscope.capture.script.scenario import Kind, Scenario
-from turnscope.errors import InputError
-from turnscope.jsonio import write_json
+from turnscope.errors import InputError, OutputError
+from turnscope.jsonio import check_output, native_path, write_json
 
 Speaker = Literal["caller", "agent"]
 TAIL_MS = 1000  # silence after the last clip, so the last turn's end is inside the file
@@ -270,6 +272,20 @@ def render(
     )
 
 
+def _write_wav(path: Path, audio: np.ndarray, rate: int) -> None:
+    """16-bit WAV beside ``path``, then renamed over it: only ever over a regular file, and
+    under any locale (the name as the file system's bytes)."""
+    check_output(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        sf.write(native_path(tmp), audio, rate, subtype="PCM_16", format="WAV")
+        os.replace(tmp, path)
+    except (OSError, sf.LibsndfileError) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(exc if isinstance(exc, OSError) else OSError(str(exc)), path) from None
+
+
 def write_call(call: SynthCall, outdir: str | Path) -> dict[str, Path]:
     """Write call.wav (stereo: left caller, right agent), caller.wav, agent.wav (16-bit PCM),
     truth.json and reference.json into ``outdir``; returns ``{name: path}``."""
@@ -285,9 +301,9 @@ def write_call(call: SynthCall, outdir: str | Path) -> dict[str, Path]:
         "truth": d / "truth.json",
         "reference": d / "reference.json",
     }
-    sf.write(paths["call"], np.stack([call.caller, call.agent], axis=1), sr, subtype="PCM_16")
-    sf.write(paths["caller"], call.caller, sr, subtype="PCM_16")
-    sf.write(paths["agent"], call.agent, sr, subtype="PCM_16")
+    stereo = np.stack([call.caller, call.agent], axis=1)
+    for name, audio in (("call", stereo), ("caller", call.caller), ("agent", call.agent)):
+        _write_wav(paths[name], audio, sr)
     write_json(paths["truth"], call.truth())
     write_json(paths["reference"], call.reference())
     return paths

@@ -25,12 +25,14 @@ from turnscope.capture.call_source import CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import count_late
+from turnscope.capture.redirects import same_origin_only
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
 from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
 from turnscope.capture.telephony.inbound import Inbound
 from turnscope.capture.telephony.line import FRAME, STEP, LinePlayer, Upsampler
-from turnscope.errors import CallSetupError
+from turnscope.capture.urls import public_url
+from turnscope.errors import CallSetupError, printable
 
 TELEPHONY_TIMING = (
     "caller: send time of each 20 ms media message on the call clock; agent: the carrier's "
@@ -53,15 +55,6 @@ class TelephonyOptions:
     ping_s: float = 5.0  # websocket pings: an agent that stops answering has died
     max_duration_s: float = 300.0
     dtmf_duration_ms: int = 100
-
-
-def public_url(url: str) -> str:
-    """The URL as written to the bundle: query values (often tokens) left out."""
-    base, sep, query = url.partition("?")
-    if not sep:
-        return url
-    keys = [part.split("=", 1)[0] for part in query.split("&") if part]
-    return base + "?" + "&".join(f"{k}=..." for k in keys)
 
 
 class TelephonyCall(CallSource):
@@ -110,7 +103,8 @@ class TelephonyCall(CallSource):
         self.ended = loop.create_future()
         url = public_url(self.options.url)
         timeout = self.options.connect_timeout_s
-        self._session = aiohttp.ClientSession()
+        # No redirect to another origin: the upgrade request carries the user's headers.
+        self._session = aiohttp.ClientSession(trace_configs=[same_origin_only()])
         t0 = loop.time()
         try:
             self._ws = await asyncio.wait_for(
@@ -133,7 +127,7 @@ class TelephonyCall(CallSource):
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
             await self._close_session()
-            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            why = getattr(exc, "strerror", None) or printable(str(exc)) or type(exc).__name__
             raise CallSetupError(f"cannot connect to {url}: {why}") from None
         except asyncio.CancelledError:
             await self._close_session()
@@ -145,7 +139,7 @@ class TelephonyCall(CallSource):
         except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
             await self._close_session()
             raise CallSetupError(
-                f"the agent at {url} closed the websocket at once: {exc}"
+                f"the agent at {url} closed the websocket at once: {printable(str(exc))}"
             ) from None
         self.clock.start()
         self._tasks = [
@@ -357,6 +351,7 @@ class TelephonyCall(CallSource):
                 "dtmf": self.dtmf_sent,
                 "unknown_events": log.unknown,
                 "not_json": log.not_json,
+                "refused": log.refused,
                 "bad_base64": log.bad_base64,
                 "bad_payloads": log.bad_payloads,
                 "agent_trace": log.trace,

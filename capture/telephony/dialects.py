@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from turnscope.capture.telephony.codec import Codec, CodecName
+from turnscope.jsonio import loads
 
 DialectName = Literal["twilio", "telnyx", "plivo", "exotel"]
 DIALECTS: tuple[DialectName, ...] = ("twilio", "telnyx", "plivo", "exotel")
@@ -309,7 +310,7 @@ def start_ids(msg: dict[str, Any]) -> tuple[CallIds, dict[str, Any]]:
     params = start.get("customParameters") or start.get("custom_parameters") or {}
     if not params and isinstance(msg.get("extra_headers"), str):
         try:
-            params = json.loads(msg["extra_headers"])
+            params = loads(msg["extra_headers"])
         except ValueError:
             params = {}
     return CallIds(str(stream), str(call), str(account)), params if isinstance(params, dict) else {}

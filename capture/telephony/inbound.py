@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.capture import tally
 from turnscope.capture.telephony.codec import LINE_RATE
 from turnscope.capture.telephony.dialects import Dialect
 from turnscope.capture.telephony.playout import Playout
+from turnscope.errors import ParseError, ParseProblem
+from turnscope.jsonio import loads
 
 CLEAR_STORM = 10  # this many clears within a second is a storm (the agent is misbehaving)
 MAX_TRACED = 400  # agent messages kept in the trace (counts cover the rest)
@@ -28,6 +30,7 @@ class AgentLog:
     marks: int = 0
     unknown: dict[str, int] = field(default_factory=dict)
     not_json: int = 0
+    refused: dict[str, int] = field(default_factory=dict)  # past jsonio's limits, by problem
     bad_base64: int = 0
     bad_payloads: dict[str, int] = field(default_factory=dict)
     first_problem_ms: dict[str, float] = field(default_factory=dict)
@@ -61,10 +64,26 @@ class Inbound:
         self.log.problem("not_json", at_ms)
 
     def on_text(self, text: str, pos: int, at_ms: float, now: float) -> list[str]:
-        """One text message arriving at line sample ``pos`` (``at_ms``, loop time ``now``)."""
+        """One text message arriving at line sample ``pos`` (``at_ms``, loop time ``now``).
+        Whatever it holds, the receive loop goes on: a message turnscope fails on is counted
+        (and degrades the run), never the end of the loop and of the evidence after it."""
         try:
-            data = json.loads(text)
-        except ValueError:
+            return self._read(text, pos, at_ms, now)
+        except Exception as exc:  # one message must not end the call's capture
+            tally.count(self.log.refused, f"turnscope failed on it ({type(exc).__name__})")
+            self.log.problem("refused", at_ms)
+            return []
+
+    def _read(self, text: str, pos: int, at_ms: float, now: float) -> list[str]:
+        try:
+            data = loads(text)
+        except ParseError as exc:
+            if exc.problem is not ParseProblem.INVALID:
+                # too deep, too large, a number that does not fit: counted, and the receive
+                # loop goes on with the next message
+                tally.count(self.log.refused, exc.problem.value)
+                self.log.problem("refused", at_ms)
+                return []
             data = None
         if not isinstance(data, dict):
             self.not_json(at_ms)
@@ -77,10 +96,10 @@ class Inbound:
         elif m.kind == "mark":
             self.log.marks += 1
             due = self.playout.mark(pos, m.name or "")
-            self.log.keep({"event": "mark", "name": m.name, "at_ms": round(at_ms, 1),
+            self.log.keep({"event": "mark", "name": (m.name or "")[:200], "at_ms": round(at_ms, 1),
                            "due_ms": round(due * 1000 / LINE_RATE, 1)})  # fmt: skip
         else:
-            self.log.unknown[m.event] = self.log.unknown.get(m.event, 0) + 1
+            tally.count(self.log.unknown, m.event)
             self.log.problem("unknown", at_ms)
         return []
 
@@ -132,11 +151,15 @@ class Inbound:
                 f"the agent sent {log.not_json} message(s) that are not JSON objects "
                 f"(first at {at['not_json'] / 1000:.1f} s)"
             )
-        if log.unknown:
-            names = ", ".join(f"{k!r} x{v}" for k, v in sorted(log.unknown.items()))
+        if log.refused:
             degraded.append(
-                f"the agent sent events the {self.dialect.name} protocol does not have: {names} "
-                f"(first at {at['unknown'] / 1000:.1f} s)"
+                f"the agent sent {sum(log.refused.values())} message(s) turnscope refused to "
+                f"read: {tally.summary(log.refused)} (first at {at['refused'] / 1000:.1f} s)"
+            )
+        if log.unknown:
+            degraded.append(
+                f"the agent sent events the {self.dialect.name} protocol does not have: "
+                f"{tally.summary(log.unknown)} (first at {at['unknown'] / 1000:.1f} s)"
             )
         if log.bad_base64:
             degraded.append(

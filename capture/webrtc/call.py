@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +19,12 @@ import numpy as np
 from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from turnscope.capture import tally
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.source import SourceInfo
+from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
@@ -35,7 +36,8 @@ from turnscope.capture.webrtc.signaling import (
     use_loopback_only,
 )
 from turnscope.capture.webrtc.track import PlaybackTrack
-from turnscope.errors import CallSetupError
+from turnscope.errors import CallSetupError, ParseError, ParseProblem
+from turnscope.jsonio import loads
 
 WEBRTC_TIMING = "caller: send time on the call clock; agent: arrival, placed by RTP timestamps"
 
@@ -68,7 +70,7 @@ class WebRTCCall(CallSource):
         self.info = SourceInfo(
             transport="webrtc",
             timing_evidence=WEBRTC_TIMING,
-            description=f"WebRTC call to {options.url} ({options.signaling})",
+            description=f"WebRTC call to {public_url(options.url)} ({options.signaling})",
             realtime=True,
             generated=(CALLER,),
         )
@@ -135,6 +137,7 @@ class WebRTCCall(CallSource):
                     self._finish(f"the connection {state} before the caller hung up", degraded=True)
 
         t0 = time.monotonic()
+        shown = public_url(self.options.url)
         try:
             self.session = await negotiate(
                 self.pc,
@@ -145,17 +148,23 @@ class WebRTCCall(CallSource):
             )
             state = await asyncio.wait_for(connected, self.options.connect_timeout_s)
             if state != "connected":
-                raise CallSetupError(f"the ICE/DTLS connection to {self.options.url} {state}")
+                raise CallSetupError(f"the ICE/DTLS connection to {shown} {state}")
         except (asyncio.TimeoutError, TimeoutError):
             await self._close_pc()
             raise CallSetupError(
-                f"no ICE connection to {self.options.url} within "
+                f"no ICE connection to {shown} within "
                 f"{self.options.connect_timeout_s:.0f} s (no usable candidate pair)"
             ) from None
         except (CallSetupError, asyncio.CancelledError):
             await self._close_pc()
             raise
         self.connect_ms = (time.monotonic() - t0) * 1000
+        if self.session.foreign_session:
+            self.info.warnings.append(
+                "the WHIP endpoint put its session on another origin: the hang-up DELETE is not "
+                "sent there (it would carry your headers); the agent ends the session when the "
+                "media stops"
+            )
         self.clock.start()
         self._timer = asyncio.ensure_future(self._max_duration(self.options.max_duration_s))
         self._rtt_task = asyncio.ensure_future(self._watch_round_trip())
@@ -173,28 +182,38 @@ class WebRTCCall(CallSource):
     def _watch_channel(self, channel) -> None:  # type: ignore[no-untyped-def]
         @channel.on("message")
         def on_message(message: str | bytes) -> None:
-            self.messages += 1
-            text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
-            if len(self.message_log) < MAX_LOGGED_MESSAGES:
-                self.message_log.append(
-                    {
-                        "at_ms": round(self.clock.now_ms(), 1)
-                        if self.clock.origin is not None
-                        else None,
-                        "channel": channel.label,
-                        "text": text[:2000],
-                    }
-                )
+            # An exception here would reach aiortc's SCTP transport and end the call: whatever
+            # one message holds, it is counted and the channel goes on.
             try:
-                data = json.loads(text)
-            except ValueError:
-                return
-            if isinstance(data, dict) and data.get("label") == "rtvi-ai":
-                if self.clock.origin is not None:
-                    self.rtvi.heard(data, self.clock.now_ms())
-            elif isinstance(data, dict) and data.get("type") == "outcome":
-                outcome = data.get("outcome", {k: v for k, v in data.items() if k != "type"})
-                self.info.details["reported_outcome"] = outcome
+                self._on_message(channel.label, message)
+            except Exception as exc:
+                self.rtvi.refuse(f"turnscope failed on it ({type(exc).__name__})")
+
+    def _on_message(self, label: str, message: str | bytes) -> None:
+        self.messages += 1
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+        if len(self.message_log) < MAX_LOGGED_MESSAGES:
+            self.message_log.append(
+                {
+                    "at_ms": round(self.clock.now_ms(), 1)
+                    if self.clock.origin is not None
+                    else None,
+                    "channel": label,
+                    "text": text[:2000],
+                }
+            )
+        try:
+            data = loads(text)
+        except ParseError as exc:
+            if exc.problem is not ParseProblem.INVALID:  # not JSON at all is a plain ping
+                self.rtvi.refuse(exc.problem.value)
+            return
+        if isinstance(data, dict) and data.get("label") == "rtvi-ai":
+            if self.clock.origin is not None:
+                self.rtvi.heard(data, self.clock.now_ms())
+        elif isinstance(data, dict) and data.get("type") == "outcome":
+            outcome = data.get("outcome", {k: v for k, v in data.items() if k != "type"})
+            self.info.details["reported_outcome"] = outcome
 
     # -- media --------------------------------------------------------------------------------
 
@@ -261,6 +280,11 @@ class WebRTCCall(CallSource):
             )
         if st.frames == 0:
             self.info.degraded.append("no audio was received from the agent")
+        if self.rtvi.refused:
+            self.info.warnings.append(
+                f"the agent sent {sum(self.rtvi.refused.values())} data-channel message(s) "
+                f"turnscope refused to read: {tally.summary(self.rtvi.refused)}"
+            )
         lag = self.caller_track.max_lag_ms
         if lag > MAX_SEND_LAG_MS:
             # The caller channel records each frame at its planned time; the agent heard it
@@ -271,10 +295,10 @@ class WebRTCCall(CallSource):
             )
         self.info.details.update(
             {
-                "url": self.options.url,
+                "url": public_url(self.options.url),
                 "signaling": self.options.signaling,
                 "header_names": sorted(self.options.headers),  # values are secrets: never written
-                "ice_servers": self.options.ice_servers,
+                "ice_servers": [public_url(u) for u in self.options.ice_servers],
                 "loopback_only": self.options.loopback_only,
                 "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
                 "caller_max_send_lag_ms": round(lag, 1),

@@ -12,14 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.capture import tally
+
 LABEL = "rtvi-ai"
 PING_S = 1.0  # pipecat's JS client pings every second; once it has, 3 s of silence is a hang-up
 MAX_EVENTS = 5000  # an agent flooding the channel: the rest are counted, not kept
+MAX_METRIC_S = 3600.0  # a ttfb or processing time past an hour is no measurement
 # The events the latency breakdown reads, and pipecat's ttfb-style metrics beside them.
 KNOWN = {
     "bot-ready",
@@ -56,6 +60,8 @@ class Rtvi:
     events: list[dict[str, Any]] = field(default_factory=list)
     malformed: int = 0
     unknown: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)  # data-channel messages not read
+    bad_values: int = 0  # metric values that are not finite or out of range, left out
     dropped: int = 0  # past MAX_EVENTS
     out_of_order: list[str] = field(default_factory=list)
     ready_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
@@ -97,7 +103,7 @@ class Rtvi:
             self.malformed += 1
             return
         if kind not in KNOWN:
-            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            tally.count(self.unknown, kind)
             return
         if kind == "bot-ready" and self.bot_ready_ms is None:
             self.bot_ready_ms = round(at_ms, 1)
@@ -117,8 +123,15 @@ class Rtvi:
         event: dict[str, Any] = {"at_ms": round(at_ms, 1), "type": kind}
         payload = data.get("data")
         if kind == "metrics" and isinstance(payload, dict):
-            event["data"] = _metrics(payload)
+            event["data"], bad = _metrics(payload)
+            self.bad_values += bad
         self.events.append(event)
+
+    def refuse(self, why: str) -> None:
+        """A data-channel message turnscope would not read (too deep, too large, a number that
+        does not fit, or one it failed on): counted, the channel goes on (the call's warnings
+        say it: it need not have been RTVI)."""
+        tally.count(self.refused, why)
 
     def problems(self) -> list[str]:
         """Why the agent's RTVI events cannot all be trusted (the breakdown says so)."""
@@ -126,8 +139,12 @@ class Rtvi:
         if self.malformed:
             out.append(f"{self.malformed} RTVI message(s) without a type")
         if self.unknown:
-            names = ", ".join(f"{k!r} x{v}" for k, v in sorted(self.unknown.items()))
-            out.append(f"RTVI message types turnscope does not know: {names}")
+            out.append(f"RTVI message types turnscope does not know: {tally.summary(self.unknown)}")
+        if self.bad_values:
+            out.append(
+                f"{self.bad_values} RTVI metric value(s) not finite or past {MAX_METRIC_S:.0f} s, "
+                "left out"
+            )
         if self.dropped:
             out.append(
                 f"the agent flooded the data channel: {self.dropped} RTVI events past "
@@ -144,20 +161,40 @@ class Rtvi:
             "events": self.events,
             "malformed": self.malformed,
             "unknown": self.unknown,
+            "refused": self.refused,
+            "bad_values": self.bad_values,
             "dropped": self.dropped,
             "problems": self.problems(),
         }
 
 
-def _metrics(data: dict[str, Any]) -> dict[str, Any]:
-    """pipecat's metrics message, kept small: ttfb / processing per processor, in seconds."""
+def _metrics(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """pipecat's metrics message, kept small: ttfb / processing per processor, in seconds; and
+    how many values were left out as no measurement (not finite, negative, past an hour)."""
     out: dict[str, Any] = {}
+    bad = 0
     for key in ("ttfb", "processing"):
         items = data.get(key)
         if isinstance(items, list):
-            out[key] = [
-                {"processor": str(i.get("processor", "")), "value": i.get("value")}
-                for i in items[:10]
-                if isinstance(i, dict) and isinstance(i.get("value"), (int, float))
-            ]
-    return out
+            kept = []
+            for i in items[:10]:
+                if not isinstance(i, dict):
+                    continue
+                value = _seconds(i.get("value"))
+                if value is None:
+                    bad += i.get("value") is not None
+                    continue
+                kept.append({"processor": str(i.get("processor", ""))[:80], "value": value})
+            out[key] = kept
+    return out, bad
+
+
+def _seconds(value: Any) -> float | None:
+    """A finite number of seconds within the range a measurement can have, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)  # an int too large for a float raises here
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) and 0 <= seconds <= MAX_METRIC_S else None

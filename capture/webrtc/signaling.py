@@ -10,14 +10,18 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 import aiohttp
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
-from turnscope.errors import CallSetupError
+from turnscope.capture.redirects import CrossOriginRedirect, other_origin, same_origin_only
+from turnscope.capture.urls import public_url
+from turnscope.errors import CallSetupError, ParseError, ParseProblem, printable
+from turnscope.jsonio import loads
 
 Signaling = Literal["smallwebrtc", "whip"]
+MAX_ANSWER_BYTES = 1024 * 1024  # an offer's answer larger than this is refused
 
 
 _loopback_installed = False
@@ -42,7 +46,21 @@ def use_loopback_only() -> None:
 
 def rtc_configuration(ice_servers: list[str] | None = None) -> RTCConfiguration:
     """ICE servers only when the user configured some: nothing leaves the machine by default."""
-    return RTCConfiguration(iceServers=[RTCIceServer(urls=u) for u in ice_servers or []])
+    return RTCConfiguration(iceServers=[ice_server(u) for u in ice_servers or []])
+
+
+def ice_server(url: str) -> RTCIceServer:
+    """One ``--ice-server`` URL as aiortc takes it: a ``user:pass@`` in it (how a TURN server's
+    credentials are usually written) becomes its username and credential (aiortc's own URL
+    parser refuses userinfo)."""
+    scheme, _, rest = url.partition(":")
+    userinfo, at, where = rest.rpartition("@")
+    if not at:
+        return RTCIceServer(urls=f"{scheme.lower()}:{rest}")
+    user, _, password = userinfo.partition(":")
+    return RTCIceServer(
+        urls=f"{scheme.lower()}:{where}", username=unquote(user), credential=unquote(password)
+    )
 
 
 @dataclass
@@ -53,25 +71,49 @@ class SignalingSession:
     url: str
     answer_sdp: str
     session_url: str | None = None  # WHIP resource (Location)
+    foreign_session: bool = False  # ... on another origin: the hang-up is not sent there
     pc_id: str | None = None  # SmallWebRTC peer connection id
     status: int = 0
     trace: list[dict[str, Any]] = field(default_factory=list)
 
     async def hangup(self, headers: Mapping[str, str], timeout: float = 5.0) -> None:
-        """WHIP: DELETE the session resource. SmallWebRTC has no hang-up request."""
+        """WHIP: DELETE the session resource. SmallWebRTC has no hang-up request. Not on
+        another origin: it would carry the user's headers there."""
         if self.mode != "whip" or not self.session_url:
             return
+        if self.foreign_session:
+            self.trace.append({"request": "DELETE", "skipped": "the session is on another origin"})
+            return
         try:
-            client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+            client = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=timeout), trace_configs=[same_origin_only()]
+            )
             async with client as s, s.delete(self.session_url, headers=dict(headers)) as resp:
                 self.trace.append({"request": "DELETE", "status": resp.status})
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             self.trace.append({"request": "DELETE", "error": f"{type(exc).__name__}: {exc}"})
 
 
+async def _body(resp: aiohttp.ClientResponse, shown: str) -> str:
+    """The answer's body, read up to MAX_ANSWER_BYTES: a larger one is refused, never read
+    whole (an SDP answer is a few KiB)."""
+    too_large = CallSetupError(
+        f"the agent at {shown} answered more than {MAX_ANSWER_BYTES // 1024} KiB: not an SDP "
+        "answer (refused, not read)"
+    )
+    if (resp.content_length or 0) > MAX_ANSWER_BYTES:
+        raise too_large
+    body = bytearray()
+    async for chunk in resp.content.iter_any():
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise too_large
+    return body.decode("utf-8", "replace")  # SDP is ASCII, SmallWebRTC's JSON UTF-8
+
+
 def _short(text: str, n: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[:n] + "..."
+    """The agent's text as an error line may quote it: short, no control characters."""
+    return printable(text, n)
 
 
 async def negotiate(
@@ -87,15 +129,18 @@ async def negotiate(
     offer = pc.localDescription.sdp
     hdrs = dict(headers or {})
     client_timeout = aiohttp.ClientTimeout(total=timeout)
+    shown = public_url(url)  # the URL as any message says it: no userinfo, no query values
     try:
-        async with aiohttp.ClientSession(timeout=client_timeout) as s:
+        async with aiohttp.ClientSession(
+            timeout=client_timeout, trace_configs=[same_origin_only()]
+        ) as s:
             if mode == "whip":
                 hdrs["Content-Type"] = "application/sdp"
                 async with s.post(url, data=offer, headers=hdrs) as resp:
-                    body = await resp.text()
+                    body = await _body(resp, shown)
                     if resp.status != 201:
                         raise CallSetupError(
-                            f"WHIP endpoint {url} answered HTTP {resp.status}, expected 201 "
+                            f"WHIP endpoint {shown} answered HTTP {resp.status}, expected 201 "
                             f"Created: {_short(body)}"
                         )
                     location = resp.headers.get("Location")
@@ -105,25 +150,30 @@ async def negotiate(
                         body,
                         urljoin(url, location) if location else None,
                         status=resp.status,
+                        foreign_session=bool(location and other_origin(url, location)),
                     )
             else:
                 payload = {"sdp": offer, "type": "offer"}
                 async with s.post(url, json=payload, headers=hdrs) as resp:
-                    body = await resp.text()
+                    body = await _body(resp, shown)
                     if resp.status != 200:
                         raise CallSetupError(
-                            f"SmallWebRTC endpoint {url} answered HTTP {resp.status}: "
+                            f"SmallWebRTC endpoint {shown} answered HTTP {resp.status}: "
                             f"{_short(body)}"
                         )
                     try:
-                        data = await resp.json(content_type=None)
-                    except ValueError:
+                        data = loads(body)
+                    except ParseError as exc:
+                        if exc.problem is not ParseProblem.INVALID:  # too deep, a bad number
+                            raise CallSetupError(
+                                f"SmallWebRTC answer from {shown} refused: {exc}"
+                            ) from None
                         raise CallSetupError(
-                            f"SmallWebRTC endpoint {url} did not answer JSON: {_short(body)}"
+                            f"SmallWebRTC endpoint {shown} did not answer JSON: {_short(body)}"
                         ) from None
                     if not isinstance(data, dict) or "sdp" not in data:
                         raise CallSetupError(
-                            f"SmallWebRTC answer from {url} has no 'sdp': {_short(body)}"
+                            f"SmallWebRTC answer from {shown} has no 'sdp': {_short(body)}"
                         )
                     session = SignalingSession(
                         "smallwebrtc",
@@ -133,17 +183,23 @@ async def negotiate(
                         status=resp.status,
                     )
     except aiohttp.ClientConnectorError as exc:
-        raise CallSetupError(f"cannot reach the agent at {url}: {exc.os_error or exc}") from None
+        why = printable(str(exc.os_error or exc))
+        raise CallSetupError(f"cannot reach the agent at {shown}: {why}") from None
     except (asyncio.TimeoutError, TimeoutError):
-        raise CallSetupError(f"the agent at {url} did not answer within {timeout:.0f} s") from None
+        why = f"did not answer within {timeout:.0f} s"
+        raise CallSetupError(f"the agent at {shown} {why}") from None
     except aiohttp.InvalidURL:
-        raise CallSetupError(f"not a valid URL: {url}") from None
+        raise CallSetupError(f"not a valid URL: {shown}") from None
+    except CrossOriginRedirect as exc:
+        raise CallSetupError(f"the agent at {shown} {exc}") from None
     except aiohttp.ClientError as exc:
-        raise CallSetupError(f"signaling with {url} failed: {type(exc).__name__}: {exc}") from None
+        why = f"{type(exc).__name__}: {printable(str(exc))}"
+        raise CallSetupError(f"signaling with {shown} failed: {why}") from None
     try:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=session.answer_sdp, type="answer"))
     except Exception as exc:  # aiortc raises ValueError and others on malformed SDP
-        raise CallSetupError(f"the agent's SDP answer is not usable: {exc}") from None
+        why = printable(str(exc))
+        raise CallSetupError(f"the agent's SDP answer is not usable: {why}") from None
     session.trace.append(
         {
             "request": "POST offer",

@@ -24,8 +24,8 @@ import numpy as np
 import soundfile as sf
 from pydantic import BaseModel
 
-from turnscope.errors import OutputError
-from turnscope.jsonio import write_json
+from turnscope.errors import InputError, OutputError
+from turnscope.jsonio import check_output, native_path, write_json
 from turnscope.scoring.evidence.manifest import (
     EXTRA_FILES,
     FILES,
@@ -35,6 +35,22 @@ from turnscope.scoring.evidence.manifest import (
     Manifest,
     ManifestMetadata,
 )
+
+
+def inside(bundle: Path, name: str) -> Path:
+    """``bundle/name``, refused (InputError) when it resolves outside the bundle: a symbolic
+    link out of it is never followed, by any command that reads or writes a bundle."""
+    path = Path(bundle) / name
+    if not os.path.lexists(path):
+        return path
+    root = Path(bundle).resolve()
+    if not path.resolve().is_relative_to(root):
+        raise InputError(
+            f"{name} is a symbolic link to {path.resolve()}, outside the bundle: not followed",
+            path=bundle,
+            fix="replace the link with the file itself",
+        )
+    return path
 
 
 def sha256_file(path: Path) -> str:
@@ -57,10 +73,13 @@ def mix_channels(caller: Path, agent: Path, out: Path) -> None:
     """What a listener on the line heard: both channels summed (clipped), streamed in blocks,
     written beside ``out`` and renamed (OutputError when the disk will not take it)."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    check_output(out)  # only a regular file is ever replaced
     try:
-        with sf.SoundFile(caller) as c, sf.SoundFile(agent) as a:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # never write through whatever a stale name is
+        with sf.SoundFile(native_path(caller)) as c, sf.SoundFile(native_path(agent)) as a:
             rate = c.samplerate
-            with sf.SoundFile(tmp, "w", rate, 1, subtype="PCM_16", format="WAV") as m:
+            with sf.SoundFile(native_path(tmp), "w", rate, 1, subtype="PCM_16", format="WAV") as m:
                 while True:
                     x = c.read(rate * 10, dtype="float32")
                     y = a.read(rate * 10, dtype="float32")

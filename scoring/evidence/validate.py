@@ -8,11 +8,11 @@ rules. Each problem is one line: ``<file>: <where>: <what>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from turnscope.jsonio import FILE_LIMITS, loads, native_path
 from turnscope.scoring.evidence.bundle import sha256_file
 from turnscope.scoring.evidence.manifest import EXTRA_FILES, MANIFEST
 from turnscope.scoring.evidence.report_rules import REPORT_CHECKS
@@ -23,10 +23,6 @@ from turnscope.scoring.evidence.rules import (
     leaves_bundle,
     strict_int,
 )
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def load_json(path: Path, problems: Problems) -> Any:
@@ -41,11 +37,9 @@ def load_json(path: Path, problems: Problems) -> Any:
         return seen
 
     try:
-        return json.loads(
-            path.read_text(encoding="utf-8"),
-            parse_constant=_reject_constant,
-            object_pairs_hook=pairs,
-        )
+        # within jsonio's limits: NaN/Infinity, a number that does not fit and a nesting too
+        # deep are not valid JSON either (and never reach json's recursion)
+        return loads(path.read_text(encoding="utf-8"), limits=FILE_LIMITS, object_pairs_hook=pairs)
     except (ValueError, UnicodeDecodeError) as exc:
         problems.add("", f"not valid JSON: {exc}")
         return None
@@ -117,6 +111,64 @@ def _check_extra_files(bundle: Path, manifest: Mapping[str, Any], p: Problems) -
             p.add("files", f"{name} is in the bundle but covered by no checksum")
 
 
+AUDIO_SLACK_MS = 50.0  # rounding of turn times against whole samples
+
+
+def _local(bundle: Path, arts: list[Mapping[str, Any]], kind: str) -> Path | None:
+    """The bundle's file of an artifact kind, when it is one inside the bundle."""
+    root = bundle.resolve()
+    for a in arts:
+        rel = a.get("path")
+        if a.get("kind") != kind or a.get("location") != "local_path" or not isinstance(rel, str):
+            continue
+        if leaves_bundle(rel):
+            return None
+        path = (root / PurePosixPath(rel)).resolve()
+        return path if path.is_relative_to(root) and path.is_file() else None
+    return None
+
+
+def _check_audio_covers_transcript(
+    bundle: Path, arts: list[Mapping[str, Any]], lines: list[str]
+) -> None:
+    """Each party's turns must lie within that party's recording: a transcript whose turns
+    end after the audio does (the folder emptied during the run, a file cut short) is
+    evidence of a call the bundle no longer holds."""
+    import soundfile as sf
+
+    transcript = _local(bundle, arts, "transcript_json")
+    if transcript is None:
+        return
+    doc = load_json(transcript, Problems(str(transcript)))
+    turns = doc.get("turns") if isinstance(doc, Mapping) else None
+    if not isinstance(turns, list):
+        return
+    for speaker in ("caller", "agent"):
+        audio = _local(bundle, arts, f"{speaker}_audio")
+        ends = [
+            (i, t["end_ms"])
+            for i, t in enumerate(turns)
+            if isinstance(t, Mapping)
+            and t.get("speaker") == speaker
+            and isinstance(t.get("end_ms"), (int, float))
+            and not isinstance(t.get("end_ms"), bool)
+        ]
+        if audio is None or not ends:
+            continue
+        try:
+            info = sf.info(native_path(audio))
+        except (sf.LibsndfileError, RuntimeError, OSError):
+            continue  # not audio libsndfile reads: nothing to measure it by
+        audio_ms = info.frames * 1000.0 / info.samplerate if info.samplerate else 0.0
+        i, end = max(ends, key=lambda x: x[1])
+        if end > audio_ms + AUDIO_SLACK_MS:
+            lines.append(
+                f"{transcript}: turns[{i}].end_ms: the {speaker}'s turn ends at {end:g} ms but "
+                f"{audio.name} holds only {audio_ms:.0f} ms of audio: the recording of the call "
+                "is not all there"
+            )
+
+
 def validate_bundle(target: Path) -> list[str]:
     """Every problem of the bundle at ``target`` (a folder, or its manifest file)."""
     manifest_path = target / MANIFEST if target.is_dir() else target
@@ -144,4 +196,5 @@ def validate_bundle(target: Path) -> list[str]:
         if doc is not None:
             check(doc, rp)
         lines += rp.lines
+    _check_audio_covers_transcript(bundle, arts, lines)
     return lines

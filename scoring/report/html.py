@@ -10,6 +10,8 @@ module is the page; its sections are verdict.py, turns.py and measures.py.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from pathlib import Path
 
 from turnscope.jsonio import write_bytes, write_text
@@ -79,15 +81,27 @@ tr.backchannel td{color:#92400e;background:#fffbeb}
 """
 
 
+def script_hash(script: str) -> str:
+    """A CSP source that allows exactly this inline script and no other."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+CSP = (
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash(SEEK)}; "
+    "media-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
 def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
     """The whole page as one string (the timeline figures are shared with the PNG)."""
     title = f"turnscope · {m.bundle.name} · {(m.verdict or 'no verdict').upper()}"
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         # Nothing may be fetched: the report must open the same offline, from any folder. The
-        # audio is inline (data:) and the one script is inline too (play from a clicked turn).
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; media-src data:\">"
+        # audio is inline (data:) and the one script is inline too (play from a clicked turn),
+        # allowed by its hash alone: markup that escaping missed could never run a script.
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{CSS}{SPLIT_CSS}</style></head><body><main>"
         f"{header(m)}{alerts(m)}{scores(m)}{player(m.bundle)}{timeline(m, legend, rows)}"

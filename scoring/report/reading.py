@@ -5,7 +5,6 @@ never a failure), and the waveform envelopes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,8 +13,10 @@ import numpy as np
 import soundfile as sf
 
 from turnscope.errors import InputError
+from turnscope.jsonio import FILE_LIMITS, loads, native_path
+from turnscope.scoring.evidence.bundle import inside
 from turnscope.scoring.evidence.documents import Document
-from turnscope.scoring.evidence.manifest import FILES, MANIFEST, Manifest
+from turnscope.scoring.evidence.manifest import EXTRA_FILES, FILES, MANIFEST, Manifest
 
 D = TypeVar("D", bound=Document)
 
@@ -53,6 +54,8 @@ def check_bundle(bundle: Path) -> dict[str, Path]:
         raise InputError("no such bundle folder", path=bundle, fix=fix)
     if not bundle.is_dir():
         raise InputError("is a file, not a bundle folder", path=bundle, fix=fix)
+    for name in (MANIFEST, *(spec[0] for spec in FILES.values()), *EXTRA_FILES):
+        inside(bundle, name)  # never read (nor write) through a link out of the bundle
     paths = bundle_files(bundle)
     missing = [MANIFEST] if not (bundle / MANIFEST).is_file() else []
     missing += [paths[k].name for k in REQUIRED if not paths[k].is_file()]
@@ -65,7 +68,7 @@ def check_bundle(bundle: Path) -> dict[str, Path]:
 
 def wav_ms(path: Path) -> float:
     try:
-        info = sf.info(path)
+        info = sf.info(native_path(path))
     except (OSError, RuntimeError, sf.LibsndfileError):
         return 0.0
     return info.frames * 1000.0 / info.samplerate if info.samplerate else 0.0
@@ -76,7 +79,7 @@ def _load(path: Path, notes: list[str] | None = None) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads(path.read_text(encoding="utf-8"), limits=FILE_LIMITS)
     except (OSError, ValueError) as exc:
         if notes is not None:
             notes.append(f"{path.name} could not be read ({type(exc).__name__}); shown without it")
@@ -117,7 +120,7 @@ def envelope(path: Path, bin_ms: float, notes: list[str]) -> Envelope | None:
         notes.append(f"{path.name} is missing: no waveform for that channel")
         return None
     try:
-        with sf.SoundFile(path) as f:
+        with sf.SoundFile(native_path(path)) as f:
             rate = f.samplerate
             hop = max(1, round(rate * bin_ms / 1000))
             block = hop * max(1, (rate * 10) // hop)  # ~10 s per read, whole bins only

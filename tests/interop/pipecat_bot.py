@@ -218,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
         "('Yes, go ahead.') after the bot finishes",
     )
     p.add_argument(
+        "--queue-barge-in-answers",
+        action="store_true",
+        help="with --ignore-barge-ins: a caller turn spoken during a reply is answered "
+        "('Yes, go ahead.') queued straight behind that reply, with no pause between them "
+        "(as pipecat's TTS queue does when the LLM answers while the bot still talks)",
+    )
+    p.add_argument(
         "--mode",
         choices=["normal", "mute", "silence", "nonstop", "die-after", "refuse"],
         default="normal",
@@ -648,7 +655,9 @@ class CannedReplies(FrameProcessor):
         if self._barged and self.args.ignore_barge_ins:
             # The caller spoke while the bot talked on: by default pipecat's turn is dropped;
             # with --answer-barge-ins it gets its own reply once the bot has finished.
-            if self.args.answer_barge_ins:
+            if self.args.queue_barge_in_answers:
+                await self.say("reply", GO_AHEAD)  # the ledger plays it right after this one
+            elif self.args.answer_barge_ins:
                 self._answer_after = self.create_task(self._answer_barge_in())
             return
         await self._cancel_reply()
@@ -881,6 +890,8 @@ def main() -> None:
     global ARGS, TRUTH
     argv = _runner_argv(sys.argv[1:])
     ARGS, _rest = build_parser().parse_known_args(argv)
+    if ARGS.queue_barge_in_answers and not ARGS.ignore_barge_ins:
+        raise SystemExit("pipecat_bot: --queue-barge-in-answers needs --ignore-barge-ins")
     if ARGS.answer_barge_ins and not ARGS.ignore_barge_ins:
         raise SystemExit("pipecat_bot: --answer-barge-ins needs --ignore-barge-ins")
     port = next(

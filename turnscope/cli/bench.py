@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from turnscope import redact
 from turnscope.cli.call_options import check_ws_url
 from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport, ray_option
@@ -93,10 +94,13 @@ def bench(
     """
     from turnscope.cli.render import bench_table
     from turnscope.jsonio import write_json
+    from turnscope.outdir import output_file
     from turnscope.scoring.exercise import task_exercise
     from turnscope.scoring.suites.bench import check_evidence_class, run_bench
     from turnscope.scoring.suites.suite import load_suite
 
+    output_file(output, "-o")
+    output_file(scorecard_path, "--scorecard")
     data = load_suite(suite)
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
@@ -194,6 +198,8 @@ def run_fixtures(
         check_address(ray_address)
     if agent is not None and transport != "webrtc":
         check_ws_url(agent)
+    elif agent is not None:
+        redact.register_url(agent)  # its userinfo and query values: never written or printed
     if not any(t.get("fixture") for t in data["tasks"]):
         raise InputError(
             "no task has a fixture to run",

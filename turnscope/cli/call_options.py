@@ -1,6 +1,6 @@
 """The options of a call to an agent over the network (WebRTC or a phone line), checked:
-shared by `call`, `bench` and `load`. Every header value and token is a secret from the moment
-it is parsed."""
+shared by `call`, `bench` and `load`. Every header value, token, ``--param`` value and every
+URL's userinfo and query values are secrets from the moment they are parsed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import typer
 
@@ -61,7 +61,9 @@ ICE_SCHEMES = ("stun", "stuns", "turn", "turns")
 
 
 def _checked(url: str, schemes: tuple[str, ...], what: str, fix: str) -> str:
-    """``url`` with one of ``schemes``, a host and a valid port (else bad input, exit 2)."""
+    """``url`` with one of ``schemes``, a host and a valid port (else bad input, exit 2). Its
+    userinfo and query values are secrets from here on (they often carry the token)."""
+    redact.register_url(url)
     parts = urlsplit(url)
     if parts.scheme not in schemes or not parts.hostname:
         raise InputError(f"{redact.scrub(url)!r} is not {what}", fix=fix)
@@ -73,7 +75,7 @@ def _checked(url: str, schemes: tuple[str, ...], what: str, fix: str) -> str:
 
 
 def check_url(url: str) -> str:
-    """The agent's offer URL: http(s) with a host."""
+    """The agent's offer URL: http(s) with a host (its secrets registered)."""
     return _checked(
         url, ("http", "https"), "an agent URL",
         "give the offer endpoint, e.g. http://127.0.0.1:7860/api/offer",
@@ -81,11 +83,7 @@ def check_url(url: str) -> str:
 
 
 def check_ws_url(url: str) -> str:
-    """A phone-line agent's websocket URL: ws(s) with a host. Its query values are secrets
-    from here on (they often carry the token)."""
-    for pair in urlsplit(url).query.split("&"):
-        if "=" in pair:
-            redact.register([pair.split("=", 1)[1]])
+    """A phone-line agent's websocket URL: ws(s) with a host (its secrets registered)."""
     return _checked(
         url, ("ws", "wss"), "a media-stream websocket URL",
         "give the agent's websocket, e.g. ws://127.0.0.1:8765/ws",
@@ -93,12 +91,14 @@ def check_ws_url(url: str) -> str:
 
 
 def parse_params(pairs: list[str]) -> dict[str, str]:
-    """``--param k=v`` options: the start message's custom parameters."""
+    """``--param k=v`` options: the start message's custom parameters. Every value is a secret
+    from here on (phone agents often take their auth there), and never echoed in an error."""
     params: dict[str, str] = {}
-    for pair in pairs:
+    for i, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
+        redact.register([value])
         if not sep or not key.strip():
-            raise InputError(f"--param {pair!r}: expected NAME=VALUE")
+            raise InputError(f"--param #{i}: expected NAME=VALUE (the value is not shown)")
         params[key.strip()] = value
     return params
 
@@ -126,13 +126,35 @@ def telephony_options(
 
 
 def check_ice_server(url: str) -> str:
-    """A STUN/TURN URL (RFC 7064/7065): stun:HOST[:PORT], turn:HOST[:PORT][?transport=...]."""
+    """A STUN/TURN URL (RFC 7064/7065): stun:HOST[:PORT], turn:HOST[:PORT][?transport=...]. A
+    ``user:pass@`` in it is a secret from here on."""
+    redact.register_url(url)
     scheme, sep, rest = url.partition(":")
     host = rest.split("?", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
     if not sep or scheme.lower() not in ICE_SCHEMES or not host:
         raise InputError(
             f"--ice-server {redact.scrub(url)!r}: not a STUN/TURN URL",
             fix="e.g. stun:stun.example.com:3478 or turn:turn.example.com:3478",
+        )
+    # What aiortc will make of it, asked now: a URL it cannot use failed inside the call.
+    from aiortc.rtcicetransport import parse_stun_turn_uri
+
+    userinfo, at, where = rest.rpartition("@")
+    if at:  # turn:USER:PASS@HOST:PORT (the call hands aiortc the two apart)
+        password = userinfo.partition(":")[2]
+        redact.register([password, unquote(password)])
+    try:
+        parsed = parse_stun_turn_uri(f"{scheme.lower()}:{where}")
+    except ValueError:
+        parsed = {}
+    if not 0 < parsed.get("port", 0) < 65536 or parsed.get("transport", "udp") not in (
+        "udp",
+        "tcp",
+    ):
+        raise InputError(
+            f"--ice-server {redact.scrub(url)!r}: not a STUN/TURN URL a call can use (a host, "
+            "a port 1-65535, transport udp or tcp)",
+            fix="e.g. stun:stun.example.com:3478 or turn:USER:PASS@turn.example.com:3478",
         )
     return url
 

@@ -15,6 +15,11 @@ from rich.console import Console
 from rich.file_proxy import FileProxy
 
 from turnscope import redact
+from turnscope.errors import printable
+
+# An error or warning is one line, whatever it quotes (an agent's page, a flood of names): its
+# control characters escaped (they could clear the screen or fake a verdict), its length bounded.
+LINE_LIMIT = 2000
 
 
 class _Scrubbed:
@@ -182,9 +187,9 @@ def say(message: str, *, markup: bool = True) -> None:
 
 def fail_line(message: str) -> None:
     """Print the one-line error the CLI promises instead of a traceback."""
-    err.print(f"turnscope: error: {message}", markup=False, soft_wrap=True)
+    err.print(f"turnscope: error: {printable(message, LINE_LIMIT)}", markup=False, soft_wrap=True)
 
 
 def warn_line(message: str) -> None:
     """Print a one-line warning to stderr."""
-    err.print(f"turnscope: warning: {message}", markup=False, soft_wrap=True)
+    err.print(f"turnscope: warning: {printable(message, LINE_LIMIT)}", markup=False, soft_wrap=True)

@@ -3,7 +3,7 @@ can never silently return."""
 
 from __future__ import annotations
 
-import json
+import io
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,8 +26,10 @@ TAGS = ("acoustic", "speaker", "language", "complexity", "conversational", "adve
 def _channel(path: Path) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
+    from turnscope.jsonio import native_path
+
     try:
-        return sf.read(path, dtype="float32")
+        return sf.read(native_path(path), dtype="float32")
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise InputError(f"unreadable audio ({exc})", path=path) from None
 
@@ -43,7 +45,8 @@ def add(
     import numpy as np
     import soundfile as sf
 
-    from turnscope.jsonio import read_json, write_json
+    from turnscope.jsonio import read_json, write_bytes, write_json
+    from turnscope.scoring.evidence.bundle import inside
     from turnscope.scoring.suites.suite import load_suite
 
     tag_list = [t.strip() for t in tags.split(",") if t.strip()]
@@ -51,7 +54,7 @@ def add(
     if not tag_list or unknown:
         raise InputError(f"--tags: unknown tag(s) {unknown or tag_list}; use {', '.join(TAGS)}")
     for name in ("caller.wav", "agent.wav", "transcript.json", "result.json"):
-        if not (bundle / name).exists():
+        if not inside(bundle, name).exists():
             raise InputError(f"not a turnscope run folder: {name} is missing", path=bundle)
     data = load_suite(suite)
     if task_id is not None and not PLAIN_ID.match(task_id):
@@ -80,10 +83,12 @@ def add(
     stereo = np.zeros((n, 2), dtype=np.float32)
     stereo[: len(caller), 0], stereo[: len(agent), 1] = caller, agent
     audio = folder / f"{tid}.flac"
+    encoded = io.BytesIO()
     try:
-        sf.write(audio, stereo, rate)
+        sf.write(encoded, stereo, rate, format="FLAC")
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise InputError(f"cannot write the fixture's audio ({exc})", path=audio) from None
+    write_bytes(audio, encoded.getvalue())  # atomic, and only over a regular file
     transcript = read_json(bundle / "transcript.json", what="transcript")
     turns = [
         {k: t[k] for k in ("speaker", "start_ms", "end_ms", "text", "interrupt")}
@@ -112,7 +117,7 @@ def add(
             "tags": tag_list,
         },
     }
-    raw = json.loads(suite.read_text(encoding="utf-8"))
+    raw = read_json(suite, what="suite file")
     raw["tasks"].append(task)
     write_json(suite, raw)
     say(f"added task {tid!r} to {suite} ({audio}, tags {', '.join(tag_list)})")

@@ -20,9 +20,9 @@ DEFAULT_TOLERANCE = 0.05
 
 def load_scorecard(path: Path) -> dict[str, Any]:
     """A scorecard JSON, or the bench result it was written beside."""
-    from turnscope.jsonio import read_json
+    from turnscope.jsonio import SCORECARD_LIMITS, read_json
 
-    data = read_json(path, what="scorecard file")
+    data = read_json(path, what="scorecard file", limits=SCORECARD_LIMITS)
     if isinstance(data, dict) and data.get("kind") == "turnscope.scorecard.v1":
         return data
     sibling = path.with_suffix(".scorecard.json")
@@ -99,8 +99,10 @@ def gate_cmd(
 ) -> int:
     """Exit 1 when any dimension on any tag is below its floor or worse than the baseline."""
     from turnscope.jsonio import write_json, write_text
+    from turnscope.outdir import output_file
     from turnscope.scoring.suites.gate import broken_cells, gate, junit_xml
 
+    output_file(junit, "--junit")
     card = load_scorecard(result)
     if update_baseline and baseline is None:
         raise InputError("--update-baseline needs --baseline FILE (where to pin this run)")

@@ -144,13 +144,19 @@ def load(
     target = getattr(options, "url", url)
     report = run_load(job, plan, ray_address, loops, target=target, transport=transport,
                       scenario=sc.name, quiet=quiet or as_json)  # fmt: skip
-    write_load(outdir, report)
+    # The summary first: it is all a full disk leaves of the run's aggregate.
     if as_json:
         out.print_json(report.model_dump_json(exclude={"calls"}))
     else:
-        print_load(report, outdir)
+        print_load(report)
+    unwritten = write_load(outdir, report)
+    if not unwritten and not as_json:
+        say(f"wrote {outdir / 'load.html'}")
+    problems = [unwritten] if unwritten else []
     if report.degraded:
-        fail_line("degraded: " + "; ".join(report.degraded))
+        problems.append("degraded: " + "; ".join(report.degraded))
+    if problems:
+        fail_line("; ".join(problems))
         return CALL_FAILED
     return 0 if report.passed == len(report.calls) else 1
 
@@ -162,7 +168,7 @@ def run_load(
     """Place the calls here or on Ray, with a live progress line; the aggregate."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from turnscope.capture.telephony.call import public_url
+    from turnscope.capture.urls import public_url
     from turnscope.load.plan import loops_for, overload
     from turnscope.load.report import aggregate, missing_slots
 
@@ -241,16 +247,33 @@ def run_load(
     )
 
 
-def write_load(outdir: Path, report: LoadReport) -> None:
-    """load.json (the report with every call's record) and load.html."""
+def write_load(outdir: Path, report: LoadReport) -> str | None:
+    """load.json (the report with every call's record), then load.html, each tried whatever
+    became of the other; None, or one line on what could not be written and why."""
+    from turnscope.errors import OutputError
     from turnscope.jsonio import write_json, write_text
     from turnscope.load.html import render
 
-    write_json(outdir / "load.json", report.model_dump(mode="json"))
-    write_text(outdir / "load.html", render(report))
+    missing: list[str] = []
+    cause: OutputError | None = None
+    for name, write in (
+        ("load.json", lambda: write_json(outdir / "load.json", report.model_dump(mode="json"))),
+        ("load.html", lambda: write_text(outdir / "load.html", render(report))),
+    ):
+        try:
+            write()
+        except OutputError as exc:
+            missing.append(name)
+            cause = cause or exc
+    if not missing:
+        return None
+    return (
+        f"{outdir}: could not write {' and '.join(missing)} ({cause}): the summary above is "
+        "the run's aggregate; each call's bundle is in calls/"
+    )
 
 
-def print_load(r: LoadReport, outdir: Path) -> None:
+def print_load(r: LoadReport) -> None:
     """The terminal tables: latency, over time, failures, the harness."""
     from rich.table import Table
 
@@ -301,7 +324,7 @@ def print_load(r: LoadReport, outdir: Path) -> None:
         f"{k} {v}" for k, v in (nodes if len(nodes) < len(r.per_worker) else r.per_worker).items()
     )
     what = "node" if len(nodes) < len(r.per_worker) else "loop"
-    say(f"calls per {what} ({r.where}): {per}; wrote {outdir / 'load.html'}")
+    say(f"calls per {what} ({r.where}): {per}")
 
 
 def register(app: typer.Typer) -> None:

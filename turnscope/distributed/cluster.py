@@ -85,6 +85,8 @@ def connect(address: str) -> ModuleType:
     }
     if ray.is_initialized():
         return ray
+    if address.startswith("ray://"):
+        _client_installed()
     if address not in (LOCAL, "auto"):
         _probe(address)
     try:
@@ -105,6 +107,24 @@ def connect(address: str) -> ModuleType:
             "--head`, check the address, or pass --ray alone for a local Ray"
         ) from None
     return ray
+
+
+# What the Ray client (ray://) needs beyond Ray itself: ``ray[client]`` adds it.
+CLIENT_MODULES = ("grpc",)
+
+
+def _client_installed() -> None:
+    """EnvironmentProblem unless the Ray client can run (Ray's own error is an exception of
+    no particular kind, raised from inside ``ray.init``)."""
+    import importlib.util
+
+    missing = [m for m in CLIENT_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise EnvironmentProblem(
+            f"--ray ray://... needs the Ray client, which is not installed ({missing[0]} is "
+            "missing): pip install 'ray[client]', or give the cluster as HOST:6379 from one of "
+            "its nodes"
+        )
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from turnscope.asr.settings import Settings
 from turnscope.errors import CallSetupError, TurnscopeError
 from turnscope.load.plan import Slot
 from turnscope.load.record import SETUP_KINDS, CallRecord, finished_record, kind_of
+from turnscope.runner import RunIncomplete
 
 
 class Event(BaseModel):
@@ -78,12 +79,12 @@ async def prepare(job: LoadJob) -> Prepared:
     from turnscope.capture.script.lines import caller_lines
     from turnscope.capture.script.scenario import load_scenario
     from turnscope.live_call import place_call  # noqa: F401 (its imports, before any call)
-    from turnscope.offload import offload
+    from turnscope.offload import offload_stoppable
     from turnscope.scoring.contract import scenario_contract
 
     redact.register(job.secrets)
     scenario = load_scenario(job.scenario)
-    lines = await offload(caller_lines, scenario)
+    lines = await offload_stoppable(caller_lines, scenario)  # cancelled: stops speaking
     await Transcriber(job.settings.asr, job.settings.confirm).ready()
     return Prepared(scenario, scenario_contract(scenario), lines)
 
@@ -139,12 +140,25 @@ async def run_slots(
                 ended_s=round(time.time() - start_at, 3),
                 bundle=str(outdir),
             )
-        except TurnscopeError as exc:  # a bundle that could not be written, and the like
+        except RunIncomplete as exc:  # the call ran and was scored; its bundle is not whole
+            if exc.run is None or exc.call is None:
+                return incomplete_record(base, exc, outdir)
+            record = finished_record(base, exc.run, exc.call, exc.caller)
+            record.missing = exc.missing
+            record.degraded.append(str(exc))
+        except TurnscopeError as exc:  # a call that could not run, and the like
             return CallRecord(**base, status="error", kind=type(exc).__name__, reason=str(exc))
-        record = finished_record(base, run, call, caller)
+        else:
+            record = finished_record(base, run, call, caller)
         record.connected_s = round(up.get("at", placed), 3)
         record.ended_s = round(time.time() - start_at, 3)
         return record
+
+    def incomplete_record(base: dict[str, Any], exc: RunIncomplete, outdir: Path) -> CallRecord:
+        return CallRecord(
+            **base, status="error", kind="bundle incomplete", reason=str(exc),
+            missing=exc.missing, bundle=str(outdir),
+        )  # fmt: skip
 
     async def caller(slot: Slot) -> None:
         await stopping.sleep(start_at + slot.offset_s - time.time())

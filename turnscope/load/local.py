@@ -36,7 +36,18 @@ def _loop_main(job: LoadJob, slots: list[Slot], name: str, out: Any, go: Any, st
     async def main() -> None:
         stopping = Stopping()
         with stop_on_signals(stopping):
-            ready = await prepare(job)
+            # A signal while the caller's lines are spoken stops that too, at once: prepare is
+            # cancelled (and its synthesis with it) rather than finished first.
+            preparing = asyncio.ensure_future(prepare(job))
+            stopped = asyncio.ensure_future(stopping.event.wait())
+            await asyncio.wait({preparing, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not preparing.done():
+                preparing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await preparing
+                return
+            ready = preparing.result()
             send("ready")
             while not go.wait(0):  # not go.wait(): a signal meanwhile must reach the loop
                 if stopping.reason is not None:

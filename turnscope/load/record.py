@@ -88,6 +88,7 @@ class CallRecord(BaseModel):
     agent_lost_frames: int = 0
     degraded: list[str] = Field(default_factory=list)
     bundle: str | None = None
+    missing: list[str] = Field(default_factory=list)  # what its bundle could not write
 
     @property
     def placement_lag_s(self) -> float | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -130,6 +131,31 @@ def _windows(records: Sequence[CallRecord]) -> list[Window]:
     return out
 
 
+SHOWN_CALLS = 4  # calls named per kind of incomplete bundle (load.json has every one)
+
+
+def incomplete_bundles(records: Sequence[CallRecord]) -> str | None:
+    """One line for the calls whose bundle could not be written whole, by what is missing
+    (bounded however many calls: a few named for each, load.json has them all)."""
+    by_missing: dict[tuple[str, ...], list[str]] = {}
+    for r in records:
+        if r.missing:
+            name = Path(r.bundle).name if r.bundle else f"slot {r.slot + 1}"
+            by_missing.setdefault(tuple(r.missing), []).append(name)
+    if not by_missing:
+        return None
+    parts = []
+    for missing, calls in by_missing.items():
+        named = ", ".join(calls[:SHOWN_CALLS]) + (
+            f" and {len(calls) - SHOWN_CALLS} more" if len(calls) > SHOWN_CALLS else ""
+        )
+        parts.append(f"{', '.join(missing)} missing in {named}")
+    total = sum(len(c) for c in by_missing.values())
+    more = f"; and {len(parts) - SHOWN_CALLS} other sets" if len(parts) > SHOWN_CALLS else ""
+    head = f"{total} call(s) could not write their whole bundle: "
+    return head + "; ".join(parts[:SHOWN_CALLS]) + more
+
+
 def aggregate(
     records: Sequence[CallRecord],
     plan: LoadPlan,
@@ -184,6 +210,9 @@ def aggregate(
             "ended then seems later by up to that (the harness was busy); the 'on time' row "
             "leaves those replies out"
         )
+    incomplete = incomplete_bundles(records)
+    if incomplete:
+        degraded.append(incomplete)
     not_run = failures.get("not_run")
     if not_run:
         degraded.append(

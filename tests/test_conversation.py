@@ -1,0 +1,71 @@
+"""The caller as a listener: it stays in step with what the agent actually does.
+
+- a stock pipecat bot that ignores a barge-in and queues its answer to it straight behind the
+  reply it talked through (no pause: one agent turn for a listener): that turn's end answers
+  the barge-in, the caller goes on without an unanswered-turn warning, and the rest of the
+  script stays in step (each later caller line answered by the bot's next reply).
+
+Needs .venv-pipecat (scripts/setup.sh --dev builds it): without it these fail, never skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from tests.interop.pipecat import call_bot, pipecat_bot
+
+SCENARIO = """
+name: queued-answer
+task: {budgets: {max_latency_ms: 2500}}
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 800}
+script:
+  - agent: Hello, thanks for calling. How can I help you today?
+  - caller: Hi, I would like a refund for my headphones please.
+  - agent: Sure, I can help with that.
+  - caller: wait
+    barge_in_at: early
+  - agent: Yes, go ahead.
+  - caller: Can I send them back by post?
+  - agent: Yes, you can.
+  - caller: Thank you, goodbye.
+  - agent: Goodbye.
+"""
+
+
+def test_an_answer_queued_behind_an_ignored_barge_in_keeps_the_script_in_step(tmp_path: Path):
+    scenario = tmp_path / "queued.yaml"
+    scenario.write_text(SCENARIO)
+    knobs = {
+        "greeting": True,
+        "reply": "long",
+        "latency_ms": 400,
+        "ignore_barge_ins": True,
+        "queue_barge_in_answers": True,
+    }
+    with pipecat_bot(tmp_path / "bot", **knobs) as bot:
+        run, call, caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+        truth = bot.truth()
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    script = result["script"]
+    assert script["finished"] == "scenario finished", script
+    assert script["unanswered_lines"] == [], script
+    assert not [w for w in result["warnings"] if "did not answer" in w], result["warnings"]
+    lines = {r["line"]: r for r in script["lines"]}
+    assert lines[3]["spoken_as"] == "barge_in"
+    assert any("talked through the barge-in" in n for n in lines[5]["notes"]), lines[5]
+
+    # In step: every caller line after the barge-in went out after the bot's reply before it
+    # had finished, and the bot answered each with a reply of its own.
+    origin = call.clock.origin
+    replies = [r for r in truth if r["event"] == "reply"]
+    ends = sorted((r["end_monotonic"] - origin) * 1000 for r in replies)
+    for index in (5, 7):
+        sent = lines[index]["sent"]["start_ms"]
+        before = [e for e in ends if e < sent]
+        after = [r for r in replies if (r["start_monotonic"] - origin) * 1000 > sent]
+        assert before and after, (index, sent, ends)
+    # The reply to "wait" followed the long reply with no pause: the caller heard one turn.
+    agent_turns = [t for t in run.result.assembly.turns if t.speaker == "agent"]
+    assert len(agent_turns) == 4, [(t.start_ms, t.end_ms, t.text) for t in agent_turns]
