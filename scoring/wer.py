@@ -9,22 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from turnscope.asr.normalise import normalise
 from turnscope.capture.channels import CHANNELS
-
-
-@lru_cache(maxsize=1)
-def _normaliser():
-    from whisper_normalizer.english import EnglishTextNormalizer
-
-    return EnglishTextNormalizer()
-
-
-def normalise(text: str) -> str:
-    """Whisper's English normalisation (the transform WER is computed on)."""
-    return " ".join(_normaliser()(text or "").split())
 
 
 @dataclass(frozen=True)

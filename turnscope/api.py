@@ -16,7 +16,7 @@ from rich.console import Console
 
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.source import FileSource
-from turnscope.errors import InputError
+from turnscope.errors import InputError, UnusableRecording
 from turnscope.outdir import forget_run, output_dir
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, resolve_contract
@@ -78,7 +78,7 @@ def replay(
                 agent_trace=Path(agent_trace) if agent_trace is not None else None,
             )
         )
-    except InputError:
+    except UnusableRecording:
         # A recording found unusable while it was decoded (no samples, every one NaN): bad
         # input, not a run. Nothing of it stays in the folder, so the corrected rerun needs
         # no --force (the folder held no run before: output_dir refuses one without --force).

@@ -55,6 +55,11 @@ class ParseError(InputError, ValueError):
         super().__init__(detail, path=path, fix=fix)
 
 
+class UnusableRecording(InputError):
+    """A recording found to hold no audio only as it is decoded (no samples, every one NaN):
+    bad input, said after a replay began writing its folder (which it then clears)."""
+
+
 class CallSetupError(TurnscopeError):
     """The call could not be set up (signaling refused, a bad answer, ICE failed, a device that
     would not start): exit 4, and the run still leaves a bundle that says why."""

@@ -13,6 +13,7 @@ from rich.console import Console
 from turnscope import __version__, redact
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
+from turnscope.bundle_writer import RunIncomplete
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
@@ -24,13 +25,14 @@ from turnscope.errors import CallSetupError, InputError
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
 from turnscope.records import bundle_documents, timeline_channels
-from turnscope.runner import RunIncomplete, RunOutput, run_and_record
+from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.bundle import BundleIds, write_bundle, write_document
 from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.evidence.documents import Transcript, WaveformTimeline
 from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
+from turnscope.sinks import CallerHears
 
 LIVE_EVIDENCE = "live_lane"
 AnyCallOptions = CallOptions | DeviceCallOptions | TelephonyOptions
@@ -175,6 +177,7 @@ async def place_call(
             extra_result=extra,
             transcriber=transcriber,  # readied before the call connected
             agent_trace=agent_trace,
+            extra_sinks=[CallerHears(caller)],
         )
     except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
         exc.call, exc.caller = call, caller

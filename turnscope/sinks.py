@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.asr.assembly import Heard
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop, StreamGap
 from turnscope.asr.settings import Settings
-from turnscope.capture.frames import CHANNELS, SAMPLE_RATE, PcmFrame
+from turnscope.capture.frames import AGENT, CHANNELS, SAMPLE_RATE, PcmFrame
 from turnscope.capture.source import SourceInfo
 from turnscope.errors import OutputError
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
@@ -189,3 +190,15 @@ class LiveVerifier(Sink):
         if dialogue:
             self.latest = verify(dialogue, self.contract)
             self.history.append((update.final_until_ms, self.latest["result"]["scalar"]))
+
+
+class CallerHears(Sink):
+    """The agent's transcripts to the scripted caller, as they come (it reacts to the agent's
+    words: conditions, branches, facts asked for)."""
+
+    def __init__(self, caller: Any) -> None:
+        self.caller = caller
+
+    def on_transcribed(self, heard: Heard) -> None:
+        if heard.channel == AGENT:
+            self.caller.transcribed(heard.start_ms, heard.end_ms, heard.transcription.text)

@@ -125,6 +125,12 @@ class ObjectRuns:
             fs.pipe_file(probe, b"turnscope")
             fs.rm(probe)
         except Exception as exc:
+            if timed_out(exc):
+                raise EnvironmentProblem(
+                    f"cannot write to {self.url}: the store did not answer "
+                    f"({redact.scrub(one_line(exc))}); check AWS_ENDPOINT_URL and the network, "
+                    "or allow more time with TURNSCOPE_NETWORK_TIMEOUT_S"
+                ) from None
             raise EnvironmentProblem(
                 f"cannot write to {self.url} ({redact.scrub(one_line(exc))}): check the bucket "
                 "name and the credentials (AWS_* / GOOGLE_APPLICATION_CREDENTIALS; "
@@ -140,6 +146,37 @@ def _failed(what: str, exc: Exception, kept: Path) -> UploadError:
     )
 
 
+# An endpoint that takes the connection and never answers held a run silent for minutes
+# (botocore's 60 s read timeout, its retries, and s3fs's own five tries of each): each wait is
+# bounded, and a request is tried twice (botocore) at most twice (s3fs).
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 30.0
+S3_ATTEMPTS = 2
+
+
+def s3_options() -> dict[str, Any]:
+    """s3fs's options: botocore's connect and read timeouts (TURNSCOPE_NETWORK_TIMEOUT_S
+    replaces both) and its attempts."""
+    from turnscope.timeouts import network_timeout_s
+
+    return {
+        "config_kwargs": {
+            "connect_timeout": network_timeout_s(CONNECT_TIMEOUT_S),
+            "read_timeout": network_timeout_s(READ_TIMEOUT_S),
+            "retries": {"mode": "standard", "total_max_attempts": S3_ATTEMPTS},
+        }
+    }
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is a network wait that passed its bound (botocore's or the OS's)."""
+    try:
+        from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+    except ImportError:
+        return isinstance(exc, TimeoutError)
+    return isinstance(exc, (TimeoutError, ConnectTimeoutError, ReadTimeoutError))
+
+
 def filesystem(url: str) -> Any:
     """The fsspec filesystem for ``url``'s protocol (its package missing: one line)."""
     protocol = url.split("://", 1)[0]
@@ -147,7 +184,11 @@ def filesystem(url: str) -> Any:
     try:
         import fsspec
 
-        return fsspec.filesystem(protocol)
+        if protocol != "s3":
+            return fsspec.filesystem(protocol)
+        fs = fsspec.filesystem(protocol, **s3_options())
+        fs.retries = S3_ATTEMPTS  # s3fs's own tries around botocore's
+        return fs
     except ImportError:
         raise EnvironmentProblem(
             f"{protocol}:// bundles need {package}: pip install 'turnscope[{EXTRAS[package]}]'"

@@ -25,7 +25,7 @@ from turnscope.capture.file.health import (
 )
 from turnscope.capture.frames import AGENT, CALLER, SAMPLE_RATE, PcmFrame, to_int16
 from turnscope.capture.source import SourceInfo
-from turnscope.errors import InputError
+from turnscope.errors import InputError, UnusableRecording
 
 FILE_TIMING = "sample positions in the recording"
 
@@ -258,9 +258,11 @@ class FileSource:
             )
             self.info.degraded.append(f"{where} is truncated")
         if health.samples == 0:
-            raise InputError("contains no audio samples (zero-length audio)", path=where)
+            raise UnusableRecording("contains no audio samples (zero-length audio)", path=where)
         if health.nan == health.samples:
-            raise InputError("every sample is NaN or infinite: there is no audio", path=where)
+            raise UnusableRecording(
+                "every sample is NaN or infinite: there is no audio", path=where
+            )
         if health.nan:
             self.info.degraded.append(
                 f"{where}: {health.nan} NaN/inf samples replaced by silence "

@@ -31,6 +31,7 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
+from turnscope.capture.script.conversation import Reactions
 from turnscope.capture.script.ear import AgentEar, AgentSpeech
 from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines, quote
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
@@ -62,9 +63,10 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller:
+class ScriptedCaller(Reactions):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
-    call) from ``start()``; hangs the call up when done."""
+    call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
+    the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
 
     def __init__(
         self,
@@ -89,6 +91,12 @@ class ScriptedCaller:
         self._nonstop = False
         self._hanging_up = False
         self._task: asyncio.Task | None = None
+        self._init_reactions()
+
+    def transcribed(self, start_ms: float, end_ms: float, text: str) -> None:
+        """An agent utterance as the pipeline transcribed it (what the caller's words react
+        to)."""
+        self.ear.transcribed(start_ms, end_ms, text)
 
     def start(self) -> None:
         """Listen to the call and run the script (the call is connected, its clock running)."""
@@ -165,6 +173,8 @@ class ScriptedCaller:
         script = self.scenario.script
         last_end = 0.0  # call time our previous line finished going out
         for index, line, audio in self.lines:
+            if self.ended_early:
+                break
             trigger, ms = line.trigger
             rec = LineRecord(index, line.text, line.kind, trigger, ms, placement=line.placement)
             spoken_any = any(r.status == "spoken" for r in self.records)
@@ -179,19 +189,29 @@ class ScriptedCaller:
                 await self._after_agent(index, line, ms, last_end, spoken_any, rec)
             else:
                 spoken_as = await self._into_agent(index, line, last_end, rec)
+            text = line.text
+            if trigger == "after_agent_ms" and self.scenario.reactive and line.dtmf is None:
+                chosen = await self._react(index, line, audio, rec, last_end)
+                if chosen is None:
+                    break  # the caller ends the call here (until)
+                text, audio, last_end = chosen
+                rec.text = text
+                if not text:
+                    continue  # no branch to take
             rec.spoken_as = spoken_as
             rec.into_agent_speech = self.ear.speaking or self.ear.current() is not None
             if line.dtmf is not None:
                 last_end = await self._press(line.dtmf, rec)
                 continue
-            playback = self.track.play(audio, f"{index}:{line.text}")
+            playback = self.track.play(audio, f"{index}:{text}")
             rec.queued_ms = round(self.clock.now_ms(), 1)
             await playback.done
             sent = playback.record
             rec.status = "spoken"
             rec.sent = sent.to_dict() if sent else None
             last_end = sent.end_ms if sent and sent.end is not None else self.clock.now_ms()
-        if self.lines and self.lines[-1][0] < len(script) - 1:
+        said_end = last_end  # the end of the caller's own last words
+        if self.lines and self.lines[-1][0] < len(script) - 1 and not self.ended_early:
             # The script expects the agent to answer the last caller line: wait for it.
             speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
             if speech is None:
@@ -202,6 +222,8 @@ class ScriptedCaller:
             else:
                 await self._end_of(speech)
                 last_end = max(last_end, speech.end_ms or last_end)
+        if self.scenario.facts or self.scenario.until is not None:
+            last_end = max(last_end, await self._converse_on(said_end))
         self.call.script_done = True
         await self.ear.until(last_end + self.scenario.caller.hangup_after_ms)
 
@@ -345,7 +367,11 @@ class ScriptedCaller:
         and exercised, and how the script ended (result.json's ``script``)."""
         done = {r.line for r in self.records}
         unspoken = [LineRecord.unspoken(i, line) for i, line, _ in self.lines if i not in done]
-        records = sorted([*self.records, *unspoken], key=lambda r: r.line)
+        # By line, and within a line in the order spoken (a fact given before the line itself).
+        records = sorted(
+            [*self.records, *unspoken],
+            key=lambda r: (r.line, r.queued_ms if r.queued_ms is not None else float("inf")),
+        )
         opens_with_agent = self.scenario.script[0].speaker == "agent"
         return {
             "finished": self.finished_reason,
@@ -364,6 +390,7 @@ class ScriptedCaller:
             },
             "unanswered_lines": [r.line for r in records if r.agent_answered is False],
             "warnings": list(self.warnings),
+            **self.reactions_report(),
         }
 
     def truth(self) -> dict[str, Any]:

@@ -17,6 +17,10 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, PcmFrame
 
+# The pipeline's endpointer and the caller's have the same settings and frames, so they end an
+# utterance at the same moment; a little slack all the same.
+TEXT_MATCH_MS = 50
+
 
 @dataclass
 class AgentSpeech:
@@ -44,6 +48,8 @@ class AgentEar:
         )
         self.speeches: list[AgentSpeech] = []
         self.stops: list[float] = []  # when each stretch of agent speech stopped (call ms)
+        # The agent's utterances as transcribed (start, end, text), as the pipeline hears them.
+        self.texts: list[tuple[float, float, str]] = []
         self.speaking = False
         self._changed = asyncio.Event()
 
@@ -68,6 +74,25 @@ class AgentEar:
                     speech.end_ms, speech.decided_ms = event.at_ms, event.decided_ms
                     speech.forced = event.utterance.forced
         self._changed.set()
+
+    def transcribed(self, start_ms: float, end_ms: float, text: str) -> None:
+        """An agent utterance's transcript, from the pipeline's transcriber."""
+        self.texts.append((start_ms, end_ms, text))
+        self._changed.set()
+
+    def said_since(self, since_ms: float) -> str:
+        """What the agent said in the utterances that ended after ``since_ms``."""
+        return " ".join(t for _, end, t in sorted(self.texts) if end > since_ms and t).strip()
+
+    async def transcripts_until(self, end_ms: float, timeout_ms: float) -> bool:
+        """Wait until the utterance ending at ``end_ms`` is transcribed (the transcriber runs
+        in its own process, a few hundred ms behind); False after ``timeout_ms``."""
+
+        def done() -> bool:
+            return any(end >= end_ms - TEXT_MATCH_MS for _, end, _ in self.texts)
+
+        found = await self.wait_for(done, self.clock.now_ms() + timeout_ms)
+        return bool(found)
 
     # -- what is known ------------------------------------------------------------------------
 

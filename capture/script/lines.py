@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from turnscope.capture.frames import SAMPLE_RATE
+from turnscope.capture.script.reactive import spoken_texts
 from turnscope.capture.script.scenario import Line, Scenario
 from turnscope.capture.script.speech import load_clip, speak
 
@@ -28,7 +29,31 @@ def caller_lines(scenario: Scenario, *, stop: threading.Event | None = None) -> 
             raise CancelledError(f"stopped before script[{i}]")
         if line.speaker == "caller":
             out.append((i, line, line_audio(scenario, line)))
+    for text, voice in spoken_texts(scenario):  # branches and facts: ready before the call too
+        if stop is not None and stop.is_set():
+            raise CancelledError("stopped before the branches and facts")
+        said(scenario, text, voice)
     return out
+
+
+# What a reactive caller may say besides its lines, spoken once per process (a load run's
+# calls share them): (text, voice, rate, pitch) -> audio.
+_said: dict[tuple[str, str, int | None, int | None], np.ndarray] = {}
+
+
+def said(scenario: Scenario, text: str, voice: str | None = None) -> np.ndarray:
+    """``text`` in the caller's voice (``voice`` for this one), spoken once per process."""
+    spec = scenario.caller
+    key = (text, voice or spec.voice, spec.rate_wpm, spec.pitch)
+    if key not in _said:
+        _said[key] = speak(text, voice=key[1], rate_wpm=spec.rate_wpm, pitch=spec.pitch)
+    return _said[key]
+
+
+def is_said(scenario: Scenario, text: str, voice: str | None = None) -> bool:
+    """Whether ``said`` has ``text`` ready (no synthesis on the call's event loop)."""
+    spec = scenario.caller
+    return (text, voice or spec.voice, spec.rate_wpm, spec.pitch) in _said
 
 
 def line_audio(scenario: Scenario, line: Line) -> np.ndarray:

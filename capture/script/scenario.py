@@ -8,6 +8,7 @@ trigger saying when they start; agent lines start a latency after the call goes 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -132,6 +133,77 @@ class AgentSpec(_Strict):
     yield_ms: Ms | None = 250
 
 
+class Condition(_Strict):
+    """What the agent said in its last turn, tested on the live transcript after Whisper's
+    English normalisation (as WER is: case, punctuation, spelled numbers and spellings unified).
+
+    - ``says``: any of these words or phrases (whole words, in order).
+    - ``matches``: a regular expression (searched in the normalised text).
+    Both given: both must hold.
+    """
+
+    says: Annotated[list[Keyword], Field(min_length=1, max_length=50)] | None = None
+    matches: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+
+    @field_validator("matches")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise PydanticCustomError(
+                    "regex", "not a regular expression ({why})", {"why": str(exc)}
+                ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _something(self) -> Condition:
+        if self.says is None and self.matches is None:
+            raise PydanticCustomError("condition", "a condition needs says: or matches:")
+        return self
+
+
+class Fact(_Strict):
+    """Something the caller knows: said when the agent asks for it (``asked_by``: words or
+    phrases that ask, default the fact's own name) as ``answer`` (default: the value)."""
+
+    value: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
+    asked_by: Annotated[list[Keyword], Field(min_length=1, max_length=20)] | None = None
+    answer: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)] | None = None
+
+
+FactValue = Annotated[
+    Fact, BeforeValidator(lambda v: {"value": str(v)} if isinstance(v, (str, int, float)) else v)
+]
+
+
+class Goal(_Strict):
+    """What the caller wants from the call; ``reached_when`` the agent says so."""
+
+    description: str = ""
+    reached_when: Condition | None = None
+
+
+class Until(_Strict):
+    """When the caller ends the call early (whichever comes first): the agent says this, the
+    goal is reached, after this many agent turns, after this many seconds."""
+
+    agent_says: Condition | None = None
+    goal_reached: bool = False
+    turns: Annotated[int, Field(ge=1, le=1000)] | None = None
+    seconds: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] | None = None
+
+
+class Branch(_Strict):
+    """One branch of a ``choose:`` line: a caller line with an optional ``when:`` (none: the
+    default branch, taken when no other matches)."""
+
+    caller: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
+    when: Condition | None = None
+    voice: str | None = None
+
+
 class Line(_Strict):
     """One script line: exactly one of ``caller: TEXT``, ``agent: TEXT`` or ``dtmf: KEYS``.
 
@@ -167,6 +239,8 @@ class Line(_Strict):
     caller: str | None = None
     agent: str | None = None
     dtmf: Digits | None = None
+    choose: Annotated[list[Branch], Field(min_length=1, max_length=20)] | None = None
+    when: Condition | None = None
     audio: Path | None = None
     voice: str | None = None
     at_ms: Ms | None = None
@@ -208,12 +282,38 @@ class Line(_Strict):
 
     @model_validator(mode="after")
     def _one_side_one_trigger(self) -> Line:
-        sides = [k for k in ("caller", "agent", "dtmf") if getattr(self, k) is not None]
+        sides = [k for k in ("caller", "agent", "dtmf", "choose") if getattr(self, k) is not None]
         if len(sides) != 1:
             raise PydanticCustomError(
                 "line_speaker",
-                "a line needs exactly one of caller: TEXT, agent: TEXT or dtmf: KEYS",
+                "a line needs exactly one of caller: TEXT, agent: TEXT, dtmf: KEYS or choose: "
+                "[BRANCHES]",
             )
+        if self.when is not None and self.caller is None:
+            raise PydanticCustomError(
+                "when_option", "when: is for caller lines (a choose: has it on each branch)"
+            )
+        if (self.when is not None or self.choose is not None) and any(
+            k in self.model_fields_set for k in CALLER_TRIGGERS if k != "after_agent_ms"
+        ):
+            key = "when" if self.when is not None else "choose"
+            raise PydanticCustomError(
+                "when_trigger",
+                "{key}: decides on the agent's last turn: the line must answer it "
+                "(after_agent_ms, the default), not start at a time or inside the agent's turn",
+                {"key": key},
+            )
+        if self.choose is not None:
+            if self.audio is not None:
+                raise PydanticCustomError("choose_audio", "a choose: line takes no audio")
+            defaults = [k for k, b in enumerate(self.choose) if b.when is None]
+            if defaults and defaults[0] != len(self.choose) - 1:
+                raise PydanticCustomError(
+                    "choose_default",
+                    "choose[{k}] has no when: it would always be taken; put the default branch "
+                    "last",
+                    {"k": defaults[0]},
+                )
         if self.dtmf is not None:
             bad = sorted(set(self.dtmf) - set(DTMF_DIGITS))
             if not self.dtmf or bad:
@@ -270,8 +370,12 @@ class Line(_Strict):
 
     @property
     def text(self) -> str:
+        """The line's words (a choose: line's first branch: what a rendering without a live
+        agent, ``synth``, says)."""
         if self.dtmf is not None:
             return f"[dtmf {self.dtmf}]"
+        if self.choose is not None:
+            return self.choose[0].caller
         return self.caller if self.caller is not None else str(self.agent)
 
     @property
@@ -332,6 +436,10 @@ class Scenario(_Strict):
     - ``task``: the task contract the call is scored against (optional).
     - ``caller``, ``agent``: voices and behaviour of the two parties.
     - ``script``: the ordered lines (at least one).
+    - ``facts``: what the caller knows (``order number: four two seven``): live, a question
+      for a fact is answered with it, scripted or not.
+    - ``goal``: what the caller wants; ``reached_when`` the agent says so.
+    - ``until``: when the caller ends the call early (live calls).
     """
 
     name: Annotated[str, Field(min_length=1)]
@@ -340,6 +448,9 @@ class Scenario(_Strict):
     caller: CallerSpec = CallerSpec()
     agent: AgentSpec = AgentSpec()
     script: Annotated[list[Line], Field(min_length=1)]
+    facts: Annotated[dict[str, FactValue], Field(max_length=100)] = {}
+    goal: Goal | None = None
+    until: Until | None = None
     _source: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -348,6 +459,24 @@ class Scenario(_Strict):
         if problem:
             raise PydanticCustomError("script_order", "{problem}", {"problem": problem})
         return self
+
+    @model_validator(mode="after")
+    def _goal_for_until(self) -> Scenario:
+        if (
+            self.until is not None
+            and self.until.goal_reached
+            and (self.goal is None or self.goal.reached_when is None)
+        ):
+            raise PydanticCustomError(
+                "until_goal", "until.goal_reached needs goal.reached_when (how to tell)"
+            )
+        return self
+
+    @property
+    def reactive(self) -> bool:
+        """Whether the caller must know what the agent said (conditions, branches, facts)."""
+        lines = any(line.when is not None or line.choose is not None for line in self.script)
+        return lines or bool(self.facts) or self.goal is not None or self.until is not None
 
     @property
     def source(self) -> Path | None:

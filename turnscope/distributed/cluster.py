@@ -143,20 +143,50 @@ def _stderr_aside() -> Iterator[None]:
             os.close(saved)
 
 
+# An HTTP/2 client's connection preface and an empty SETTINGS frame: a gRPC server (Ray's
+# control store, its client server) answers them with a SETTINGS frame of its own at once.
+HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+HTTP2_SETTINGS = 4  # the frame type, byte 3 of a frame header
+
+
 def _probe(address: str) -> None:
-    """A TCP connection to the cluster's port, so an address where nothing listens is one line
-    at once (Ray itself retries for a minute, logging each attempt)."""
+    """A TCP connection to the cluster's port and an HTTP/2 greeting, so an address where
+    nothing listens, or where something listens that is not Ray (a port that accepts and never
+    answers held ``ray.init`` for minutes), is one line within the network timeout."""
     import socket
 
+    from turnscope.timeouts import network_timeout_s
+
+    timeout = network_timeout_s(PROBE_TIMEOUT_S)
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S):
-            pass
+        with socket.create_connection((host, int(port)), timeout=timeout) as conn:
+            conn.sendall(HTTP2_HELLO)
+            got = b""
+            silent = False
+            try:
+                while len(got) < 4:  # a frame's type is its fourth byte
+                    more = conn.recv(9 - len(got))
+                    if not more:
+                        break
+                    got += more
+            except TimeoutError:
+                silent = not got
     except (OSError, ValueError) as exc:
         raise EnvironmentProblem(
             f"no Ray cluster at {address} ({one_line(exc)}): start one with `ray start "
             "--head`, check the address, or pass --ray alone for a local Ray"
         ) from None
+    if len(got) < 4 or got[3] != HTTP2_SETTINGS:
+        what = (
+            f"it took the connection but said nothing for {timeout:g} s"
+            if silent
+            else "it took the connection but did not answer as Ray does (gRPC)"
+        )
+        raise EnvironmentProblem(
+            f"no Ray cluster at {address} ({what}): check the address and port (a head "
+            "node's GCS, 6379 by default, or ray://HOST:10001 for the Ray client)"
+        )
 
 
 def alive(ray: ModuleType) -> bool:

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from turnscope.asr.settings import Settings
+from turnscope.bundle_writer import RunIncomplete
 from turnscope.errors import CallSetupError, TurnscopeError
 from turnscope.load.plan import Slot
 from turnscope.load.record import SETUP_KINDS, CallRecord, finished_record, kind_of
-from turnscope.runner import RunIncomplete
 
 
 class Event(BaseModel):
