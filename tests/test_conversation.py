@@ -45,7 +45,7 @@ def test_an_answer_queued_behind_an_ignored_barge_in_keeps_the_script_in_step(tm
         "queue_barge_in_answers": True,
     }
     with pipecat_bot(tmp_path / "bot", **knobs) as bot:
-        run, call, caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+        run, call, _caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
         truth = bot.truth()
     result = json.loads((tmp_path / "call" / "result.json").read_text())
     script = result["script"]
@@ -115,7 +115,7 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
     try:
         assert "reference agent on" in agent.stdout.readline()
         url = f"http://127.0.0.1:{port}/api/offer"
-        run, call, caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+        run, _call, _caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
     finally:
         agent.terminate()
         agent.wait(10)

@@ -8,14 +8,10 @@ trigger saying when they start; agent lines start a latency after the call goes 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -25,183 +21,35 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's names, one import)
+    AGENT_ONLY,
+    CALLER_TRIGGERS,
+    DEFAULT_THINK_MS,
+    DTMF_DIGITS,
+    EARLY_MS,
+    MAX_LINE_CHARS,
+    MAX_MS,
+    AgentSpec,
+    Budgets,
+    CallerSpec,
+    Digits,
+    Keyword,
+    Kind,
+    Ms,
+    Placement,
+    TaskSpec,
+    _Strict,
+)
+from turnscope.capture.script.reactive_keys import (  # noqa: F401
+    Branch,
+    Condition,
+    Fact,
+    FactValue,
+    Goal,
+    Until,
+)
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line, read_yaml
-
-CALLER_TRIGGERS = (
-    "at_ms",
-    "after_agent_ms",
-    "barge_in_ms",
-    "barge_in_at",
-    "backchannel_ms",
-    "backchannel_at",
-)
-AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms")
-DEFAULT_THINK_MS = 500
-# ``barge_in_at: early`` (and ``backchannel_at``): this long into the agent's turn. Long enough
-# that the agent is clearly under way (its speech start is decided 50-100 ms after it), short
-# enough that a one-sentence reply (1-3 s from a real agent) is still being spoken.
-EARLY_MS = 600
-
-MAX_MS = 3_600_000  # an hour: no scripted call is longer (and synthesis allocates its length)
-# One line is one turn: about a minute of speech at espeak-ng's default rate. Synthesis holds a
-# line's whole audio several times over (a 10,000-word line took 2.4 GB); longer speech is
-# several lines.
-MAX_LINE_CHARS = 1000
-Ms = Annotated[int, Field(ge=0, le=MAX_MS)]
-Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
-Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
-Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
-Kind = Literal["line", "barge_in", "backchannel", "dtmf"]
-DTMF_DIGITS = "0123456789*#"
-Digits = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) else v)]
-Placement = Literal["early", "mid"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Budgets(_Strict):
-    """Task budgets. ``max_latency_ms``: the verifier's latency budget (its default is 1200)."""
-
-    max_latency_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
-
-
-class TaskSpec(_Strict):
-    """The task contract the call is scored against.
-
-    - ``suite``: a shipped suite name (``voice_starter``) or a suite JSON path relative to the
-      scenario file; with ``id`` the budgets and required content come from that task.
-    - ``id``: the task id (a plain label when there is no suite).
-    - ``budgets``: budgets that override the suite task's.
-    - ``required_content``: keywords the agent must say; overrides the suite task's.
-    """
-
-    suite: str | None = None
-    id: str | None = None
-    budgets: Budgets | None = None
-    required_content: list[Keyword] | None = None
-
-    @model_validator(mode="after")
-    def _suite_needs_id(self) -> TaskSpec:
-        if self.suite is not None and self.id is None:
-            raise PydanticCustomError("task_id", "task.suite needs task.id (the task to score)")
-        return self
-
-
-class CallerSpec(_Strict):
-    """The caller's voice and, for live calls, when to give up.
-
-    - ``voice``: espeak-ng voice (``en-us``, ``en-gb-scotland``, ``en-us+f3`` ...).
-    - ``rate_wpm``: speaking rate in words per minute (espeak-ng ``-s``, 80-450; null = 175).
-    - ``pitch``: espeak-ng pitch 0-99 (null = 50).
-    - ``timeout_s``: overall call timeout (live calls).
-    - ``hangup_after_ms``: hang up this long after the last caller line was answered (live calls).
-    - ``greeting_timeout_ms``: a script that opens with an agent line waits this long (from the
-      start of media) for the agent to greet, then goes on with its first line (live calls).
-    - ``reply_timeout_ms``: a caller line that waits for the agent goes on after this much
-      silence from the agent, with a warning (live calls).
-    - ``dtmf_gap_ms``: between the key presses of a ``dtmf:`` line (phone-line calls).
-    """
-
-    voice: str = "en-us"
-    rate_wpm: Wpm | None = None
-    pitch: Pitch | None = None
-    # Long enough for a real agent's pace (endpointing near a second, replies of several
-    # sentences): at 60 s, 9 of the 32 calls of the shipped scenarios against a pipecat bot
-    # that answers were cut short (benchmarks/interop.py --sweep).
-    timeout_s: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] = 120.0
-    hangup_after_ms: Ms = 1500
-    greeting_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 3000
-    reply_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 8000
-    dtmf_gap_ms: Annotated[int, Field(ge=40, le=10_000)] = 250
-
-
-class AgentSpec(_Strict):
-    """How the synthesized (or reference) agent speaks and behaves.
-
-    - ``voice``, ``rate_wpm``, ``pitch``: as for the caller.
-    - ``latency_ms``: default response latency after the call goes quiet (the caller's end of turn).
-    - ``yield_ms``: stop talking this long after a caller barge-in starts; null = keep talking.
-    """
-
-    voice: str = "en-gb"
-    rate_wpm: Wpm | None = None
-    pitch: Pitch | None = None
-    latency_ms: Ms = 400
-    yield_ms: Ms | None = 250
-
-
-class Condition(_Strict):
-    """What the agent said in its last turn, tested on the live transcript after Whisper's
-    English normalisation (as WER is: case, punctuation, spelled numbers and spellings unified).
-
-    - ``says``: any of these words or phrases (whole words, in order).
-    - ``matches``: a regular expression (searched in the normalised text).
-    Both given: both must hold.
-    """
-
-    says: Annotated[list[Keyword], Field(min_length=1, max_length=50)] | None = None
-    matches: Annotated[str, Field(min_length=1, max_length=500)] | None = None
-
-    @field_validator("matches")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise PydanticCustomError(
-                    "regex", "not a regular expression ({why})", {"why": str(exc)}
-                ) from None
-        return value
-
-    @model_validator(mode="after")
-    def _something(self) -> Condition:
-        if self.says is None and self.matches is None:
-            raise PydanticCustomError("condition", "a condition needs says: or matches:")
-        return self
-
-
-class Fact(_Strict):
-    """Something the caller knows: said when the agent asks for it (``asked_by``: words or
-    phrases that ask, default the fact's own name) as ``answer`` (default: the value)."""
-
-    value: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
-    asked_by: Annotated[list[Keyword], Field(min_length=1, max_length=20)] | None = None
-    answer: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)] | None = None
-
-
-FactValue = Annotated[
-    Fact, BeforeValidator(lambda v: {"value": str(v)} if isinstance(v, (str, int, float)) else v)
-]
-
-
-class Goal(_Strict):
-    """What the caller wants from the call; ``reached_when`` the agent says so."""
-
-    description: str = ""
-    reached_when: Condition | None = None
-
-
-class Until(_Strict):
-    """When the caller ends the call early (whichever comes first): the agent says this, the
-    goal is reached, after this many agent turns, after this many seconds."""
-
-    agent_says: Condition | None = None
-    goal_reached: bool = False
-    turns: Annotated[int, Field(ge=1, le=1000)] | None = None
-    seconds: Annotated[float, Field(gt=0, le=MAX_MS / 1000)] | None = None
-
-
-class Branch(_Strict):
-    """One branch of a ``choose:`` line: a caller line with an optional ``when:`` (none: the
-    default branch, taken when no other matches)."""
-
-    caller: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
-    when: Condition | None = None
-    voice: str | None = None
 
 
 class Line(_Strict):
@@ -448,7 +296,7 @@ class Scenario(_Strict):
     caller: CallerSpec = CallerSpec()
     agent: AgentSpec = AgentSpec()
     script: Annotated[list[Line], Field(min_length=1)]
-    facts: Annotated[dict[str, FactValue], Field(max_length=100)] = {}
+    facts: Annotated[dict[str, FactValue], Field(default_factory=dict, max_length=100)]
     goal: Goal | None = None
     until: Until | None = None
     _source: Path | None = PrivateAttr(default=None)
