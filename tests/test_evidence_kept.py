@@ -273,13 +273,22 @@ def test_no_command_follows_a_link_out_of_a_bundle(cli, tmp_path, sample_bundle)
     code, _, err = cli("report", str(copy))
     assert code == 2 and "caller.wav is a symbolic link" in _one_line(err)
     assert (copy / "report.html").read_bytes() == before
+    (copy / "report.html").unlink()
+    (copy / "report.html").symlink_to(tmp_path / "elsewhere.html")
+    (tmp_path / "elsewhere.html").write_text("<html></html>")
+    code, out, err = cli("open", str(copy))
+    assert code == 2 and "report.html is a symbolic link" in _one_line(err) and not out
     suite = tmp_path / "suite" / "suite.json"
     suite.parent.mkdir()
     shutil.copy(ROOT / "configs" / "suites" / "voice_starter.json", suite)
     code, _, err = cli("fixture", "add", str(copy), "--suite", str(suite), "--tags", "acoustic")
     assert code == 2 and "outside the bundle" in _one_line(err)
     assert not (suite.parent / "fixtures").exists()
-    assert any("outside the bundle" in p for p in validate_bundle(copy))
+    shutil.move(copy / "result.json", tmp_path / "result.json")
+    (copy / "result.json").symlink_to(tmp_path / "result.json")
+    problems = validate_bundle(copy)
+    assert any("'caller.wav' resolves outside the bundle" in p for p in problems), problems
+    assert any("'result.json' resolves outside the bundle" in p for p in problems), problems
 
 
 # --- bad input leaves nothing behind --------------------------------------------------------------

@@ -97,6 +97,9 @@ def _check_extra_files(bundle: Path, manifest: Mapping[str, Any], p: Problems) -
             continue
         listed.add(rel)
         path = bundle / rel
+        if not path.resolve().is_relative_to(bundle.resolve()):
+            p.add(f"{where}.path", f"{rel!r} resolves outside the bundle (a link): not read")
+            continue
         if not path.is_file():
             p.add(f"{where}.path", f"file {rel!r} does not exist in the bundle")
             continue
@@ -177,6 +180,9 @@ def validate_bundle(target: Path) -> list[str]:
     if not manifest_path.is_file():
         p.add("", "no voice_artifact_manifest.json: not a voice artifact bundle")
         return p.lines
+    if not manifest_path.resolve().is_relative_to(bundle.resolve()):
+        p.add("", "the manifest is a link to a file outside the bundle: not read")
+        return p.lines
     manifest = load_json(manifest_path, p)
     arts = check_manifest(manifest, p) if manifest is not None else []
     _check_files(bundle, arts, p)
@@ -189,8 +195,8 @@ def validate_bundle(target: Path) -> list[str]:
         if check is None or a.get("location") != "local_path" or not isinstance(rel, str):
             continue
         path = bundle / rel
-        if leaves_bundle(rel) or not path.is_file():
-            continue
+        if leaves_bundle(rel) or _local(bundle, [a], str(a.get("kind"))) is None:
+            continue  # outside the bundle (named above) or missing: never read
         rp = Problems(str(path))
         doc = load_json(path, rp)
         if doc is not None:

@@ -24,9 +24,10 @@ def open_report(
     bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
 ) -> int:
     """Print the absolute path of BUNDLE/report.html, building it first if it is missing."""
+    from turnscope.scoring.evidence.bundle import inside
     from turnscope.scoring.report.html import REPORT, build_report
 
-    path = bundle / REPORT
+    path = inside(bundle, REPORT)  # never a report linked from outside the bundle
     if not path.is_file():
         build_report(bundle)
     out.print(str(path.resolve()), markup=False, highlight=False, soft_wrap=True)
