@@ -196,6 +196,8 @@ class _Timeline:
     def __init__(self, heard: Iterable[Heard]):
         self.items = sorted(heard, key=lambda h: h.start_ms)
         self.starts = [h.start_ms for h in self.items]
+        # The latest end among the first k utterances: "covering" without scanning them all.
+        self.ends_so_far = list(itertools.accumulate((h.end_ms for h in self.items), max))
 
     def starting_in(self, lo: float, hi: float) -> list[Heard]:
         """Utterances with lo < start < hi."""
@@ -206,7 +208,7 @@ class _Timeline:
     def covering(self, t: float) -> bool:
         """Some utterance has start < t < end."""
         i = bisect.bisect_left(self.starts, t)
-        return any(h.end_ms > t for h in self.items[:i])
+        return i > 0 and self.ends_so_far[i - 1] > t
 
 
 def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
@@ -391,11 +393,18 @@ def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
                     asr_ms=sum({p.heard.key: p.heard.transcription.asr_ms for p in group}.values()),
                 )
             )
-    agent_turns = [t for t in turns if t.speaker == AGENT]
+    # An agent turn in progress at a caller turn's start: one started before it (bisect) and,
+    # of those, the latest end past it. Every caller against every agent turn was quadratic, and
+    # the assembly is rebuilt as each utterance is heard.
+    agent_turns = sorted((t for t in turns if t.speaker == AGENT), key=lambda t: t.start_ms)
+    agent_starts = [a.start_ms for a in agent_turns]
+    agent_ends = list(itertools.accumulate((a.end_ms for a in agent_turns), max))
     flagged = []
     for t in turns:
-        if t.speaker == CALLER and any(a.start_ms < t.start_ms < a.end_ms for a in agent_turns):
-            t = Turn(**{**t.__dict__, "interrupt": True})
+        if t.speaker == CALLER:
+            before = bisect.bisect_left(agent_starts, t.start_ms)
+            if before and agent_ends[before - 1] > t.start_ms:
+                t = Turn(**{**t.__dict__, "interrupt": True})
         flagged.append(t)
     out.turns = sorted(flagged, key=lambda t: (t.start_ms, t.end_ms))
     return out

@@ -14,6 +14,7 @@ estimate is said. Plain code: the events in, the breakdown out.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -92,6 +93,12 @@ def normal_name(name: str) -> str:
     return "".join(out)
 
 
+def _last_within(times: Sequence[float], lo: float, hi: float) -> float | None:
+    """The last of the sorted ``times`` in [lo, hi], or None."""
+    i = bisect.bisect_right(times, hi)
+    return times[i - 1] if i and times[i - 1] >= lo else None
+
+
 def split_latency(
     dialogue: Sequence[Mapping[str, Any]],
     events: Sequence[AgentEvent],
@@ -120,21 +127,24 @@ def split_latency(
         if gap.gap_ms < 0:
             split.missing = "the agent started before the caller finished (talked over)"
             continue
-        # The agent's decision about this caller turn, and its start of speaking for this reply.
-        t_dec = [t for t in decided if end - EARLY_DECISION_MS <= t <= start]
-        if not t_dec:
+        # The agent's decision about this caller turn (its last in the window), and its start
+        # of speaking for this reply: found by bisection, the events being sorted (scanning
+        # them all for every reply was quadratic in a long call).
+        d = _last_within(decided, end - EARLY_DECISION_MS, start)
+        if d is None:
             split.missing = "no turn decision (user-stopped-speaking) from the agent for it"
             continue
-        t_start = [t for t in started if t_dec[-1] <= t <= start + tolerance(uncertainty_ms)]
-        if not t_start:
+        s = _last_within(started, d, start + tolerance(uncertainty_ms))
+        if s is None:
             split.missing = "no bot-started-speaking from the agent for it"
             continue
-        d, s = t_dec[-1], t_start[-1]
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)
         split.processing_ms = round(s - d, 1)
         split.delivery_ms = round(gap.gap_ms - split.endpointing_ms - split.processing_ms, 1)
-        split.ttfb_ms = [round(v, 1) for t, v in ttfb if d <= t <= s + 50]
+        lo = bisect.bisect_left(ttfb, d, key=lambda x: x[0])
+        hi = bisect.bisect_right(ttfb, s + 50, key=lambda x: x[0])
+        split.ttfb_ms = [round(v, 1) for _, v in ttfb[lo:hi]]
         if source == "rtvi":
             split.estimated = ["endpointing", "delivery"]
     reasons = list(problems)

@@ -9,6 +9,7 @@ scratch copy is removed. An upload that fails keeps the scratch copy and says wh
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import tempfile
@@ -148,24 +149,40 @@ def _failed(what: str, exc: Exception, kept: Path) -> UploadError:
 
 # An endpoint that takes the connection and never answers held a run silent for minutes
 # (botocore's 60 s read timeout, its retries, and s3fs's own five tries of each): each wait is
-# bounded, and a request is tried twice (botocore) at most twice (s3fs).
+# bounded and a request is tried twice (s3fs's tries; botocore's own are one each), so such an
+# endpoint is one line within about a minute.
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
-S3_ATTEMPTS = 2
+S3_TRIES = 2
 
 
 def s3_options() -> dict[str, Any]:
     """s3fs's options: botocore's connect and read timeouts (TURNSCOPE_NETWORK_TIMEOUT_S
-    replaces both) and its attempts."""
+    replaces both), its attempts, and the session that sends uploads whole."""
     from turnscope.timeouts import network_timeout_s
 
     return {
+        "session": _s3_session(),
         "config_kwargs": {
             "connect_timeout": network_timeout_s(CONNECT_TIMEOUT_S),
             "read_timeout": network_timeout_s(READ_TIMEOUT_S),
-            "retries": {"mode": "standard", "total_max_attempts": S3_ATTEMPTS},
-        }
+            "retries": {"mode": "standard", "total_max_attempts": 1},
+        },
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _s3_session() -> Any:
+    """An aiobotocore session whose uploads carry no ``Expect: 100-continue``: aiohttp waits
+    for the continue with no read timeout, so an endpoint that never answered held an upload
+    (and the bucket check) forever. Without it the body follows the headers at once and the
+    read timeout bounds the wait for the answer."""
+    from aiobotocore.session import AioSession
+    from botocore.handlers import add_expect_header
+
+    session = AioSession()
+    session.unregister("before-call.s3", add_expect_header)
+    return session
 
 
 def timed_out(exc: BaseException) -> bool:
@@ -187,7 +204,7 @@ def filesystem(url: str) -> Any:
         if protocol != "s3":
             return fsspec.filesystem(protocol)
         fs = fsspec.filesystem(protocol, **s3_options())
-        fs.retries = S3_ATTEMPTS  # s3fs's own tries around botocore's
+        fs.retries = S3_TRIES  # s3fs's own tries (around botocore's one)
         return fs
     except ImportError:
         raise EnvironmentProblem(
