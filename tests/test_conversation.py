@@ -34,6 +34,13 @@ script:
 """
 
 
+def test_the_caller_waits_for_a_yield_as_long_as_the_verifier_allows_one():
+    from turnscope.capture.script.caller import YIELD_WAIT_MS
+    from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
+
+    assert YIELD_WAIT_MS == BARGE_IN_YIELD_MS
+
+
 def test_an_answer_queued_behind_an_ignored_barge_in_keeps_the_script_in_step(tmp_path: Path):
     scenario = tmp_path / "queued.yaml"
     scenario.write_text(SCENARIO)

@@ -179,9 +179,13 @@ def test_load_on_a_terminal_ends_and_never_shows_the_secret(tmp_path, scenario, 
         "load", agent_url, "--scenario", str(scenario), "--calls", "2", "--rate", "2",
         "-o", str(out), "--header", HEADER, "--loops", "1", deadline_s=240,
     )  # fmt: skip
-    assert run.code == 0, run.screen
-    assert SECRET not in run.raw
+    # What this test is for: the command ends on a terminal and shows its tables. Beside the
+    # rest of the suite on two cores the harness may be too busy to send caller audio on time,
+    # which load reports as a degraded run (exit 4), as it should.
     report = json.loads((out / "load.json").read_text())
+    overloaded = any("overloaded" in d for d in report["degraded"])
+    assert run.code == 0 or (run.code == 4 and overloaded), run.screen
+    assert SECRET not in run.raw
     assert report["completed"] == 2, report
     assert "p50" in run.screen and "load.html" in run.screen
 

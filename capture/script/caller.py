@@ -40,6 +40,9 @@ from turnscope.capture.source import SourceInfo
 # How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is
 # decided one VAD hangover (100 ms by default) after the agent goes quiet, plus a frame or two.
 STOP_SETTLE_MS = 200
+# How long after a barge-in starts an agent may go on and still have yielded: the verifier's
+# BARGE_IN_YIELD_MS (tests/test_conversation.py holds the two equal).
+YIELD_WAIT_MS = 600
 
 
 class CallControl(Protocol):
@@ -311,8 +314,10 @@ class ScriptedCaller(Reactions):
         start, end = previous.sent["start_ms"], previous.sent.get("end_ms")
         if end is None:
             return None
-        # A stop is decided a VAD hangover after the agent goes quiet: wait that long to know.
-        await self.ear.until(end + STOP_SETTLE_MS)
+        # An agent that yields does so up to YIELD_WAIT_MS after the barge-in began (pipecat
+        # takes ~400 ms, often after a short "wait" has ended), and its stop is decided a VAD
+        # hangover later: wait that long to know.
+        await self.ear.until(max(end, start + YIELD_WAIT_MS) + STOP_SETTLE_MS)
         speech = self.ear.talked_through(start)
         if speech is not None:
             rec.agent_answered = True
