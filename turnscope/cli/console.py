@@ -172,11 +172,28 @@ class _Nowhere(io.TextIOBase):
 
 _NOWHERE = _Nowhere()
 
-# Off a terminal (CI logs, pipes) rich would cut tables to 80 columns ("adversar…"): print whole
-# names there, unless COLUMNS says otherwise.
-_WIDTH = None if _Scrubbed("stdout").isatty() or "COLUMNS" in os.environ else 200
-out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
-err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH)  # type: ignore[arg-type]
+
+def _size() -> tuple[int | None, int | None]:
+    """Width and height for rich. Off a terminal (CI logs, pipes) rich would cut tables to 80
+    columns ("adversar…"): print whole names there, unless COLUMNS says otherwise. On a terminal
+    rich asks its size, but takes a dumb one (TERM=dumb: an editor's shell buffer) as 80 x 25
+    whatever it is: ask it here (rich keeps a size only given both numbers)."""
+    stdout = _Scrubbed("stdout")
+    if "COLUMNS" in os.environ:
+        return None, None
+    if not stdout.isatty():
+        return 200, None
+    if os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+        with contextlib.suppress(OSError, ValueError):
+            size = os.get_terminal_size(stdout.fileno())
+            if size.columns and size.lines:
+                return size.columns, size.lines
+    return None, None
+
+
+_WIDTH, _HEIGHT = _size()
+out = Console(file=_Scrubbed("stdout"), highlight=False, width=_WIDTH, height=_HEIGHT)  # type: ignore[arg-type]
+err = Console(file=_Scrubbed("stderr"), highlight=False, width=_WIDTH, height=_HEIGHT)  # type: ignore[arg-type]
 
 
 def say(message: str, *, markup: bool = True) -> None:

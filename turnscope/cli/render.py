@@ -84,11 +84,12 @@ def bench_table(
     table = Table(
         title=f"{result['dataset_name']} v{result['dataset_version']}", title_justify="left"
     )
-    table.add_column("task")
+    # Names wrap rather than being cut short ("refund-c…"): a narrow terminal still says which.
+    table.add_column("task", overflow="fold")
     for name in COMPONENTS:
         table.add_column(name, justify="right")
     table.add_column("verdict")
-    table.add_column("evidence")
+    table.add_column("evidence", overflow="fold")
     for row in result["per_task"]:
         comps = row["result"].get("components") or {}
         seen = (exercise or {}).get(row["task_id"]) or {}
@@ -128,7 +129,7 @@ def scorecard_table(card: Mapping[str, Any]) -> Table:
     """Tags as rows, dimensions as columns (WER: lower is better)."""
     dims = card["dimensions"]
     table = Table(title="scorecard (per tag)", title_justify="left")
-    table.add_column("tag")
+    table.add_column("tag", overflow="fold")
     table.add_column("scored/void", justify="right")
     for d in dims:
         table.add_column(
