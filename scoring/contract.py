@@ -40,6 +40,7 @@ class Contract:
     suite_path: str | None = None
     reference: Reference | None = None
     plan: Plan | None = None  # what the task meant to exercise (a scenario's barge-ins ...)
+    expect: dict[str, Any] | None = None  # the outcome its fixture expects (suites' ``expect``)
 
     @property
     def planned(self) -> Plan | None:
@@ -116,7 +117,15 @@ def task_contract(
         suite_path=None if suite_path is None else str(suite_path),
         reference=reference,
         plan=plan,
+        expect=_expect(task),
     )
+
+
+def _expect(task: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The outcome the task's fixture expects, when it says (parse_fixture checks its shape)."""
+    fixture = task.get("fixture")
+    expect = fixture.get("expect") if isinstance(fixture, Mapping) else None
+    return dict(expect) if isinstance(expect, Mapping) else None
 
 
 def contract_from_suite(suite_path: str | Path, task_id: str) -> Contract:
@@ -177,6 +186,7 @@ def scenario_plan(scenario: Scenario) -> Plan:
         barge_ins=kinds.count("barge_in"),
         backchannels=kinds.count("backchannel"),
         source=f"scenario {scenario.name}",
+        facts=tuple((name, fact.value) for name, fact in scenario.facts.items()),
     )
 
 
@@ -200,6 +210,7 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
             suite_path=base.suite_path,
             reference=ref,
             plan=plan,
+            expect=base.expect,
         )
     return Contract(
         budgets=task.get("budgets") or None,
@@ -232,4 +243,5 @@ def resolve_contract(
         suite_path=contract.suite_path,
         reference=load_reference(reference) if reference is not None else contract.reference,
         plan=contract.plan,
+        expect=contract.expect,
     )

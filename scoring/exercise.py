@@ -20,11 +20,13 @@ NOT_EXERCISED = "not exercised"
 
 @dataclass(frozen=True)
 class Plan:
-    """What the task meant to exercise: barge-ins and backchannels (None: not known)."""
+    """What the task meant to exercise: barge-ins and backchannels (None: not known), and the
+    facts the caller can give when asked (name, value), for the conversation's outcome."""
 
     barge_ins: int | None = None
     backchannels: int | None = None
     source: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_turns(cls, turns: Sequence[Mapping[str, Any]], *, source: str) -> Plan:

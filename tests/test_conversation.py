@@ -147,3 +147,81 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
     # The agent heard each answer in turn: all four of its lines were spoken, in order.
     agent_turns = [t.text for t in run.result.assembly.turns if t.speaker == "agent"]
     assert len(agent_turns) == 4 and "goodbye" in agent_turns[-1].lower(), agent_turns
+
+
+LLM_CALLER = """
+name: llm-caller
+task: {budgets: {max_latency_ms: 2500}}
+caller:
+  voice: en-us
+  timeout_s: 60
+  hangup_after_ms: 600
+  driver: llm
+  persona: Ana Lopez, a calm customer who answers briefly
+  llm: {max_turns: 2, max_tokens: 240}
+goal: {description: find out when order 427 ships}
+facts: {order number: four two seven}
+agent: {voice: en-gb, latency_ms: 500}
+script:
+  - agent: Hello, Northwind customer care. How can I help?
+  - caller: Hi, I am calling about my order.
+  - agent: Sure. What is your order number?
+  - agent: Thank you. It ships tomorrow morning. Is there anything else?
+  - agent: Goodbye.
+"""
+
+
+def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
+    """A real local LLM (SmolLM2-135M behind llama.cpp's OpenAI-compatible server) drives the
+    caller after its scripted opening: it is asked with the conversation so far, its action is
+    spoken, everything is recorded. The recorded call then replays with no LLM at all (the
+    agent says the same things), each line at the recorded offset from the agent's end of turn
+    within one 20 ms frame. This proves the loop, not the persona: that model is too small to
+    stay in character."""
+    import subprocess
+
+    from tests.conftest import free_port, turnscope_exe
+    from tests.interop.llm_server import llm_server
+
+    scenario = tmp_path / "llm.yaml"
+    scenario.write_text(LLM_CALLER)
+    port = free_port()
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    base = [*turnscope_exe(), "call", f"http://127.0.0.1:{port}/api/offer", "--scenario",
+            str(scenario), "--loopback-only", "-q"]  # fmt: skip
+    try:
+        assert "reference agent on" in agent.stdout.readline()
+        with llm_server(tmp_path / "llm") as server:
+            first = subprocess.run(
+                [*base, "-o", str(tmp_path / "first"), "--caller-llm", server.url,
+                 "--caller-llm-model", server.model],
+                capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+        # The server is gone: a replay that needed it would fail, said so.
+        second = subprocess.run(
+            [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
+    one = json.loads((tmp_path / "first" / "result.json").read_text())["script"]
+    two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]
+    asked = one["llm"]["turns"]
+    assert asked and all(t["source"] == "llm" for t in asked), one["llm"]
+    assert all(t["latency_ms"] > 0 and t["messages"][0]["role"] == "system" for t in asked)
+    assert "order number" in asked[0]["heard"].lower() or asked[0]["messages"][-1]["role"] == "user"
+    spoken = [r for r in one["lines"] if r["kind"] == "llm" and r["status"] == "spoken"]
+    said = [t for t in asked if t["action"]["action"] in ("say", "barge_in", "backchannel")]
+    assert len(spoken) == len(said), (one["lines"], asked)
+    # Replayed: the same actions, no LLM asked, each line at the recorded offset (one frame).
+    replayed = two["llm"]["turns"]
+    assert [t["action"] for t in replayed] == [t["action"] for t in asked], two["llm"]
+    assert two["llm"]["asked"] == 0 and two["llm"]["replayed"] == len(asked), two
+    for a, b in zip(asked, replayed, strict=True):
+        if a.get("sent_offset_ms") is not None:
+            assert abs(b["sent_offset_ms"] - a["sent_offset_ms"]) <= 20, (a, b)

@@ -243,6 +243,37 @@ def test_a_hostile_phone_agent_loses_no_reply_and_is_said_in_bounded_lines(
     assert all(len(d) < MAX_LINE for d in doc["degraded"] + doc["warnings"])
 
 
+def test_a_phone_message_too_large_to_read_ends_the_call_with_the_evidence(
+    hello, tmp_path, cli, monkeypatch
+):
+    """5 MiB in one message: aiohttp is not let read it whole (it once read any size); the call
+    ends there, said so, and what was captured before it is kept."""
+    sent = PhoneSession._send
+
+    async def huge(self: PhoneSession, message: dict[str, Any]) -> None:
+        if message.get("event") == "media" and not getattr(self, "_huge", False):
+            self._huge = True  # type: ignore[attr-defined]
+            assert self.ws is not None
+            await self.ws.send_str('{"event": "' + "x" * (5 * 1024 * 1024) + '"}')
+        await sent(self, message)
+
+    monkeypatch.setattr(PhoneSession, "_send", huge)
+    agent = AgentThread(hello)
+    try:
+        out = tmp_path / "run"
+        url = agent.base.replace("http", "ws") + "/ws"
+        code, stdout, stderr = cli(
+            "call", url, "--transport", "twilio", "--scenario", str(hello), "-q", "-o", str(out)
+        )
+    finally:
+        agent.stop()
+    assert code == 4, (stdout, stderr)
+    assert "Traceback" not in stdout + stderr
+    doc = _bundle(out)
+    assert any("over 4 MiB" in d for d in doc["degraded"]), doc["degraded"]
+    assert (out / "caller.wav").stat().st_size > 10_000
+
+
 # -- the agent's messages: a real WebRTC call with RTVI -----------------------------------------
 
 HOSTILE_RTVI = [

@@ -20,6 +20,7 @@ from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError, UploadError
 from turnscope.jsonio import read_json
 from turnscope.scoring.contract import Reference, load_reference, task_contract
+from turnscope.scoring.conversation import call_conversation
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
 from turnscope.scoring.suites.fixtures import Fixture, parse_fixture, resolve
@@ -192,8 +193,18 @@ async def run_fixture(
             )
             sc = load_scenario(audio)
             contract = dataclasses.replace(contract, plan=scenario_plan(sc))
-            run, call, _ = await place_call(options, sc, settings, contract, outdir, console=None)
+            run, call, caller = await place_call(
+                options, sc, settings, contract, outdir, console=None
+            )
             outcome = call.info.details.get("reported_outcome")
+            if not isinstance(outcome, dict):  # an agent's own report: untrusted
+                outcome = None
+            if outcome is None and fx.expect is not None:
+                # The agent told none: the outcome as the caller saw it (result.json's
+                # ``conversation``), never a guess in the agent's name.
+                dialogue = run.result.assembly.dialogue()
+                seen = call_conversation(caller.report(), contract, dialogue)
+                outcome = seen.as_reported(fx.expect.intent) if seen is not None else None
             if call.info.degraded:
                 return _void(task, fx, kind, "degraded call: " + "; ".join(call.info.degraded))
     except TurnscopeError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from turnscope.bundle_writer import RunIncomplete
 from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
+from turnscope.capture.script.llm import LlmEndpoint
 from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions
 from turnscope.capture.urls import public_url
@@ -26,7 +28,7 @@ from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
 from turnscope.records import bundle_documents, timeline_channels
 from turnscope.runner import RunOutput, run_and_record
-from turnscope.scoring.contract import Contract
+from turnscope.scoring.contract import Contract, Reference
 from turnscope.scoring.evidence.bundle import BundleIds, write_bundle, write_document
 from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.evidence.documents import Transcript, WaveformTimeline
@@ -132,6 +134,8 @@ async def place_call(
     agent_trace: Path | None = None,
     lines: list[CallerLine] | None = None,
     on_connected: Callable[[AnyCall], None] | None = None,
+    caller_llm: LlmEndpoint | None = None,
+    caller_from: list[dict[str, Any]] | None = None,
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
@@ -146,12 +150,20 @@ async def place_call(
             "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
             path=scenario.source,
         )
+    if scenario.caller.driver == "llm" and caller_llm is None and caller_from is None:
+        raise InputError(
+            "caller.driver is llm: give --caller-llm URL (an OpenAI-compatible chat-completions "
+            "API, e.g. http://127.0.0.1:8000/v1) or --caller-from BUNDLE (a recorded call)",
+            path=scenario.source,
+        )
     call = open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
     lines = await _set_up(call, scenario, transcriber, lines)
     if on_connected is not None:
         on_connected(call)
-    caller = ScriptedCaller(scenario, call, settings, lines)
+    caller = ScriptedCaller(
+        scenario, call, settings, lines, llm_endpoint=caller_llm, replay=caller_from
+    )
     caller.start()
 
     def extra() -> dict[str, Any]:
@@ -178,6 +190,7 @@ async def place_call(
             transcriber=transcriber,  # readied before the call connected
             agent_trace=agent_trace,
             extra_sinks=[CallerHears(caller)],
+            final_contract=lambda c: spoken_reference(c, scenario, caller),
         )
     except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
         exc.call, exc.caller = call, caller
@@ -185,6 +198,23 @@ async def place_call(
     finally:
         await call.hangup("the call ended")
     return run, call, caller
+
+
+def spoken_reference(contract: Contract, scenario: Scenario, caller: ScriptedCaller) -> Contract:
+    """A caller that reacts (branches, facts, an LLM) says what the agent made it say: its WER
+    reference is the lines it really spoke, not the script's (the scenario's reference only)."""
+    ref = contract.reference
+    dynamic = scenario.reactive or scenario.caller.driver == "llm"
+    if not dynamic or ref is None or not ref.source.startswith("scenario "):
+        return contract
+    spoken = sorted(
+        (r.sent["start_ms"], r.text)
+        for r in caller.records
+        if r.status == "spoken" and r.sent and r.kind != "dtmf" and "start_ms" in r.sent
+    )
+    texts = {**ref.texts, "caller": " ".join(text for _, text in spoken)}
+    source = f"scenario {scenario.name}: the caller's lines as spoken"
+    return dataclasses.replace(contract, reference=Reference(texts, ref.turns, source))
 
 
 _heap_settled = False

@@ -25,6 +25,7 @@ from turnscope import __version__
 from turnscope.capture.frames import CHANNELS
 from turnscope.pipeline import PipelineResult
 from turnscope.scoring.contract import Contract
+from turnscope.scoring.conversation import call_conversation
 from turnscope.scoring.evidence.documents import (
     LiveContinuityReport,
     Marker,
@@ -167,6 +168,9 @@ def _run_fields(
     """result.json's fields about the run itself, whatever its verdict."""
     info = result.info
     a = result.assembly
+    script = (extra or {}).get("script")
+    reported = info.details.get("reported_outcome")
+    conversation = call_conversation(script, contract, a.dialogue(), reported) if script else None
     return dict(
         turnscope_version=__version__,
         task=contract.to_dict(),
@@ -196,6 +200,7 @@ def _run_fields(
         degraded=list(info.degraded),
         settings=result.settings.model_dump(mode="json"),
         **(extra or {}),
+        **({"conversation": conversation} if conversation is not None else {}),
     )
 
 

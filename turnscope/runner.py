@@ -85,9 +85,11 @@ async def run_and_record(
     extra_result: Callable[[], dict[str, Any]] | None = None,
     transcriber: Transcriber | None = None,
     agent_trace: Path | None = None,
+    final_contract: Callable[[Contract], Contract] | None = None,
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end;
-    ``agent_trace``: the agent's own event log, to split each reply's latency by."""
+    ``agent_trace``: the agent's own event log, to split each reply's latency by;
+    ``final_contract``: the contract as the finished run settles it (scored with that)."""
     stop = getattr(source, "stop", None) or (lambda reason: None)
     recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
@@ -112,6 +114,8 @@ async def run_and_record(
             if agent_trace is not None:
                 await await_trace(agent_trace, result)
             extra = extra_result() if extra_result else None
+            # What the run itself settled (a reacting caller's lines: the WER reference).
+            contract = final_contract(contract) if final_contract else contract
         except TurnscopeError:
             raise
         except Exception as exc:

@@ -34,6 +34,8 @@ from turnscope.capture.player import Player
 from turnscope.capture.script.conversation import Reactions
 from turnscope.capture.script.ear import AgentEar, AgentSpeech
 from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines, quote
+from turnscope.capture.script.llm import LlmEndpoint
+from turnscope.capture.script.llm_driver import LlmDriver
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.source import SourceInfo
 
@@ -66,7 +68,7 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller(Reactions):
+class ScriptedCaller(Reactions, LlmDriver):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
     the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
@@ -77,6 +79,9 @@ class ScriptedCaller(Reactions):
         call: CallControl,
         settings: Settings,
         lines: list[CallerLine] | None = None,
+        *,
+        llm_endpoint: LlmEndpoint | None = None,
+        replay: list[dict[str, Any]] | None = None,
     ) -> None:
         self.scenario = scenario
         self.call = call
@@ -95,6 +100,7 @@ class ScriptedCaller(Reactions):
         self._hanging_up = False
         self._task: asyncio.Task | None = None
         self._init_reactions()
+        self._init_llm(llm_endpoint, replay)
 
     def transcribed(self, start_ms: float, end_ms: float, text: str) -> None:
         """An agent utterance as the pipeline transcribed it (what the caller's words react
@@ -214,7 +220,10 @@ class ScriptedCaller(Reactions):
             rec.sent = sent.to_dict() if sent else None
             last_end = sent.end_ms if sent and sent.end is not None else self.clock.now_ms()
         said_end = last_end  # the end of the caller's own last words
-        if self.lines and self.lines[-1][0] < len(script) - 1 and not self.ended_early:
+        llm_driven = self.scenario.caller.driver == "llm"
+        if llm_driven and not self.ended_early:
+            last_end = await self._llm_converse(last_end)
+        elif self.lines and self.lines[-1][0] < len(script) - 1 and not self.ended_early:
             # The script expects the agent to answer the last caller line: wait for it.
             speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
             if speech is None:
@@ -225,7 +234,7 @@ class ScriptedCaller(Reactions):
             else:
                 await self._end_of(speech)
                 last_end = max(last_end, speech.end_ms or last_end)
-        if self.scenario.facts or self.scenario.until is not None:
+        if not llm_driven and (self.scenario.facts or self.scenario.until is not None):
             last_end = max(last_end, await self._converse_on(said_end))
         self.call.script_done = True
         await self.ear.until(last_end + self.scenario.caller.hangup_after_ms)
@@ -396,6 +405,7 @@ class ScriptedCaller(Reactions):
             "unanswered_lines": [r.line for r in records if r.agent_answered is False],
             "warnings": list(self.warnings),
             **self.reactions_report(),
+            **self.llm_report(),
         }
 
     def truth(self) -> dict[str, Any]:

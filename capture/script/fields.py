@@ -70,6 +70,24 @@ class TaskSpec(_Strict):
         return self
 
 
+class LlmCallerSpec(_Strict):
+    """How an LLM-driven caller asks its model (the endpoint itself is given at run time).
+
+    - ``model``: the model name to send (default: ``--caller-llm-model``, else ``default``).
+    - ``temperature``, ``seed``: 0 and a fixed seed, for runs that repeat where a server allows.
+    - ``max_tokens``: per answer; ``max_turns``: the caller's lines at most.
+    - ``deadline_ms``: how long the caller may think (the request included); past it, a
+      warning, the caller's fault and never the agent's.
+    """
+
+    model: str | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    seed: int | None = 7
+    max_tokens: Annotated[int, Field(ge=8, le=4096)] = 120
+    max_turns: Annotated[int, Field(ge=1, le=200)] = 20
+    deadline_ms: Annotated[int, Field(ge=100, le=120_000)] = 8000
+
+
 class CallerSpec(_Strict):
     """The caller's voice and, for live calls, when to give up.
 
@@ -83,6 +101,9 @@ class CallerSpec(_Strict):
     - ``reply_timeout_ms``: a caller line that waits for the agent goes on after this much
       silence from the agent, with a warning (live calls).
     - ``dtmf_gap_ms``: between the key presses of a ``dtmf:`` line (phone-line calls).
+    - ``driver``: ``script`` (the lines, reacting as the scenario says) or ``llm`` (after the
+      script's caller lines, an LLM chooses each next line: ``--caller-llm URL``).
+    - ``persona``: who the LLM caller is; ``llm``: how it asks its model.
     """
 
     voice: str = "en-us"
@@ -96,6 +117,9 @@ class CallerSpec(_Strict):
     greeting_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 3000
     reply_timeout_ms: Annotated[int, Field(gt=0, le=MAX_MS)] = 8000
     dtmf_gap_ms: Annotated[int, Field(ge=40, le=10_000)] = 250
+    driver: Literal["script", "llm"] = "script"
+    persona: Annotated[str, Field(max_length=4000)] = ""
+    llm: LlmCallerSpec = LlmCallerSpec()
 
 
 class AgentSpec(_Strict):

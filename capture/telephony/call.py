@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+from aiohttp import WSCloseCode
 
 from turnscope.capture.call_source import CallSource
 from turnscope.capture.clock import CallClock
@@ -33,6 +34,7 @@ from turnscope.capture.telephony.inbound import Inbound
 from turnscope.capture.telephony.line import FRAME, STEP, LinePlayer, Upsampler
 from turnscope.capture.urls import public_url
 from turnscope.errors import CallSetupError, printable
+from turnscope.jsonio import MESSAGE_LIMITS
 
 TELEPHONY_TIMING = (
     "caller: send time of each 20 ms media message on the call clock; agent: the carrier's "
@@ -112,7 +114,9 @@ class TelephonyCall(CallSource):
                     self.options.url,
                     headers=self.options.headers,
                     heartbeat=self.options.ping_s,
-                    max_msg_size=0,
+                    # Past the parser's own limit a message is refused anyway: do not let
+                    # aiohttp read a huge one whole first (it then ends the call, said so).
+                    max_msg_size=MESSAGE_LIMITS.size,
                 ),
                 timeout,
             )
@@ -257,12 +261,20 @@ class TelephonyCall(CallSource):
         if self._closed or self._hanging_up:
             return
         # What is queued still plays out; then the call ends.
-        self._agent_died = isinstance(ws.exception(), (asyncio.TimeoutError, TimeoutError))
-        self._agent_closed = (
-            "the agent stopped answering websocket pings (it hung or died)"
-            if self._agent_died
-            else f"it closed the websocket, code {ws.close_code}"
+        exc = ws.exception()
+        self._agent_died = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
+        too_big = (
+            isinstance(exc, aiohttp.WebSocketError) and exc.code == WSCloseCode.MESSAGE_TOO_BIG
         )
+        if self._agent_died:
+            self._agent_closed = "the agent stopped answering websocket pings (it hung or died)"
+        elif too_big:
+            self._agent_closed = (
+                f"it sent a message over {MESSAGE_LIMITS.size // 1024 // 1024} MiB (not read: "
+                "the call was ended there)"
+            )
+        else:
+            self._agent_closed = f"it closed the websocket, code {ws.close_code}"
 
     def _later(self, work: Any) -> None:
         task = asyncio.ensure_future(work)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
+from turnscope.scoring.conversation import ConversationOutcome
 from turnscope.scoring.evidence.documents import (
     ContinuityMetrics,
     ContinuityStatus,
@@ -165,6 +166,8 @@ class ResultDocument(Document):
     settings: dict[str, Any] = Field(default_factory=dict)
     scenario: str | None = omitted()
     script: dict[str, Any] | None = omitted()
+    # A reacting caller's view of the outcome (scoring/conversation.py), from ``script``.
+    conversation: ConversationOutcome | None = omitted()
     caller_truth: dict[str, Any] | None = omitted()
     call: CallRecord | None = omitted()
     calibration: dict[str, Any] | None = omitted()

@@ -3,9 +3,10 @@
 ``build_report(bundle)`` writes both into the bundle. report.html is one self-contained file
 (inline CSS, SVG, audio and one small script; a Content-Security-Policy that forbids fetching
 anything): the verdict and degraded evidence first, the four sub-scores with the failing floors,
-the call's audio, the timeline of both channels, each reply's latency split, the turn table, WER
-with its word alignment, and the continuity metrics. Clicking a turn plays from it. This
-module is the page; its sections are verdict.py, turns.py and measures.py.
+the call's audio, the timeline of both channels, each reply's latency split, a reacting
+caller's decisions, the turn table, WER with its word alignment, and the continuity metrics.
+Clicking a turn plays from it. This module is the page; its sections are verdict.py, turns.py,
+decisions.py and measures.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from turnscope.jsonio import write_bytes, write_text
 from turnscope.scoring.evidence.bundle import seal
+from turnscope.scoring.report.decisions import conversation
 from turnscope.scoring.report.explained import CSS as SPLIT_CSS
 from turnscope.scoring.report.explained import breakdown
 from turnscope.scoring.report.figure import Figure
@@ -67,6 +69,7 @@ th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-a
 th{background:#f3f4f6}td.t{white-space:nowrap;font-variant-numeric:tabular-nums}
 tr.caller td.s{color:#2563eb;font-weight:700}tr.agent td.s{color:#7c3aed;font-weight:700}
 tr.backchannel td{color:#92400e;background:#fffbeb}
+tr.decision td:first-child{border-left:3px solid #0d9488}tr[data-t]{cursor:pointer}
 .tag{display:inline-block;border-radius:4px;padding:0 6px;margin:1px 4px 1px 0;font-size:12px;
  color:#fff}
 .tag.ok{background:#15803d}.tag.bad{background:#dc2626}.tag.info{background:#6b7280}
@@ -105,7 +108,7 @@ def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{CSS}{SPLIT_CSS}</style></head><body><main>"
         f"{header(m)}{alerts(m)}{scores(m)}{player(m.bundle)}{timeline(m, legend, rows)}"
-        f"{breakdown(m)}{turn_table(m)}{wer(m)}{continuity(m)}</main>"
+        f"{breakdown(m)}{conversation(m)}{turn_table(m)}{wer(m)}{continuity(m)}</main>"
         f"<script>{SEEK}</script></body></html>\n"
     )
 

@@ -24,7 +24,8 @@ def legend_figure(m: ReportModel) -> Figure:
     """Swatches explaining the colours, with the budgets the picture is judged against."""
     s: list[Shape] = []
     xx = LEFT
-    for text, key, kind in LEGEND:
+    decided = (("caller decision", "decision", "shade"),) if m.conversation else ()
+    for text, key, kind in (*LEGEND, *decided):
         if kind == "line":
             s.append(Stroke(xx, 14, xx + 16, 14, COLOUR[key], 3))
         else:

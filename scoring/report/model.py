@@ -30,6 +30,7 @@ from turnscope.scoring.evidence.results import (
     TaskRecord,
 )
 from turnscope.scoring.exercise import Exercise, exercise_from_dict
+from turnscope.scoring.report.conversation import ConversationView, conversation_view
 from turnscope.scoring.report.reading import (
     Envelope,
     check_bundle,
@@ -125,6 +126,7 @@ class ReportModel:
     failures: list[str] = field(default_factory=list)  # why it failed beyond the floors
     latency_breakdown: dict[str, Any] | None = None  # result.json's, when the agent told any
     agent_events: list[tuple[float, str]] = field(default_factory=list)  # (ms, name): RTVI
+    conversation: ConversationView | None = None  # a reacting caller's decisions and outcome
 
 
 def _turns(doc: Transcript) -> list[TurnView]:
@@ -266,8 +268,10 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
     degraded = _dedupe([*run.degraded, *result.degraded])
     if continuity.get("status") == "degraded" and not degraded:  # another producer's bundle
         degraded = _dedupe([*degraded, *(continuity.get("caveats") or [])])
+    agent_starts = [t.start_ms for t in turns if t.speaker == "agent"]
     return ReportModel(
         latency_breakdown=result.latency_breakdown,
+        conversation=conversation_view(result.script, result.conversation, agent_starts),
         bundle=bundle,
         duration_ms=duration,
         max_latency_ms=max_latency,

@@ -49,6 +49,7 @@ COLOUR = {
     "talk_over": "#ef4444",
     "backchannel": "#d97706",
     "gap": "#6b7280",
+    "decision": "#0d9488",
 }
 
 
@@ -358,6 +359,21 @@ def _agent_events(m: ReportModel, row: _Row) -> list[Shape]:
     return s
 
 
+def _decisions(m: ReportModel, row: _Row) -> list[Shape]:
+    """A reacting caller's decisions: a line across the caller lane each, in a band that plays
+    from the agent turn it heard when clicked."""
+    top, h = LANE["caller"]["top"], LANE["caller"]["bottom"] - LANE["caller"]["top"]
+    s: list[Shape] = []
+    for d in m.conversation.decisions if m.conversation else []:
+        if row.has(d.at_ms):
+            x, c = row.x(d.at_ms), COLOUR["decision"]
+            tip = f"{clock(d.at_ms)} caller decided ({d.kind.value}): {d.decision.outcome}"
+            s.append(Stroke(x, top, x, top + h, c, 2))
+            s.append(Rect(x - 5, top, 10, h, c, 0.15, title=tip, mark="decision",
+                          play_s=d.play_ms / 1000))  # fmt: skip
+    return s
+
+
 def _shapes(m: ReportModel, row: _Row, step: float) -> list[Shape]:
     return [
         *_frame(row, step),
@@ -366,6 +382,7 @@ def _shapes(m: ReportModel, row: _Row, step: float) -> list[Shape]:
         *_latency(m, row),
         *_barge_ins(m, row),
         *_agent_events(m, row),
+        *_decisions(m, row),
     ]
 
 

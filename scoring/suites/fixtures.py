@@ -9,7 +9,9 @@ A task's optional ``fixture`` block:
     references: a reference JSON for WER (default: the task's reference_dialogue)
     tags: [acoustic, speaker, language, complexity, conversational, adversarial] (one or more)
     expect: {intent, fields, missing, clarify_expected}  the structured outcome, when the agent
-            reports one (in outcome.json next to the audio, or over the data channel)
+            reports one (in outcome.json next to the audio, or over the data channel); a live
+            call whose agent reports none is scored on the reacting caller's side of it
+            (scoring/conversation.py: the facts asked for, the goal reached)
 Paths are relative to the suite file. Budgets and required_content stay where the voice suite
 contract has them (the task), so the timing contract is the same for every kind of fixture.
 """

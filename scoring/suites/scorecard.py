@@ -2,9 +2,9 @@
 
 Dimensions per scored task: the verifier's four (latency, turn_taking, barge_in, content), WER
 (lower is better) when references exist, and, when a fixture declares an expected outcome and
-the agent reported one, seed 002's outcome dimensions (accuracy, clarification, containment,
-graceful_failure; 1.0 or 0.0 per task). A tag's value is the mean over its scored tasks; void
-tasks are counted apart and never pull a mean down.
+the agent reported one (or a reacting caller saw one), seed 002's outcome dimensions (accuracy,
+clarification, containment, graceful_failure; 1.0 or 0.0 per task). A tag's value is the mean
+over its scored tasks; void tasks are counted apart and never pull a mean down.
 """
 
 from __future__ import annotations

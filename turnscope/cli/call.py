@@ -161,6 +161,24 @@ def call(
         help="The agent's own event log (JSON lines: a time and an event name), read after the "
         "call to split each reply's latency into endpointing, processing and delivery.",
     ),
+    caller_llm: str | None = typer.Option(
+        None,
+        "--caller-llm",
+        help="caller.driver llm: the OpenAI-compatible API its LLM answers on "
+        "(http://HOST:PORT/v1: Ollama, llama.cpp's server, vLLM, a hosted API).",
+    ),
+    caller_llm_model: str | None = typer.Option(
+        None, "--caller-llm-model", help="The model name to ask (default: caller.llm.model)."
+    ),
+    caller_llm_key_env: str | None = typer.Option(
+        None, "--caller-llm-key-env", help="Environment variable holding the API key (never saved)."
+    ),
+    caller_from: Path | None = typer.Option(
+        None,
+        "--caller-from",
+        help="A recorded call's bundle: replay its LLM caller's lines while the agent says the "
+        "same things; ask the LLM only where it diverges.",
+    ),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
@@ -168,6 +186,7 @@ def call(
 ) -> int:
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
+    from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.capture.script.scenario import load_scenario
     from turnscope.outdir import output_dir
 
@@ -193,17 +212,22 @@ def call(
             raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
         options = remote_options(url, **remote_flags(locals()))
     sc = load_scenario(scenario)
+    llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
+    replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     kind = "device" if device else "call" if transport == "webrtc" else "phone"
     outdir = output_dir(output, f"{kind}-{sc.name}", force=force)
     if agent_trace is not None and not agent_trace.parent.is_dir():
         raise InputError("no such folder for the agent trace", path=agent_trace.parent)
-    return run_call(options, sc, settings, outdir, quiet=quiet, agent_trace=agent_trace)
+    return run_call(
+        options, sc, settings, outdir, quiet=quiet, agent_trace=agent_trace,
+        caller_llm=llm, caller_from=replay,
+    )  # fmt: skip
 
 
 def run_call(  # type: ignore[no-untyped-def]
     options: AnyCallOptions, sc, settings, outdir: Path, *, quiet: bool,
-    agent_trace: Path | None = None,
+    agent_trace: Path | None = None, caller_llm: Any = None, caller_from: Any = None,
 ) -> int:  # fmt: skip
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     import asyncio
@@ -222,6 +246,8 @@ def run_call(  # type: ignore[no-untyped-def]
             outdir,
             console=None if quiet else out,
             agent_trace=agent_trace,
+            caller_llm=caller_llm,
+            caller_from=caller_from,
         )
         return run, list(call.info.degraded), caller.report()
 

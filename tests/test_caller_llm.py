@@ -1,0 +1,118 @@
+"""The caller's LLM as untrusted input (a test double of the server, on 127.0.0.1, is fine for
+these error paths; tests/test_conversation.py drives a real one): every way it can fail is a
+CallerLlmError with its reason, never a crash and never the agent's fault; the flags that name
+it are checked before a call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tests.conftest import free_port
+from turnscope.capture.script import llm
+from turnscope.capture.script.fields import LlmCallerSpec
+from turnscope.capture.script.llm import LlmFailure
+
+SPEC = LlmCallerSpec(deadline_ms=800)
+MESSAGES = [{"role": "system", "content": "x"}, {"role": "user", "content": "Your name?"}]
+
+
+def _completion(content: str, refusal: str | None = None) -> dict:
+    return {"choices": [{"message": {"role": "assistant", "content": content, "refusal": refusal}}]}
+
+
+async def _ask_server(handler) -> llm.LlmReply:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    try:
+        return await llm.ask(llm.LlmEndpoint(f"http://127.0.0.1:{port}/v1", "m"), SPEC, MESSAGES)
+    finally:
+        await runner.cleanup()
+
+
+def _answering(body) -> object:
+    async def handler(request: web.Request) -> web.Response:
+        seen = await request.json()
+        assert seen["temperature"] == 0 and seen["seed"] == 7 and seen["messages"] == MESSAGES
+        if isinstance(body, web.Response):
+            return body
+        return web.json_response(body)
+
+    return handler
+
+
+def test_a_good_answer_is_an_action():
+    reply = asyncio.run(_ask_server(_answering(_completion('{"action": "say", "text": "Ana."}'))))
+    assert reply.action.action == "say" and reply.action.text == "Ana." and reply.latency_ms > 0
+    reply = asyncio.run(_ask_server(_answering(_completion('{"text": "Ana Lopez"}'))))
+    assert reply.action.action == "say"  # a small model that leaves the action out
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (_completion("not json at all"), LlmFailure.MALFORMED),
+        (_completion('{"action": "dance"}'), LlmFailure.UNKNOWN_ACTION),
+        (_completion('{"action": "say", "text": "   "}'), LlmFailure.EMPTY_LINE),
+        (
+            _completion(json.dumps({"action": "say", "text": "word " * 5000})),
+            LlmFailure.LINE_TOO_LONG,
+        ),
+        (_completion("", refusal="I can't help with that."), LlmFailure.REFUSED),
+        (_completion('{"action": "press", "keys": "12x"}'), LlmFailure.MALFORMED),
+        ({"choices": []}, LlmFailure.MALFORMED),
+        (web.Response(status=500, text="\x1b[2Jboom"), LlmFailure.HTTP_ERROR),
+    ],
+)
+def test_every_bad_answer_is_a_reason(body, reason):
+    with pytest.raises(llm.CallerLlmError) as err:
+        asyncio.run(_ask_server(_answering(body)))
+    assert err.value.reason is reason
+    assert "\x1b" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_a_slow_or_missing_server_is_a_reason():
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(3)
+        return web.json_response(_completion('{"action": "wait"}'))
+
+    with pytest.raises(llm.CallerLlmError) as err:
+        asyncio.run(_ask_server(slow))
+    assert err.value.reason is LlmFailure.TOO_SLOW
+    nowhere = llm.LlmEndpoint(f"http://127.0.0.1:{free_port()}/v1", "m")
+    with pytest.raises(llm.CallerLlmError) as err:
+        asyncio.run(llm.ask(nowhere, SPEC, MESSAGES))
+    assert err.value.reason is LlmFailure.UNREACHABLE
+
+
+def _scenario(tmp_path: Path) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ncaller: {driver: llm}\nscript:\n  - agent: Hello.\n  - caller: Hi.\n")
+    return path
+
+
+def test_the_flags_that_name_the_llm_are_checked_before_a_call(tmp_path: Path, cli, monkeypatch):
+    sc = _scenario(tmp_path)
+    url = f"http://127.0.0.1:{free_port()}/api/offer"
+    code, _, err = cli("call", url, "--scenario", str(sc), "-q", "-o", str(tmp_path / "a"))
+    assert code == 2 and "--caller-llm URL" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli("call", url, "--scenario", str(sc), "--caller-llm", "ftp://x")
+    assert code == 2 and "OpenAI-compatible" in err
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    key = ["--caller-llm-key-env", "NO_SUCH_KEY_VAR"]
+    code, _, err = cli("call", url, "--scenario", str(sc), "--caller-llm", "http://h:1/v1", *key)
+    assert code == 2 and "NO_SUCH_KEY_VAR" in err
+    empty = tmp_path / "bundle"
+    empty.mkdir()
+    (empty / "result.json").write_text('{"script": {"lines": []}}')
+    code, _, err = cli("call", url, "--scenario", str(sc), "--caller-from", str(empty))
+    assert code == 2 and "no LLM caller turns" in err

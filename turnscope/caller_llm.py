@@ -1,0 +1,58 @@
+"""What an LLM-driven caller needs before a call: its endpoint (URL, model, a key from the
+environment, registered as a secret) and, to replay a call, the recorded caller's decisions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from turnscope import redact
+from turnscope.capture.script.llm import LlmEndpoint
+from turnscope.capture.script.scenario import Scenario
+from turnscope.errors import InputError
+from turnscope.jsonio import read_json
+
+__all__ = ["caller_endpoint", "recorded_turns"]
+
+
+def caller_endpoint(
+    scenario: Scenario, url: str | None, model: str | None, key_env: str | None
+) -> LlmEndpoint | None:
+    """The caller's LLM endpoint from the flags (None without ``url``)."""
+    if url is None:
+        if model is not None or key_env is not None:
+            raise InputError("--caller-llm-model and --caller-llm-key-env need --caller-llm URL")
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise InputError(
+            f"--caller-llm {url!r}: give the base URL of an OpenAI-compatible API "
+            "(e.g. http://127.0.0.1:8000/v1)"
+        )
+    redact.register_url(url)
+    key = None
+    if key_env is not None:
+        key = os.environ.get(key_env)
+        if not key:
+            raise InputError(f"--caller-llm-key-env {key_env}: that variable is not set")
+        redact.register([key, f"Bearer {key}"])
+    name = model or scenario.caller.llm.model or "default"
+    return LlmEndpoint(url, name, key)
+
+
+def recorded_turns(bundle: Path) -> list[dict[str, Any]]:
+    """The LLM caller's recorded turns of an earlier call's bundle (``--caller-from``)."""
+    path = bundle / "result.json" if bundle.is_dir() else bundle
+    doc = read_json(path, what="result.json of the call to replay")
+    turns = (
+        ((doc.get("script") or {}).get("llm") or {}).get("turns") if isinstance(doc, dict) else None
+    )
+    if not isinstance(turns, list) or not turns:
+        raise InputError(
+            "holds no LLM caller turns to replay (record a call with caller.driver: llm first)",
+            path=path,
+        )
+    good = [t for t in turns if isinstance(t, dict) and isinstance(t.get("action"), dict)]
+    if len(good) != len(turns):
+        raise InputError("its script.llm.turns are not a recorded caller's turns", path=path)
+    return good
