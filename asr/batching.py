@@ -15,13 +15,15 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.asr.worker import _loading, _on_worker, _worker_errors
 
 if TYPE_CHECKING:
     from turnscope.asr.transcriber import Job, Transcription
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -68,6 +70,33 @@ class Batcher:
         self.busy = True
         pool, done = _on_worker(transcribe_batch, [w.job for w in batch], head.asr, head.confirm)
         done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, batch, f)))
+
+    def offer(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T] | None:
+        """Run ``fn(*args)`` on the worker now if it is idle and nothing waits for it, else
+        None (a partial transcript: dropped, never queued, so a live turn's transcription waits
+        at most for one partial already running)."""
+        self.waiting = [w for w in self.waiting if not w.future.done()]
+        if self.busy or self.waiting:
+            return None
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self.busy = True
+        pool, done = _on_worker(fn, *args)
+        done.add_done_callback(_on_loop(loop, lambda f: self._offered(pool, future, f)))
+        return future
+
+    def _offered(self, pool: ProcessPoolExecutor, future: asyncio.Future, done: Future) -> None:
+        self.busy = False
+        try:
+            with _worker_errors(pool):
+                result = done.result()
+        except BaseException as exc:
+            if not future.done():
+                future.set_exception(exc)
+        else:
+            if not future.done():
+                future.set_result(result)
+        self._send()
 
     def _resume(self) -> None:
         self.busy = False

@@ -225,3 +225,49 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     for a, b in zip(asked, replayed, strict=True):
         if a.get("sent_offset_ms") is not None:
             assert abs(b["sent_offset_ms"] - a["sent_offset_ms"]) <= 20, (a, b)
+
+
+PIPECAT_ORDER = """
+name: pipecat-order
+task: {budgets: {max_latency_ms: 3000}}
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 600}
+facts:
+  order number:
+    value: four two seven
+    answer: My order number is four two seven.
+    asked_by: [order number, your order]
+goal: {description: when does my order ship, reached_when: {says: [ships tomorrow]}}
+until: {agent_says: {says: [goodbye]}}
+script:
+  - agent: Hello, thanks for calling. How can I help you today?
+  - caller: Hi, I would like to know when my order ships.
+  - agent: Can I have your order number please?
+  - agent: Thank you. Your order ships tomorrow morning. Is there anything else?
+  - choose:
+      - when: {says: [anything else]}
+        caller: No, that is all. Thank you.
+      - caller: Sorry, could you repeat that?
+  - agent: You are welcome. Goodbye.
+"""
+
+
+def test_a_pipecat_bot_that_asks_for_the_order_number_gets_it_and_the_call_ends(tmp_path: Path):
+    """The stock pipecat bot asks for the order number (no caller line says it) and branches on
+    the answer (an answer too short to be one is asked again): the caller answers from its facts,
+    the bot goes on to the shipping date, the caller takes the branch its words choose and hangs
+    up at the goodbye."""
+    scenario = tmp_path / "order.yaml"
+    scenario.write_text(PIPECAT_ORDER)
+    with pipecat_bot(tmp_path / "bot", greeting=True, reply="order", latency_ms=400) as bot:
+        run, _call, _caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+        truth = bot.truth()
+    script = json.loads((tmp_path / "call" / "result.json").read_text())["script"]
+    assert [d["kind"] for d in script["decisions"]] == ["fact", "goal", "choose", "until"], script
+    assert script["goal"]["reached"] and script["ended_early"] == "the agent said it"
+    replies = [r["text"] for r in truth if r["event"] == "reply"]
+    assert replies == [
+        "Sure, I can check that. Can I have your order number please?",
+        "Thank you. Your order ships tomorrow morning. Is there anything else?",
+        "You are welcome. Goodbye.",
+    ], replies
+    assert run.outcome.passed, (run.outcome.verifier, run.outcome.failures)

@@ -187,7 +187,8 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
     for c in r["calls"]:
         assert (Path(c["bundle"]) / "voice_artifact_manifest.json").exists()
         assert (Path(c["bundle"]) / "caller.wav").stat().st_size > 10_000
-    assert (web / "calls" / "call-0001-2").is_dir()
+    # A redial has its own folder (which slot redials first depends on the machine's load).
+    assert list((web / "calls").glob("call-000?-2")), sorted((web / "calls").iterdir())
     html = (web / "load.html").read_text()
     assert "p99" in html and "<svg" in html
     r = _report(phone)

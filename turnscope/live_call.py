@@ -26,6 +26,8 @@ from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
 from turnscope.errors import CallSetupError, InputError
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
+from turnscope.partials import AgentPartials
+from turnscope.pipeline import Sink
 from turnscope.records import bundle_documents, timeline_channels
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, Reference
@@ -165,6 +167,10 @@ async def place_call(
         scenario, call, settings, lines, llm_endpoint=caller_llm, replay=caller_from
     )
     caller.start()
+    sinks: list[Sink] = [CallerHears(caller)]
+    partials = AgentPartials(caller, settings.asr, call.clock)
+    if scenario.needs_partials:  # the agent's words as it speaks: only when a line waits on them
+        sinks.append(partials)
 
     def extra() -> dict[str, Any]:
         doc = {
@@ -173,6 +179,8 @@ async def place_call(
             "caller_truth": caller.truth(),
             "call": {"end_reason": call.end_reason},
         }
+        if scenario.needs_partials:
+            doc["script"]["partials"] = partials.stats.to_dict()
         if isinstance(call, DeviceCall):
             doc["calibration"] = call.calibration_record()
         return doc
@@ -189,7 +197,7 @@ async def place_call(
             extra_result=extra,
             transcriber=transcriber,  # readied before the call connected
             agent_trace=agent_trace,
-            extra_sinks=[CallerHears(caller)],
+            extra_sinks=sinks,
             final_contract=lambda c: spoken_reference(c, scenario, caller),
         )
     except RunIncomplete as exc:  # scored, but not all written: a load run still counts it

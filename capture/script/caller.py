@@ -31,11 +31,13 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
+from turnscope.capture.script.caller_report import CallerReport
 from turnscope.capture.script.conversation import Reactions
 from turnscope.capture.script.ear import AgentEar, AgentSpeech
 from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines, quote
 from turnscope.capture.script.llm import LlmEndpoint
 from turnscope.capture.script.llm_driver import LlmDriver
+from turnscope.capture.script.phrase import PhraseTriggers
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.source import SourceInfo
 
@@ -68,7 +70,7 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller(Reactions, LlmDriver):
+class ScriptedCaller(Reactions, LlmDriver, PhraseTriggers, CallerReport):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
     the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
@@ -350,6 +352,8 @@ class ScriptedCaller(Reactions, LlmDriver):
                 f"not speak within {timeout} ms; spoken into silence"
             )
             return "line"
+        if line.phrase is not None:  # when the agent says it (``phrase.py``)
+            return await self._on_phrase(index, line, speech, rec)
         _, offset = line.placed_trigger(self.ear.typical_turn_ms())
         rec.trigger_ms = offset
         # Until the moment, or the end of the agent's utterance if that comes first.
@@ -367,51 +371,3 @@ class ScriptedCaller(Reactions, LlmDriver):
         )
         await self._quiet_then(speech.decided_ms + DEFAULT_THINK_MS, DEFAULT_THINK_MS, rec)
         return "line"
-
-    # -- what happened ------------------------------------------------------------------------
-
-    def planned(self, kind: str) -> int:
-        return sum(1 for _, line, _ in self.lines if line.kind == kind)
-
-    def exercised(self, kind: str) -> int:
-        return sum(1 for r in self.records if r.kind == kind and r.spoken_as == kind)
-
-    def report(self) -> dict[str, Any]:
-        """Per line what was spoken and how, the greeting, barge-ins and backchannels planned
-        and exercised, and how the script ended (result.json's ``script``)."""
-        done = {r.line for r in self.records}
-        unspoken = [LineRecord.unspoken(i, line) for i, line, _ in self.lines if i not in done]
-        # By line, and within a line in the order spoken (a fact given before the line itself).
-        records = sorted(
-            [*self.records, *unspoken],
-            key=lambda r: (r.line, r.queued_ms if r.queued_ms is not None else float("inf")),
-        )
-        opens_with_agent = self.scenario.script[0].speaker == "agent"
-        return {
-            "finished": self.finished_reason,
-            "timed_out": self.timed_out,
-            "greeting": self.greeting or {"expected": opens_with_agent, "heard": None},
-            "lines": [r.to_dict() for r in records],
-            "spoken": sum(1 for r in records if r.status == "spoken"),
-            "not_spoken": [r.line for r in records if r.status != "spoken"],
-            "barge_ins": {
-                "planned": self.planned("barge_in"),
-                "exercised": self.exercised("barge_in"),
-            },
-            "backchannels": {
-                "planned": self.planned("backchannel"),
-                "exercised": self.exercised("backchannel"),
-            },
-            "unanswered_lines": [r.line for r in records if r.agent_answered is False],
-            "warnings": list(self.warnings),
-            **self.reactions_report(),
-            **self.llm_report(),
-        }
-
-    def truth(self) -> dict[str, Any]:
-        """When each caller line really went out (the caller channel's ground truth)."""
-        return {
-            "utterances": [r.to_dict() for r in self.track.log],
-            "trace": [r.to_dict() for r in self.records],
-            "finished": self.finished_reason,
-        }

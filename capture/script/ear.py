@@ -7,15 +7,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import statistics
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, PcmFrame
+
+if TYPE_CHECKING:
+    from turnscope.capture.script.phrase import Partial
 
 # The pipeline's endpointer and the caller's have the same settings and frames, so they end an
 # utterance at the same moment; a little slack all the same.
@@ -50,6 +54,9 @@ class AgentEar:
         self.stops: list[float] = []  # when each stretch of agent speech stopped (call ms)
         # The agent's utterances as transcribed (start, end, text), as the pipeline hears them.
         self.texts: list[tuple[float, float, str]] = []
+        # Partial transcripts of its running utterance, latest last (only while a line waits
+        # for the agent's words: a few a second).
+        self.partials: deque[Partial] = deque(maxlen=64)
         self.speaking = False
         self._changed = asyncio.Event()
 
@@ -78,6 +85,11 @@ class AgentEar:
     def transcribed(self, start_ms: float, end_ms: float, text: str) -> None:
         """An agent utterance's transcript, from the pipeline's transcriber."""
         self.texts.append((start_ms, end_ms, text))
+        self._changed.set()
+
+    def partial(self, partial: Partial) -> None:
+        """A partial transcript of the agent's running utterance."""
+        self.partials.append(partial)
         self._changed.set()
 
     def said_since(self, since_ms: float) -> str:

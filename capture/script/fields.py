@@ -15,7 +15,10 @@ CALLER_TRIGGERS = (
     "barge_in_at",
     "backchannel_ms",
     "backchannel_at",
+    "barge_in_on",
+    "backchannel_on",
 )
+PHRASE_TRIGGERS = ("barge_in_on", "backchannel_on")  # spoken when the agent's words reach it
 AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms")
 DEFAULT_THINK_MS = 500
 # ``barge_in_at: early`` (and ``backchannel_at``): this long into the agent's turn. Long enough

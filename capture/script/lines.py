@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from turnscope.capture.frames import SAMPLE_RATE
 from turnscope.capture.script.reactive import spoken_texts
 from turnscope.capture.script.scenario import Line, Scenario
 from turnscope.capture.script.speech import load_clip, speak
+
+if TYPE_CHECKING:
+    from turnscope.capture.script.phrase import PhraseHit
 
 CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
 Status = Literal["spoken", "not spoken"]
@@ -93,10 +96,14 @@ class LineRecord:
     queued_ms: float | None = None
     sent: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    phrase: PhraseHit | None = None  # a barge_in_on / backchannel_on line's phrase, once heard
 
     @classmethod
     def unspoken(cls, index: int, line: Line) -> LineRecord:
         return cls(index, line.text, line.kind, *line.trigger, placement=line.placement)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None and v != []}
+        d = {k: v for k, v in self.__dict__.items() if v is not None and v != []}
+        if self.phrase is not None:
+            d["phrase"] = self.phrase.to_dict(self.sent)
+        return d

@@ -9,11 +9,15 @@ from typing import Literal
 import numpy as np
 
 from turnscope.capture.script import speech as tts
+from turnscope.capture.script.phrase import words_through
 from turnscope.capture.script.scenario import Line, Scenario
 from turnscope.errors import InputError
 
 Speaker = Literal["caller", "agent"]
 FADE_S = 0.005
+# A barge_in_on line in a rendered call starts this long after the phrase's end: about what a
+# live caller's partial transcripts take to hear it (benchmarks/partials.py).
+PHRASE_LAG_MS = 500
 
 
 @dataclass
@@ -100,6 +104,8 @@ class Renderer:
             return self.quiet() + self.ms(value)
         agent = self.current_agent()
         key, value = line.placed_trigger(agent.size * 1000 / self.sr)
+        if line.phrase is not None:
+            value = self.phrase_ms(i, key, line.phrase, agent)
         start = agent.start + self.ms(value)
         if start >= agent.end:
             raise _fail(
@@ -110,6 +116,18 @@ class Renderer:
                 "with this voice)",
             )
         return start
+
+    def phrase_ms(self, i: int, key: str, phrase: str, agent: _Placed) -> int:
+        """How far into ``agent``'s line its words reach ``phrase`` (by its share of the text),
+        plus a live caller's typical lag in hearing it."""
+        text = self.scenario.script[agent.line].text
+        words = text.split()
+        k = words_through(words, phrase)
+        if k is None:
+            raise _fail(self.scenario, _where(i, key),
+                        f"script[{agent.line}] does not say {phrase!r}")  # fmt: skip
+        share = len(" ".join(words[:k])) / max(1, len(text))
+        return round(share * agent.size * 1000 / self.sr) + PHRASE_LAG_MS
 
     def yield_ms(self, agent: _Placed) -> int | None:
         line = self.scenario.script[agent.line]

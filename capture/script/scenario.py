@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from turnscope.asr.normalise import normalise
 from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's names, one import)
     AGENT_ONLY,
     CALLER_TRIGGERS,
@@ -29,6 +30,7 @@ from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's name
     EARLY_MS,
     MAX_LINE_CHARS,
     MAX_MS,
+    PHRASE_TRIGGERS,
     AgentSpec,
     Budgets,
     CallerSpec,
@@ -74,6 +76,9 @@ class Line(_Strict):
       call): a barge-in placed to fit replies of any length.
     - ``backchannel_ms`` / ``backchannel_at``: as the barge-in ones, but the agent keeps
       talking; not a turn.
+    - ``barge_in_on`` / ``backchannel_on``: a phrase; live, the moment a partial transcript of
+      the agent's running turn holds it (normalised as WER is); synth places it where the phrase
+      ends in the agent line's text.
     Live, a barge-in or backchannel whose agent turn has ended before its moment is spoken as an
     ordinary reply (not an interruption) and reported as not exercised.
 
@@ -97,6 +102,8 @@ class Line(_Strict):
     barge_in_at: Placement | None = None
     backchannel_ms: Ms | None = None
     backchannel_at: Placement | None = None
+    barge_in_on: Keyword | None = None
+    backchannel_on: Keyword | None = None
     latency_ms: Ms | None = None
     talk_over_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
     yield_ms: Ms | None = None
@@ -111,6 +118,13 @@ class Line(_Strict):
                 "{n}: split it into several lines",
                 {"limit": MAX_LINE_CHARS, "n": len(value)},
             )
+        return value
+
+    @field_validator("barge_in_on", "backchannel_on")
+    @classmethod
+    def _words(cls, value: str | None) -> str | None:
+        if value is not None and not normalise(value):
+            raise PydanticCustomError("phrase", "give the agent's words to wait for")
         return value
 
     @field_validator("audio")
@@ -201,7 +215,8 @@ class Line(_Strict):
                 raise PydanticCustomError(
                     "caller_option",
                     "{key} is for agent lines; caller lines take one of at_ms, after_agent_ms, "
-                    "barge_in_ms, barge_in_at, backchannel_ms, backchannel_at",
+                    "barge_in_ms, barge_in_at, barge_in_on, backchannel_ms, backchannel_at, "
+                    "backchannel_on",
                     {"key": wrong[0]},
                 )
             if len(given) > 1:
@@ -237,10 +252,9 @@ class Line(_Strict):
         presses, else ``line``."""
         if self.dtmf is not None:
             return "dtmf"
-        if self.barge_in_ms is not None or self.barge_in_at is not None:
-            return "barge_in"
-        if self.backchannel_ms is not None or self.backchannel_at is not None:
-            return "backchannel"
+        for kind in ("barge_in", "backchannel"):
+            if any(getattr(self, f"{kind}_{k}") is not None for k in ("ms", "at", "on")):
+                return kind  # type: ignore[return-value]
         return "line"
 
     @property
@@ -256,6 +270,8 @@ class Line(_Strict):
             value = getattr(self, key)
             if value is None:
                 continue
+            if key in PHRASE_TRIGGERS:
+                return key, 0  # when is known only live, when the agent says it
             if key.endswith("_at"):
                 return key.replace("_at", "_ms"), into_agent_ms(value, agent_turn_ms)
             return key, value
@@ -263,10 +279,16 @@ class Line(_Strict):
 
     @property
     def placement(self) -> str | None:
-        """How a barge-in or backchannel is placed: ``early``, ``mid`` or ``fixed``."""
+        """How a barge-in or backchannel is placed: ``early``, ``mid``, ``phrase`` or
+        ``fixed``."""
         if self.kind == "line":
             return None
-        return self.barge_in_at or self.backchannel_at or "fixed"
+        return self.barge_in_at or self.backchannel_at or ("phrase" if self.phrase else "fixed")
+
+    @property
+    def phrase(self) -> str | None:
+        """The agent's words a ``barge_in_on`` / ``backchannel_on`` line waits for."""
+        return self.barge_in_on or self.backchannel_on
 
 
 def into_agent_ms(placement: Placement, agent_turn_ms: float | None) -> int:
@@ -325,6 +347,11 @@ class Scenario(_Strict):
         """Whether the caller must know what the agent said (conditions, branches, facts)."""
         lines = any(line.when is not None or line.choose is not None for line in self.script)
         return lines or bool(self.facts) or self.goal is not None or self.until is not None
+
+    @property
+    def needs_partials(self) -> bool:
+        """Whether a line waits for the agent's words while it speaks (partial transcripts)."""
+        return any(line.phrase is not None for line in self.script)
 
     @property
     def source(self) -> Path | None:

@@ -11,7 +11,9 @@ Timeline rules (in samples, from the script in order):
 - Caller lines: ``at_ms`` starts at that call time; ``after_agent_ms`` that long after the call
   goes quiet; ``barge_in_ms`` / ``backchannel_ms`` that long after the start of the agent's
   current line (the latest agent line), which must still be talking then; ``barge_in_at`` /
-  ``backchannel_at`` ``early`` at EARLY_MS, ``mid`` half-way through that line's voiced extent.
+  ``backchannel_at`` ``early`` at EARLY_MS, ``mid`` half-way through that line's voiced extent;
+  ``barge_in_on`` / ``backchannel_on`` PHRASE_LAG_MS after where the phrase ends in that line
+  (by its share of the line's text).
 - A barge-in cuts the agent's current line at barge-in start + ``yield_ms`` (5 ms fade, then
   re-trimmed to the last voiced sample before the cut) unless ``yield_ms`` is null.
   Backchannels never cut; they must start before the agent's line (as finally placed) ends.

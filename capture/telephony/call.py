@@ -262,16 +262,17 @@ class TelephonyCall(CallSource):
             return
         # What is queued still plays out; then the call ends.
         exc = ws.exception()
-        self._agent_died = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
-        too_big = (
+        dead = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
+        too_big = ws.close_code == WSCloseCode.MESSAGE_TOO_BIG or (
             isinstance(exc, aiohttp.WebSocketError) and exc.code == WSCloseCode.MESSAGE_TOO_BIG
         )
-        if self._agent_died:
+        self._agent_died = dead or too_big  # the call ended on the agent's fault, not a hang-up
+        if dead:
             self._agent_closed = "the agent stopped answering websocket pings (it hung or died)"
         elif too_big:
             self._agent_closed = (
-                f"it sent a message over {MESSAGE_LIMITS.size // 1024 // 1024} MiB (not read: "
-                "the call was ended there)"
+                f"the agent sent a message over {MESSAGE_LIMITS.size // 1024 // 1024} MiB: not "
+                "read, the call was ended there"
             )
         else:
             self._agent_closed = f"it closed the websocket, code {ws.close_code}"

@@ -37,7 +37,9 @@ receives them), "interruption", "client_connected", "client_disconnected",
 "config" record comes first. "session" is the peer connection's id.
 
 Knobs (`--help`): --latency-ms (pipecat's user-stopped-speaking to the reply's first sample);
---greeting/--no-greeting (a first line when the client connects); --reply short (one sentence,
+--greeting/--no-greeting (a first line when the client connects); --reply order (asks for the
+order number, answers "not caught" to an answer under 0.8 s, then ships tomorrow, then goodbye);
+--reply short (one sentence,
 1.6 s), long (four sentences, 400 ms apart, 8.2 s), double (two replies 700 ms apart);
 --ignore-barge-ins (interruptions off: the caller's speech does not cut the bot, and a caller turn
 begun while it talks is dropped) and with it --answer-barge-ins (that turn is answered "Yes, go
@@ -174,6 +176,13 @@ LONG = (
 )
 DOUBLE = ("Okay, let me check that for you.", "Alright, it is all done now.")
 GO_AHEAD = "Yes, go ahead."
+# --reply order: an order-status dialogue that asks a question a script need not foresee and
+# branches on the answer (canned, no STT: an answer of at least ORDER_ANSWER_S counts as given).
+ORDER_ASK = "Sure, I can check that. Can I have your order number please?"
+ORDER_AGAIN = "Sorry, I did not catch that. Can I have your order number please?"
+ORDER_FOUND = "Thank you. Your order ships tomorrow morning. Is there anything else?"
+ORDER_BYE = "You are welcome. Goodbye."
+ORDER_ANSWER_S = 0.8
 # One long line without pauses, looped back to back for the whole call in --mode nonstop.
 NONSTOP = " ".join(
     (
@@ -209,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--latency-ms", type=float, default=600.0, help="user stopped -> reply audio")
     p.add_argument("--greeting", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--reply", choices=["short", "long", "double"], default="short")
+    p.add_argument("--reply", choices=["short", "long", "double", "order"], default="short")
     p.add_argument("--ignore-barge-ins", action="store_true", help="interruptions off")
     p.add_argument(
         "--answer-barge-ins",
@@ -601,6 +610,9 @@ class CannedReplies(FrameProcessor):
         self._task: asyncio.Task | None = None
         self._loop_task: asyncio.Task | None = None
         self._barged = False  # the current caller turn started while the bot was busy
+        self._order_step = 0  # --reply order: where the dialogue is
+        self._turn_started = 0.0
+        self._turn_s = 0.0  # how long the caller's last turn was (pipecat's VAD)
         self._answer_after: asyncio.Task | None = None
 
     # -- frames
@@ -609,11 +621,13 @@ class CannedReplies(FrameProcessor):
         await super().process_frame(frame, direction)
         if isinstance(frame, UserStartedSpeakingFrame) and direction == FrameDirection.DOWNSTREAM:
             self.truth.mark("user_started_speaking", session=self._session())
+            self._turn_started = time.monotonic()
             self._barged = self._busy()
             if not self.args.ignore_barge_ins:
                 await self._cancel_reply()
         elif isinstance(frame, UserStoppedSpeakingFrame) and direction == FrameDirection.DOWNSTREAM:
             self.truth.mark("user_stopped_speaking", session=self._session())
+            self._turn_s = time.monotonic() - self._turn_started
             await self._on_turn_end()
         elif isinstance(frame, InterruptionFrame) and direction == FrameDirection.DOWNSTREAM:
             self.truth.mark("interruption", session=self._session())
@@ -668,7 +682,9 @@ class CannedReplies(FrameProcessor):
 
     async def _reply(self) -> None:
         await self._sleep_latency()
-        if self.args.reply == "short":
+        if self.args.reply == "order":
+            await self.say("reply", self._order_reply())
+        elif self.args.reply == "short":
             await self.say("reply", SHORT)
         elif self.args.reply == "long":
             await self.say("reply", " ".join(LONG))
@@ -677,6 +693,20 @@ class CannedReplies(FrameProcessor):
             await first.done.wait()
             await asyncio.sleep(DOUBLE_PAUSE_MS / 1000)
             await self.say("reply", DOUBLE[1])
+
+    def _order_reply(self) -> str:
+        """The order dialogue's next line: ask for the number, branch on whether the answer
+        sounded like one (long enough), then goodbye."""
+        heard_s = self._turn_s
+        if self._order_step == 0:
+            self._order_step = 1
+            return ORDER_ASK
+        if self._order_step == 1:
+            if heard_s < ORDER_ANSWER_S:
+                return ORDER_AGAIN
+            self._order_step = 2
+            return ORDER_FOUND
+        return ORDER_BYE
 
     async def _answer_barge_in(self) -> None:
         # Wait for the reply in progress (and any still to come) to finish, then pause.
