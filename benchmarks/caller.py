@@ -46,7 +46,7 @@ facts:
     value: four two seven
     answer: My order number is four two seven.
     asked_by: [order number, your order]
-goal: {description: find out when my order ships, reached_when: {says: [ships tomorrow]}}
+goal: {description: find out when my order ships, reached_when: {says: [tomorrow morning]}}
 until: {agent_says: {says: [goodbye]}, goal_reached: false}
 """
 SCRIPTED = f"""
@@ -170,6 +170,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--llm-calls", type=int, default=8, help="calls with the LLM driver")
     ap.add_argument("--skip-llm", action="store_true")
     a = ap.parse_args()
     rows, gaps = [], []
@@ -185,7 +186,7 @@ def main() -> None:
             with llm_server(work / "llm") as server:
                 endpoint = LlmEndpoint(server.url, server.model)
                 llm_runs = asyncio.run(
-                    run_driver("llm", work / "llm.yaml", work, a.calls, 1, endpoint)
+                    run_driver("llm", work / "llm.yaml", work, a.llm_calls, a.concurrency, endpoint)
                 )
             asked = [t["latency_ms"] for r in llm_runs
                      for t in (r["result"]["script"].get("llm") or {}).get("turns", [])
@@ -193,7 +194,10 @@ def main() -> None:
             think = f"600 ms end of turn + LLM {statistics.median(asked or [0]):.0f} ms median"
             rows.append(row("llm (SmolLM2-135M)", llm_runs, think))
             gaps = asyncio.run(replays(llm_runs, work / "llm.yaml", work))
-    print(f"\n{a.calls} calls per driver against the pipecat bot asking for the order number\n")
+    print(
+        f"\n{a.calls} deterministic and {a.llm_calls} LLM-driven calls against the pipecat bot "
+        "asking for the order number\n"
+    )
     print("| driver | goal reached | reaction median / p95 | think time configured | degraded |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
