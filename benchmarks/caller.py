@@ -182,6 +182,7 @@ def main() -> None:
             run_driver("script", work / "script.yaml", work, a.calls, a.concurrency, None)
         )
         rows.append(row("deterministic", scripted, "600 ms end of turn + 500 ms think"))
+        print(rows[-1], flush=True)  # as it comes: the LLM part takes long
         if not a.skip_llm:
             with llm_server(work / "llm") as server:
                 endpoint = LlmEndpoint(server.url, server.model)
