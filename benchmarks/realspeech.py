@@ -29,7 +29,9 @@ speaker talks within 300 ms of a boundary the channel carries both voices (it is
 recording), so that boundary is not scored (``score_start`` / ``score_end`` false).
 
 Conditions: as recorded, the 8 kHz mu-law telephone channel, and pink noise at 15 and 10 dB SNR
-(against each channel's speech power), with the synthetic corpus's own condition code.
+(against each channel's speech power), with the synthetic corpus's own condition code; and
+"replay": the clips as a replay plays recorded prompts, each with its own room tone, digital
+silence between them (no bed; the clip calls only).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ REAL_CONDITIONS: dict[str, dict] = {
     "phone": {"telephone": True},
     "15dB": {"snr_db": 15.0},
     "10dB": {"snr_db": 10.0},
+    "replay": {"silence": True},
 }
 _CLEAR_MS = 300  # the other speaker silent this long around a scored pyannote boundary
 _WIDEN_MS = 250  # how far a pyannote channel reaches into the non-speech around its turns
@@ -204,8 +207,10 @@ PLANS: dict[str, list[tuple[str, str, int]]] = {
 _TAIL_S = 1.5
 
 
-def compose_clips(plan: list[tuple[str, str, int]], clips: dict[str, Clip], seed: int) -> tuple:
-    """Clean two-channel audio, truth turns and texts for one plan."""
+def compose_clips(
+    plan: list[tuple[str, str, int]], clips: dict[str, Clip], seed: int, silence: bool = False
+) -> tuple:
+    """Clean two-channel audio and truth turns for one plan (``silence``: no bed)."""
     rng = np.random.default_rng(seed)
     turns, t_end = [], 0.0
     placed = []
@@ -226,7 +231,7 @@ def compose_clips(plan: list[tuple[str, str, int]], clips: dict[str, Clip], seed
     channels = {}
     for ch in ("caller", "agent"):
         mine = [(c, o) for side, c, o in placed if side == ch]
-        bed = _tile(beds, n, rng)
+        bed = np.zeros(n) if silence else _tile(beds, n, rng)
         for clip, offset in mine:
             _place(bed, clip.audio, int(round(offset * RATE)))
         channels[ch] = bed
@@ -371,13 +376,14 @@ def build_real_corpus(
     sources: dict[str, tuple] | None = None
     calls = []
     for condition in conditions:
-        for k, source in enumerate(("pyannote", *PLANS)):
+        silence = REAL_CONDITIONS[condition].get("silence", False)
+        for k, source in enumerate(PLANS if silence else ("pyannote", *PLANS), int(silence)):
             name = f"real-{source}-{condition}"
             outdir = root / f"{name}-{key}"
             if not (outdir / "truth.json").exists():
                 if sources is None:
                     sources = _compose_all(speech)
-                channels, turns, texts = sources[source]
+                channels, turns, texts = sources[source + " silence" * silence]
                 mixed = _condition(channels, turns, REAL_CONDITIONS[condition], seed=k)
                 outdir.mkdir(parents=True, exist_ok=True)
                 stereo = np.stack([mixed["caller"], mixed["agent"]], axis=1)
@@ -393,10 +399,11 @@ def _compose_all(speech: Path) -> dict[str, tuple]:
     clips = load_clips(speech)
     out: dict[str, tuple] = {"pyannote": compose_pyannote(speech)}
     for k, (name, plan) in enumerate(PLANS.items()):
-        channels, turns = compose_clips(plan, clips, seed=k)
-        texts = {ch: " ".join(t["text"] for t in turns if t["speaker"] == ch)
-                 for ch in ("caller", "agent")}  # fmt: skip
-        out[name] = (channels, turns, texts)
+        for silence in (False, True):
+            channels, turns = compose_clips(plan, clips, seed=k, silence=silence)
+            texts = {ch: " ".join(t["text"] for t in turns if t["speaker"] == ch)
+                     for ch in ("caller", "agent")}  # fmt: skip
+            out[name + " silence" * silence] = (channels, turns, texts)
     return out
 
 
