@@ -16,19 +16,10 @@ from typing import Any
 
 from pydantic import Field
 
+from turnscope.capture.script.decisions import DecisionKind
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.documents import Document, omitted
 from turnscope.scoring.suites.scorecard import outcome_dimensions
-
-
-class DecisionKind(str, Enum):
-    """result.json's words for a caller's decision (capture/script/reactive.py writes them)."""
-
-    WHEN = "when"  # a line waited for the agent's words
-    CHOOSE = "choose"  # a branch taken
-    FACT = "fact"  # a fact given because the agent asked for it
-    GOAL = "goal"  # the goal reached
-    UNTIL = "until"  # the caller ended the call
 
 
 class OutcomeSource(str, Enum):

@@ -32,7 +32,8 @@ ALLOWED = {
     "scoring": (
         "turnscope.capture.frames",
         "turnscope.capture.channels",
-        "turnscope.capture.script",  # for type hints only
+        # type hints, and the names result.json gives the caller's decisions (script/decisions.py)
+        "turnscope.capture.script",
         "turnscope.asr.assembly",
         "turnscope.asr.normalise",
         "turnscope.errors",

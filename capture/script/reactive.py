@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from turnscope.asr.normalise import normalise
+from turnscope.capture.script.decisions import DecisionKind
 from turnscope.capture.script.scenario import Branch, Condition, Fact, Scenario
 
 __all__ = [
@@ -27,16 +27,6 @@ __all__ = [
     "spoken_texts",
     "test",
 ]
-
-
-class DecisionKind(str, Enum):
-    """What the caller decided on the agent's words."""
-
-    WHEN = "when"  # a line waiting for the agent to say something
-    CHOOSE = "choose"  # a branch taken
-    FACT = "fact"  # a fact given because the agent asked for it
-    GOAL = "goal"  # the goal reached
-    UNTIL = "until"  # the call ended early
 
 
 @dataclass(frozen=True)
