@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,26 @@ def regression_suite(folder: Path, tasks: int) -> Path:
     path = folder / "suite.json"
     path.write_text(json.dumps(data))
     return path
+
+
+@contextlib.contextmanager
+def reference_agent(scenario: Path) -> Iterator[str]:
+    """The reference agent (`turnscope agent`) playing ``scenario`` in its own process on a free
+    127.0.0.1 port, until the block ends: its offer URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert "reference agent on" in line, line + proc.stdout.read()
+        yield f"http://127.0.0.1:{port}/api/offer"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def turnscope_exe() -> list[str]:

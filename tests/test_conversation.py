@@ -108,24 +108,12 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
     """The agent asks for the order number (no caller line says it): the caller answers from
     its facts, hears the answer, takes the branch the agent's words choose, notes the goal
     reached, and ends the call when the agent says goodbye. Every decision is in result.json."""
-    import subprocess
-
-    from tests.conftest import free_port, turnscope_exe
+    from tests.conftest import reference_agent
 
     scenario = tmp_path / "order.yaml"
     scenario.write_text(ORDER)
-    port = free_port()
-    agent = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        assert "reference agent on" in agent.stdout.readline()
-        url = f"http://127.0.0.1:{port}/api/offer"
+    with reference_agent(scenario) as url:
         run, _call, _caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
-    finally:
-        agent.terminate()
-        agent.wait(10)
     script = json.loads((tmp_path / "call" / "result.json").read_text())["script"]
     kinds = [d["kind"] for d in script["decisions"]]
     assert kinds == ["fact", "goal", "choose", "until"], script["decisions"]
@@ -180,20 +168,14 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     stay in character."""
     import subprocess
 
-    from tests.conftest import free_port, turnscope_exe
+    from tests.conftest import reference_agent, turnscope_exe
     from tests.interop.llm_server import llm_server
 
     scenario = tmp_path / "llm.yaml"
     scenario.write_text(LLM_CALLER)
-    port = free_port()
-    agent = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    base = [*turnscope_exe(), "call", f"http://127.0.0.1:{port}/api/offer", "--scenario",
-            str(scenario), "--loopback-only", "-q"]  # fmt: skip
-    try:
-        assert "reference agent on" in agent.stdout.readline()
+    with reference_agent(scenario) as url:
+        base = [*turnscope_exe(), "call", url, "--scenario", str(scenario), "--loopback-only",
+                "-q"]  # fmt: skip
         with llm_server(tmp_path / "llm") as server:
             first = subprocess.run(
                 [*base, "-o", str(tmp_path / "first"), "--caller-llm", server.url,
@@ -205,9 +187,6 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
             [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")],
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
-    finally:
-        agent.terminate()
-        agent.wait(10)
     assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
     one = json.loads((tmp_path / "first" / "result.json").read_text())["script"]
     two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 
-from tests.conftest import free_port, turnscope_exe
+from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
 from tests.test_conversation import ORDER
 from tests.test_report import chromium, visible_text
@@ -155,18 +154,8 @@ def test_a_call_shows_the_callers_decisions_and_its_outcome(tmp_path: Path):
     scenario = tmp_path / "order.yaml"
     scenario.write_text(ORDER.replace(plain, "task: {suite: suite.json, id: order-status}"))
     (tmp_path / "suite.json").write_text(json.dumps(SUITE))
-    port = free_port()
-    agent = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        assert "reference agent on" in agent.stdout.readline()
-        url = f"http://127.0.0.1:{port}/api/offer"
+    with reference_agent(scenario) as url:
         asyncio.run(call_bot(url, scenario, tmp_path / "call"))
-    finally:
-        agent.terminate()
-        agent.wait(10)
     result = json.loads((tmp_path / "call" / "result.json").read_text())
     decisions = result["script"]["decisions"]
     assert [d["kind"] for d in decisions] == ["fact", "goal", "choose", "until"], decisions

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port, turnscope_exe
+from tests.conftest import ROOT, reference_agent, turnscope_exe
 from tests.pty_run import Terminal, missing_from, run_in_pty, words
 
 SECRET = "tty-secret-7f3a9c21"
@@ -56,18 +56,8 @@ def scenario(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def agent_url(scenario):
-    port = free_port()
-    proc = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    line = proc.stdout.readline()
-    assert "reference agent on" in line, line + proc.stdout.read()
-    yield f"http://127.0.0.1:{port}/api/offer"
-    proc.terminate()
-    proc.wait(10)
+    with reference_agent(scenario) as url:
+        yield url
 
 
 def piped(*args: str, cwd: Path = ROOT) -> tuple[int, str]:
