@@ -107,6 +107,11 @@ class Reactions:
                      until.agent_says if hit else None)  # fmt: skip
         return True
 
+    def _after_script(self: ScriptedCaller) -> int:
+        """The line number of what the caller says after its script (listed after its lines,
+        in the order spoken): one past the script's last line."""
+        return len(self.scenario.script)
+
     def _agent_turns(self: ScriptedCaller) -> int:
         return len({s.end_ms for s in self.ear.speeches if s.end_ms is not None})
 
@@ -189,7 +194,8 @@ class Reactions:
         self._fact_answers[name] = count + 1
         self._decide(DecisionKind.FACT, index, heard, f"said {quote(answer)}", hit)
         self.decisions[-1].notes.append(name)
-        rec = LineRecord(index if index is not None else -1, answer, "fact", "after_agent_ms", 0)
+        line_no = index if index is not None else self._after_script()
+        rec = LineRecord(line_no, answer, "fact", "after_agent_ms", 0)
         self.records.append(rec)
         playback = self.track.play(await self._audio(answer, None), f"{rec.line}:{answer}")
         rec.queued_ms = round(self.clock.now_ms(), 1)

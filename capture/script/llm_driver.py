@@ -176,7 +176,7 @@ class LlmDriver:
         """Speak (or press) the turn's action; the end of it."""
         action = turn.action
         text = action.get("keys") if action["action"] == "press" else action.get("text", "")
-        rec = LineRecord(-1, str(text), "llm", "after_agent_ms", None)
+        rec = LineRecord(self._after_script(), str(text), "llm", "after_agent_ms", None)
         rec.notes.append(f"LLM turn {turn.index} ({turn.source})")
         self.records.append(rec)
         if action["action"] == "press":
