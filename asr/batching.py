@@ -21,6 +21,7 @@ from turnscope.asr.settings import AsrSettings, ConfirmSettings
 from turnscope.asr.worker import _loading, _on_worker, _worker_errors
 
 if TYPE_CHECKING:
+    from turnscope.asr.partial import PartialRequest, PartialText
     from turnscope.asr.transcriber import Job, Transcription
 
 T = TypeVar("T")
@@ -34,11 +35,23 @@ class _Waiting:
     future: asyncio.Future[Transcription]
 
 
+@dataclass(eq=False)
+class _Wanted:
+    """A partial transcript a call wants: ``build`` gives its request when the worker takes it
+    (the freshest audio), or None when it is no longer wanted."""
+
+    build: Callable[[], PartialRequest | None]
+    asr: AsrSettings
+    future: asyncio.Future[PartialText]
+
+
 @dataclass
 class Batcher:
-    """The queue in front of the ASR worker, one per event loop."""
+    """The queue in front of the ASR worker, one per event loop. Finished utterances go first;
+    partial transcripts go when none waits, every call's together as one batch."""
 
     waiting: list[_Waiting] = field(default_factory=list)
+    wanted: list[_Wanted] = field(default_factory=list)
     busy: bool = False
 
     def submit(
@@ -53,14 +66,18 @@ class Batcher:
         from turnscope.asr.transcriber import transcribe_batch
 
         self.waiting = [w for w in self.waiting if not w.future.done()]  # cancelled meanwhile
-        if self.busy or not self.waiting:
+        self.wanted = [w for w in self.wanted if not w.future.done()]
+        if self.busy or not (self.waiting or self.wanted):
             return
-        head = self.waiting[0]
+        head = self.waiting[0] if self.waiting else self.wanted[0]
         loading = _model_loading(head.asr)
         loop = head.future.get_loop()
         if loading is not None:  # the first batch waits for the model, filling meanwhile
             self.busy = True
             loading.add_done_callback(_on_loop(loop, lambda _f: self._resume()))
+            return
+        if not self.waiting:
+            self._send_partials()
             return
         size = head.asr.batch_size
         batch = [w for w in self.waiting if (w.asr, w.confirm) == (head.asr, head.confirm)]
@@ -69,52 +86,59 @@ class Batcher:
         self.waiting = [w for w in self.waiting if id(w) not in chosen]
         self.busy = True
         pool, done = _on_worker(transcribe_batch, [w.job for w in batch], head.asr, head.confirm)
-        done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, batch, f)))
+        futures = [w.future for w in batch]
+        done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, futures, f)))
 
-    def offer(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T] | None:
-        """Run ``fn(*args)`` on the worker now if it is idle and nothing waits for it, else
-        None (a partial transcript: dropped, never queued, so a live turn's transcription waits
-        at most for one partial already running)."""
-        self.waiting = [w for w in self.waiting if not w.future.done()]
-        if self.busy or self.waiting:
-            return None
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self.busy = True
-        pool, done = _on_worker(fn, *args)
-        done.add_done_callback(_on_loop(loop, lambda f: self._offered(pool, future, f)))
+    def partial(
+        self, build: Callable[[], PartialRequest | None], asr: AsrSettings
+    ) -> asyncio.Future[PartialText]:
+        """A partial transcript of a running utterance, decoded once no finished utterance
+        waits, with every other call's wanted meanwhile (a live turn's transcription waits at
+        most for one batch of partials already running)."""
+        future: asyncio.Future[PartialText] = asyncio.get_running_loop().create_future()
+        self.wanted.append(_Wanted(build, asr, future))
+        self._send()
         return future
 
-    def _offered(self, pool: ProcessPoolExecutor, future: asyncio.Future, done: Future) -> None:
-        self.busy = False
-        try:
-            with _worker_errors(pool):
-                result = done.result()
-        except BaseException as exc:
-            if not future.done():
-                future.set_exception(exc)
-        else:
-            if not future.done():
-                future.set_result(result)
-        self._send()
+    def _send_partials(self) -> None:
+        from turnscope.asr.partial import transcribe_partials
+
+        wanted = self.wanted
+        head = wanted[0]
+        batch = [w for w in wanted if w.asr == head.asr][: head.asr.batch_size]
+        self.wanted = [w for w in wanted if w not in batch]
+        requests = [(w, w.build()) for w in batch]
+        for w, r in requests:
+            if r is None:
+                w.future.cancel()
+        sent = [(w, r) for w, r in requests if r is not None]
+        if not sent:
+            self._send()
+            return
+        self.busy = True
+        loop = head.future.get_loop()
+        pool, done = _on_worker(transcribe_partials, [r for _, r in sent], head.asr)
+        futures = [w.future for w, _ in sent]
+        done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, futures, f)))
 
     def _resume(self) -> None:
         self.busy = False
         self._send()
 
-    def _done(self, pool: ProcessPoolExecutor, batch: list[_Waiting], done: Future) -> None:
+    def _done(self, pool: ProcessPoolExecutor, futures: list[asyncio.Future], done: Future) -> None:
+        """The worker finished a batch: each waiter gets its result (or the worker's error)."""
         self.busy = False
         try:
             with _worker_errors(pool):
                 results = done.result()
         except BaseException as exc:  # the worker died or the decode failed: each waiter hears
-            for w in batch:
-                if not w.future.done():
-                    w.future.set_exception(exc)
+            for f in futures:
+                if not f.done():
+                    f.set_exception(exc)
         else:
-            for w, tr in zip(batch, results, strict=True):
-                if not w.future.done():
-                    w.future.set_result(tr)
+            for f, result in zip(futures, results, strict=True):
+                if not f.done():
+                    f.set_result(result)
         self._send()
 
 

@@ -4,9 +4,10 @@ words while it still speaks (a scenario's ``barge_in_on`` / ``backchannel_on``).
 A sink, added only for such a scenario. It keeps the agent channel's last seconds of audio and,
 while the caller waits for a phrase and the agent's utterance is open, decodes the utterance so
 far (its last ``asr.partial.MAX_AUDIO_MS``) every ``EVERY_MS`` of the agent's audio on the
-process's ASR worker, only when the worker is idle (``Batcher.offer``: a partial is skipped,
-never queued, so live turns keep their latency). Each result goes to ``caller.partial``; never
-into turns or the transcript (partials are not evidence: finals are).
+process's ASR worker (``Batcher.partial``: after any finished utterance waiting, so live turns
+keep their latency, and with every other call's partials in one batch; the audio is taken when
+the worker takes the request, so a wait never decodes stale audio). Each result goes to
+``caller.partial``; never into turns or the transcript (partials are not evidence: finals are).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from turnscope.asr.batching import batcher
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
-from turnscope.asr.partial import MAX_AUDIO_MS, PartialText, transcribe_partial
+from turnscope.asr.partial import MAX_AUDIO_MS, PartialRequest, PartialText
 from turnscope.asr.settings import AsrSettings
 from turnscope.capture.frames import AGENT, SAMPLE_RATE, PcmFrame, samples_to_ms, to_float32
 from turnscope.capture.script.phrase import Partial
@@ -36,16 +37,16 @@ class PartialStats:
     """What the partials cost and how late they came (benchmarks/partials.py)."""
 
     decoded: int = 0
-    skipped: int = 0  # moments a partial was due and the worker was busy (tried again next frame)
     delays_ms: list[float] = field(default_factory=list)  # audio end -> at the caller
+    waits_ms: list[float] = field(default_factory=list)  # due -> taken by the worker
 
     def to_dict(self) -> dict[str, Any]:
-        delays = sorted(self.delays_ms)
+        delays, waits = sorted(self.delays_ms), sorted(self.waits_ms)
         return {
             "decoded": self.decoded,
-            "skipped_busy": self.skipped,
             "delay_ms_median": round(delays[len(delays) // 2], 1) if delays else None,
             "delay_ms_max": round(delays[-1], 1) if delays else None,
+            "wait_ms_median": round(waits[len(waits) // 2], 1) if waits else None,
         }
 
 
@@ -64,7 +65,7 @@ class AgentPartials(Sink):
         self._voiced_until_ms = 0.0  # the end of its latest voiced stretch (inf while voiced)
         self._upto_ms = 0.0  # the end of the audio the latest partial decoded
         self._in_flight = False
-        self._due = False
+        self._asked = (0.0, 0.0)  # the requested utterance's start, when the worker took it
 
     def on_frame(self, frame: PcmFrame) -> None:
         if frame.channel != AGENT:
@@ -95,18 +96,21 @@ class AgentPartials(Sink):
         # Due: enough new audio, and the agent spoke in it (a pause decodes nothing new).
         if now_ms - self._upto_ms < self.every_ms or self._voiced_until_ms <= self._upto_ms:
             return
-        from_ms = max(self._start_ms - self.asr.pad_ms, now_ms - MAX_AUDIO_MS)
-        audio = self._audio(round(from_ms * SAMPLE_RATE / 1000), self._end)
-        future = batcher().offer(transcribe_partial, audio, from_ms, now_ms, self.asr)
-        if future is None:  # the worker is busy: a live turn goes first; try on the next frame
-            self.stats.skipped += not self._due
-            self._due = True
-            return
-        self._due = False
         self._in_flight = True
+        due_ms = self.clock.now_ms()
+        future = batcher().partial(self._request, self.asr)
+        future.add_done_callback(lambda f: self._decoded(f, due_ms))
+
+    def _request(self) -> PartialRequest | None:
+        """The utterance so far, as the worker takes it (None: no longer wanted)."""
+        if self._start_ms is None or not self.caller.wants_partials():
+            return None
+        now_ms = samples_to_ms(self._end)
+        from_ms = max(self._start_ms - self.asr.pad_ms, now_ms - MAX_AUDIO_MS)
         self._upto_ms = now_ms
-        start_ms = self._start_ms
-        future.add_done_callback(lambda f: self._decoded(f, start_ms))
+        self._asked = (self._start_ms, self.clock.now_ms())
+        return PartialRequest(self._audio(round(from_ms * SAMPLE_RATE / 1000), self._end),
+                              from_ms, now_ms)  # fmt: skip
 
     def _audio(self, first: int, end: int) -> np.ndarray:
         """The agent's audio from sample ``first`` to ``end`` (silence where none came)."""
@@ -117,13 +121,15 @@ class AgentPartials(Sink):
                 out[a - first : b - first] = to_float32(f.pcm[a - f.start : b - f.start])
         return out
 
-    def _decoded(self, future: asyncio.Future[PartialText], start_ms: float) -> None:
+    def _decoded(self, future: asyncio.Future[PartialText], due_ms: float) -> None:
         self._in_flight = False
         if future.cancelled() or future.exception() is not None:
-            return  # a dead worker: the next final transcription reports it
+            return  # not wanted any more, or a dead worker: the next final transcription says
         p = future.result()
+        start_ms, taken_ms = self._asked
         heard_ms = self.clock.now_ms()
         self.stats.decoded += 1
         self.stats.delays_ms.append(heard_ms - p.upto_ms)
+        self.stats.waits_ms.append(taken_ms - due_ms)
         words = tuple((w.text, w.start_ms, w.end_ms) for w in p.words)
         self.caller.partial(Partial(start_ms, p.upto_ms, p.text, words, heard_ms))
