@@ -250,3 +250,77 @@ def test_a_pipecat_bot_that_asks_for_the_order_number_gets_it_and_the_call_ends(
         "You are welcome. Goodbye.",
     ], replies
     assert run.outcome.passed, (run.outcome.verifier, run.outcome.failures)
+
+
+LLM_INTERRUPTER = """
+name: llm-interrupter
+task: {budgets: {max_latency_ms: 2500}}
+caller:
+  voice: en-us
+  timeout_s: 60
+  hangup_after_ms: 600
+  driver: llm
+  persona: Sam, an impatient customer. When the agent is still speaking, you barge in.
+  llm: {max_turns: 2, max_tokens: 60, interrupts: true}
+goal: {description: get a refund for headphones}
+agent: {voice: en-gb, latency_ms: 500, yield_ms: 200}
+script:
+  - caller: Hi, I would like a refund for my headphones.
+  - agent: >-
+      Sure, I can help you with that today. Before we start, let me explain our refund policy,
+      which gives you thirty days to send the item back for a full refund of the price you paid,
+      and the return label is free.
+  - agent: Yes, go ahead.
+  - agent: Goodbye.
+"""
+
+
+def test_an_llm_caller_barges_in_on_what_it_hears_and_the_replay_cuts_in_at_the_same_point(
+    tmp_path: Path,
+):
+    """``caller.llm.interrupts``: the real local LLM hears the agent's long reply mid-sentence
+    (partial transcripts) and answers with a barge-in, which is spoken over the agent at once and
+    recorded with how far into the agent's turn the caller had heard. The replay (no LLM) cuts in
+    at the same offset from the agent turn's start, within one 20 ms frame."""
+    import subprocess
+
+    from tests.conftest import reference_agent, turnscope_exe
+    from tests.interop.llm_server import llm_server
+
+    scenario = tmp_path / "interrupter.yaml"
+    scenario.write_text(LLM_INTERRUPTER)
+    with reference_agent(scenario) as url:
+        base = [*turnscope_exe(), "call", url, "--scenario", str(scenario), "--loopback-only",
+                "-q"]  # fmt: skip
+        with llm_server(tmp_path / "llm") as server:
+            first = subprocess.run(
+                [*base, "-o", str(tmp_path / "first"), "--caller-llm", server.url,
+                 "--caller-llm-model", server.model],
+                capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+        second = subprocess.run(
+            [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
+    one = json.loads((tmp_path / "first" / "result.json").read_text())
+    turns = one["script"]["llm"]["turns"]
+    assert one["script"]["llm"]["asked_mid_turn"] >= 1, one["script"]["llm"]
+    mid = turns[0]
+    assert mid["upto_offset_ms"] >= 2500 and mid["action"]["action"] == "barge_in", turns
+    assert mid["messages"][-1]["content"].endswith("..."), mid["messages"][-1]
+    line = next(r for r in one["script"]["lines"] if r["kind"] == "llm")
+    assert line["spoken_as"] == "barge_in" and line["into_agent_speech"], line
+    # The barge-in went out while the agent's long reply was still being heard.
+    heard = json.loads((tmp_path / "first" / "transcript.json").read_text())["turns"]
+    long_reply = next(t for t in heard if t["speaker"] == "agent")
+    assert long_reply["start_ms"] < line["sent"]["start_ms"] < long_reply["end_ms"] + 300, (
+        line, long_reply)  # fmt: skip
+    page = (tmp_path / "first" / "report.html").read_text()
+    assert "The caller&#x27;s LLM" in page or "The caller's LLM" in page
+    assert "hearing the agent mid-turn" in page, "the barge-in is not among the report's cues"
+    two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]["llm"]
+    replayed = two["turns"][0]
+    assert replayed["source"] == "replayed" and replayed["action"] == mid["action"], two
+    assert replayed["upto_offset_ms"] == mid["upto_offset_ms"], (mid, replayed)
+    assert abs(replayed["sent_offset_ms"] - mid["sent_offset_ms"]) <= 20, (mid, replayed)

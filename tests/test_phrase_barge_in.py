@@ -108,6 +108,11 @@ def test_a_barge_in_on_a_phrase_lands_after_it_and_records_its_lag(tmp_path: Pat
     # Partials are not evidence: the transcript has the agent's finals only.
     texts = [t.text for t in run.result.assembly.turns if t.speaker == "agent"]
     assert any("refund policy" in t.lower() for t in texts), texts
+    # The report shows the cue: the line, the phrase, what was heard, the lag.
+    page = (run.outdir / "report.html").read_text()
+    assert "Cut in on the agent&#x27;s words" in page or "Cut in on the agent's words" in page
+    assert "the agent says &#x27;refund policy&#x27;" in page or "'refund policy'" in page, page
+    assert f"{hit['lag_ms']:.0f} ms" in page
 
 
 def test_a_phrase_never_said_leaves_an_ordinary_reply_not_exercised(tmp_path: Path):

@@ -37,6 +37,7 @@ from turnscope.capture.script.ear import AgentEar, AgentSpeech
 from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines, quote
 from turnscope.capture.script.llm import LlmEndpoint
 from turnscope.capture.script.llm_driver import LlmDriver
+from turnscope.capture.script.llm_listen import LlmListener
 from turnscope.capture.script.phrase import PhraseTriggers
 from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.source import SourceInfo
@@ -70,7 +71,7 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller(Reactions, LlmDriver, PhraseTriggers, CallerReport):
+class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
     the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
@@ -320,16 +321,9 @@ class ScriptedCaller(Reactions, LlmDriver, PhraseTriggers, CallerReport):
         behind the one it talked through makes one turn of both: waiting for a new turn to
         start would wait in vain and put the script one reply out of step)."""
         previous = self.records[-2] if len(self.records) > 1 else None
-        if previous is None or previous.spoken_as != "barge_in" or not previous.sent:
+        if previous is None:
             return None
-        start, end = previous.sent["start_ms"], previous.sent.get("end_ms")
-        if end is None:
-            return None
-        # An agent that yields does so up to YIELD_WAIT_MS after the barge-in began (pipecat
-        # takes ~400 ms, often after a short "wait" has ended), and its stop is decided a VAD
-        # hangover later: wait that long to know.
-        await self.ear.until(max(end, start + YIELD_WAIT_MS) + STOP_SETTLE_MS)
-        speech = self.ear.talked_through(start)
+        speech = await self._answered_through(previous)
         if speech is not None:
             rec.agent_answered = True
             rec.notes.append(
@@ -337,6 +331,19 @@ class ScriptedCaller(Reactions, LlmDriver, PhraseTriggers, CallerReport):
                 "went on): the end of that turn answers it"
             )
         return speech
+
+    async def _answered_through(self, barge: LineRecord) -> AgentSpeech | None:
+        """The agent's turn that went on through the barge-in ``barge``, if it did."""
+        if barge.spoken_as != "barge_in" or not barge.sent:
+            return None
+        start, end = barge.sent["start_ms"], barge.sent.get("end_ms")
+        if end is None:
+            return None
+        # An agent that yields does so up to YIELD_WAIT_MS after the barge-in began (pipecat
+        # takes ~400 ms, often after a short "wait" has ended), and its stop is decided a VAD
+        # hangover later: wait that long to know.
+        await self.ear.until(max(end, start + YIELD_WAIT_MS) + STOP_SETTLE_MS)
+        return self.ear.talked_through(start)
 
     async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;

@@ -81,6 +81,8 @@ class LlmCallerSpec(_Strict):
     - ``max_tokens``: per answer; ``max_turns``: the caller's lines at most.
     - ``deadline_ms``: how long the caller may think (the request included); past it, a
       warning, the caller's fault and never the agent's.
+    - ``interrupts``: the LLM also hears the agent while it speaks (partial transcripts, asked
+      every 2.5 s of a turn) and may barge in or backchannel there and then.
     """
 
     model: str | None = None
@@ -89,6 +91,7 @@ class LlmCallerSpec(_Strict):
     max_tokens: Annotated[int, Field(ge=8, le=4096)] = 120
     max_turns: Annotated[int, Field(ge=1, le=200)] = 20
     deadline_ms: Annotated[int, Field(ge=100, le=120_000)] = 8000
+    interrupts: bool = False
 
 
 class CallerSpec(_Strict):

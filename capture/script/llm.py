@@ -35,25 +35,31 @@ __all__ = [
 
 MAX_BODY = 1024 * 1024  # a chat completion of a few hundred tokens is a few KB
 ACTIONS = ("say", "wait", "press", "hang_up", "goal_reached", "barge_in", "backchannel")
-# OpenAI's structured output (llama.cpp's server, vLLM and Ollama take it too): the model can only
-# answer with an action of this shape. A server that refuses it gets plain JSON mode instead.
-RESPONSE_SCHEMA = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "caller_action",
-        "strict": True,
-        "schema": {
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": list(ACTIONS)},
-                "text": {"type": "string", "maxLength": 160},  # two short sentences
-                "keys": {"type": "string", "maxLength": 32},
+# While the agent is still speaking the caller can only let it go on or cut in.
+MID_TURN_ACTIONS = ("wait", "barge_in", "backchannel")
+
+
+def response_schema(actions: tuple[str, ...] = ACTIONS) -> dict[str, Any]:
+    """OpenAI's structured output (llama.cpp's server, vLLM and Ollama take it too): the model
+    can only answer with one of ``actions`` in this shape. A server that refuses it gets plain
+    JSON mode instead (and the answer is checked here)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "caller_action",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(actions)},
+                    "text": {"type": "string", "maxLength": 160},  # two short sentences
+                    "keys": {"type": "string", "maxLength": 32},
+                },
+                "required": ["action", "text"],
+                "additionalProperties": False,
             },
-            "required": ["action", "text"],
-            "additionalProperties": False,
         },
-    },
-}
+    }
 
 
 @dataclass(frozen=True)
@@ -113,8 +119,9 @@ class LlmReply:
     raw: str
 
 
-def system_prompt(persona: str, goal: str, facts: dict[str, str]) -> str:
-    """The caller's instructions: who it is, what it wants, what it knows, how to answer."""
+def system_prompt(persona: str, goal: str, facts: dict[str, str], interrupts: bool = False) -> str:
+    """The caller's instructions: who it is, what it wants, what it knows, how to answer (and,
+    with ``interrupts``, that it hears the agent mid-sentence and may cut in)."""
     known = "; ".join(f"{k}: {v}" for k, v in facts.items()) or "nothing in particular"
     return (
         "You are a person phoning a company's voice agent. You are the CALLER, never the "
@@ -127,6 +134,12 @@ def system_prompt(persona: str, goal: str, facts: dict[str, str]) -> str:
         '{"action": "wait"} to say nothing; {"action": "press", "keys": "123#"} to press '
         'phone keys; {"action": "goal_reached"} when you have what you wanted; '
         '{"action": "hang_up"} to end the call.'
+    ) + (
+        " An agent message that ends with ... is still being spoken: answer "
+        '{"action": "wait"} to let the agent finish, {"action": "barge_in", "text": "..."} to '
+        'interrupt it now, or {"action": "backchannel", "text": "mm-hmm"} to show you listen.'
+        if interrupts
+        else ""
     )
 
 
@@ -161,15 +174,19 @@ def _action(content: str, refusal: Any) -> CallerAction:
 
 
 async def ask(
-    endpoint: LlmEndpoint, spec: LlmCallerSpec, messages: list[dict[str, str]]
+    endpoint: LlmEndpoint,
+    spec: LlmCallerSpec,
+    messages: list[dict[str, str]],
+    actions: tuple[str, ...] = ACTIONS,
 ) -> LlmReply:
-    """One chat completion: the caller's next action (CallerLlmError when there is none)."""
+    """One chat completion: the caller's next action, one of ``actions`` (CallerLlmError when
+    there is none)."""
     body: dict[str, Any] = {
         "model": endpoint.model,
         "messages": messages,
         "temperature": spec.temperature,
         "max_tokens": spec.max_tokens,
-        "response_format": RESPONSE_SCHEMA,
+        "response_format": response_schema(actions),
     }
     if spec.seed is not None:
         body["seed"] = spec.seed
@@ -206,7 +223,10 @@ async def ask(
             LlmFailure.MALFORMED,
             f"not a chat completion: {printable(raw.decode('utf-8', 'replace'), 200)}",
         ) from None
-    return LlmReply(_action(str(content), refusal), latency, str(content)[:2000])
+    action = _action(str(content), refusal)
+    if action.action not in actions:  # a server without structured output chose another
+        raise CallerLlmError(LlmFailure.UNKNOWN_ACTION, f"{action.action} (here: {actions})")
+    return LlmReply(action, latency, str(content)[:2000])
 
 
 async def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> bytes:

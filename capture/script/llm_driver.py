@@ -26,6 +26,7 @@ from turnscope.capture.script.lines import LineRecord, quote
 
 if TYPE_CHECKING:
     from turnscope.capture.script.caller import ScriptedCaller
+    from turnscope.capture.script.ear import AgentSpeech
 
 # How alike the agent's words must be to the recorded call's for its recorded line to be replayed
 # (difflib's ratio on the normalised text, see ``alike``).
@@ -44,6 +45,9 @@ class LlmTurn:
     latency_ms: float | None = None  # the LLM's answer time (None: replayed)
     offset_ms: float | None = None  # when to start after heard_end_ms (recorded: as it was)
     sent_offset_ms: float | None = None  # when the line really went out after heard_end_ms
+    # Spoken while the agent spoke (caller.llm.interrupts): how far into the agent's turn its
+    # audio had been decoded when the caller decided (heard_end_ms is that point then).
+    upto_offset_ms: float | None = None
     messages: list[dict[str, str]] = field(default_factory=list)  # the conversation it answered
     note: str | None = None
 
@@ -67,6 +71,7 @@ class LlmDriver:
 
     llm_endpoint: llm.LlmEndpoint | None
     llm_turns: list[LlmTurn]
+    llm_asked_mid_turn: int
     _replay: list[dict[str, Any]]
     _diverged: bool
 
@@ -77,13 +82,21 @@ class LlmDriver:
         self.llm_turns = []
         self._replay = list(replay or [])
         self._diverged = False
+        self.llm_asked_mid_turn = 0
 
     def _messages(self: ScriptedCaller) -> list[dict[str, str]]:
         """The conversation so far, from the LLM's seat: the agent's turns are the user's."""
         sc = self.scenario
         goal = sc.goal.description if sc.goal else ""
         facts = {k: f.value for k, f in sc.facts.items()}
-        msgs = [{"role": "system", "content": llm.system_prompt(sc.caller.persona, goal, facts)}]
+        msgs = [
+            {
+                "role": "system",
+                "content": llm.system_prompt(
+                    sc.caller.persona, goal, facts, sc.caller.llm.interrupts
+                ),
+            }
+        ]
         spoken = sorted(
             (r.sent["start_ms"], r.text) for r in self.records if r.status == "spoken" and r.sent
         )
@@ -100,15 +113,24 @@ class LlmDriver:
         """The caller's turns from the LLM until it hangs up, its goal is reached and ``until``
         says so, it runs out of turns, or it fails; the end of what the caller said."""
         spec = self.scenario.caller
+        answering: AgentSpeech | None = None  # the agent's turn that went on through a barge-in
         while len(self.llm_turns) < spec.llm.max_turns and not self.ended_early:
-            speech = await self.ear.start_after(last_end, spec.reply_timeout_ms)
+            speech = answering or await self.ear.start_after(last_end, spec.reply_timeout_ms)
+            answering = None
             if speech is None:
                 self._warn(
                     f"the agent said nothing within {spec.reply_timeout_ms} ms of the caller's "
                     "last line; the LLM caller hung up"
                 )
                 break
-            await self._end_of(speech)
+            if await self._llm_hear_out(speech) is not None:  # the LLM barged in on it
+                barge = self.records[-1]
+                last_end = (barge.sent or {}).get("end_ms") or self.clock.now_ms()
+                answering = await self._answered_through(barge)
+                if answering is not None:
+                    barge.agent_answered = True
+                    barge.notes.append("the agent talked through the barge-in")
+                continue
             heard_end = speech.end_ms or self.clock.now_ms()
             heard = await self._heard(last_end)
             if self._until_met(heard, None):
@@ -136,16 +158,18 @@ class LlmDriver:
         index = len(self.llm_turns)
         if self._replay and not self._diverged and index < len(self._replay):
             recorded = self._replay[index]
-            if alike(heard, str(recorded.get("heard", ""))) >= REPLAY_MATCH:
+            mid_turn = recorded.get("upto_offset_ms") is not None  # the agent finished first
+            if not mid_turn and alike(heard, str(recorded.get("heard", ""))) >= REPLAY_MATCH:
                 return LlmTurn(index, heard, heard_end, dict(recorded["action"]), "replayed",
                                offset_ms=recorded.get("offset_ms"))  # fmt: skip
             self._diverged = True
-            note = (
-                f"the agent diverged from the recorded call at LLM turn {index}: it said "
-                f"{quote(heard, 60)} where the recording heard "
-                f"{quote(str(recorded.get('heard', '')), 60)}; the LLM is asked from here on"
+            where = "finished its turn before the point where the recorded caller cut in" if (
+                mid_turn) else f"said {quote(heard, 60)} where the recording heard " + quote(
+                str(recorded.get("heard", "")), 60)  # fmt: skip
+            self._warn(
+                f"the agent diverged from the recorded call at LLM turn {index}: it {where}; "
+                "the LLM is asked from here on"
             )
-            self._warn(note)
         elif self._replay and not self._diverged and index >= len(self._replay):
             self._diverged = True
             self._warn(f"the recorded call's caller had no LLM turn {index}; the LLM is asked")
@@ -196,7 +220,9 @@ class LlmDriver:
             )
         await playback.done
         sent = playback.record
-        rec.status, rec.spoken_as = "spoken", "line"
+        mid_turn = turn.upto_offset_ms is not None
+        rec.status, rec.spoken_as = "spoken", action["action"] if mid_turn else "line"
+        rec.into_agent_speech = mid_turn or None
         rec.sent = sent.to_dict() if sent else None
         if rec.sent is not None:
             turn.sent_offset_ms = round(rec.sent["start_ms"] - heard_end, 1)
@@ -213,5 +239,6 @@ class LlmDriver:
                 "turns": [t.to_dict() for t in self.llm_turns],
                 "replayed": sum(1 for t in self.llm_turns if t.source == "replayed"),
                 "asked": sum(1 for t in self.llm_turns if t.source == "llm"),
+                "asked_mid_turn": self.llm_asked_mid_turn,
             }
         }

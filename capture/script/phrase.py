@@ -96,6 +96,8 @@ class PhraseTriggers:
 
     def wants_partials(self: ScriptedCaller) -> bool:
         """Whether a phrase line is waiting for the agent's words (partials cost the worker)."""
+        if self._llm_listening:
+            return True
         rec = self.records[-1] if self.records else None
         if rec is None or rec.trigger not in PHRASE_TRIGGERS:
             return False

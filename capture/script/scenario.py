@@ -350,7 +350,10 @@ class Scenario(_Strict):
 
     @property
     def needs_partials(self) -> bool:
-        """Whether a line waits for the agent's words while it speaks (partial transcripts)."""
+        """Whether a line waits for the agent's words while it speaks (partial transcripts), or
+        an LLM caller listens to them to barge in."""
+        if self.caller.driver == "llm" and self.caller.llm.interrupts:
+            return True
         return any(line.phrase is not None for line in self.script)
 
     @property

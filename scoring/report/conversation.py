@@ -38,6 +38,33 @@ class DecisionView:
 
 
 @dataclass(frozen=True)
+class CueView:
+    """A caller line that cut in on the agent's words while it spoke: keyed on a phrase
+    (``barge_in_on``) or decided by the caller's LLM mid-turn."""
+
+    sent_ms: float  # when the caller's line went out
+    text: str
+    spoken_as: str  # barge_in | backchannel | line (the agent finished first)
+    cue: str  # what it waited for
+    heard: str  # the partial transcript it acted on
+    cue_ms: float | None  # when the phrase was spoken (the LLM: how far the caller had heard)
+    lag_ms: float | None  # cue -> the line's audio out
+
+
+@dataclass(frozen=True)
+class LlmTurnView:
+    """One action of the caller's LLM (asked, or replayed from an earlier call)."""
+
+    heard_ms: float
+    heard: str
+    action: str
+    text: str
+    source: str
+    latency_ms: float | None
+    mid_turn: bool
+
+
+@dataclass(frozen=True)
 class ConversationView:
     decisions: list[DecisionView]
     goal: str | None
@@ -45,6 +72,51 @@ class ConversationView:
     facts_given: dict[str, int] = field(default_factory=dict)
     ended_early: str | None = None
     outcome: ConversationOutcome | None = None
+    cues: list[CueView] = field(default_factory=list)
+    llm_turns: list[LlmTurnView] = field(default_factory=list)
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def cue_views(script: Mapping[str, Any]) -> list[CueView]:
+    """The lines keyed on the agent's words, from result.json's ``script.lines``."""
+    out = []
+    for r in script.get("lines") or []:
+        if not isinstance(r, Mapping) or not isinstance(r.get("sent"), Mapping):
+            continue
+        sent = _num(r["sent"].get("start_ms"))
+        hit = r.get("phrase") if isinstance(r.get("phrase"), Mapping) else None
+        if sent is None or hit is None:
+            continue
+        out.append(CueView(sent, str(r.get("text", "")), str(r.get("spoken_as") or "line"),
+                           f"the agent says {hit.get('phrase', '')!r}", str(hit.get("heard", "")),
+                           _num(hit.get("spoken_ms")), _num(hit.get("lag_ms"))))  # fmt: skip
+    return out
+
+
+def llm_views(script: Mapping[str, Any]) -> tuple[list[LlmTurnView], list[CueView]]:
+    """The caller LLM's turns, and those it spoke mid-turn as cues."""
+    llm = script.get("llm") if isinstance(script.get("llm"), Mapping) else {}
+    turns, cues = [], []
+    for t in llm.get("turns") or []:
+        action = t.get("action") if isinstance(t, Mapping) else None
+        heard_ms = _num(t.get("heard_end_ms")) if isinstance(action, Mapping) else None
+        if heard_ms is None:
+            continue
+        mid = _num(t.get("upto_offset_ms")) is not None
+        text = str(action.get("keys") or "") if action.get("action") == "press" else str(
+            action.get("text") or "")  # fmt: skip
+        turns.append(LlmTurnView(heard_ms, str(t.get("heard", "")), str(action.get("action")),
+                                 text, str(t.get("source", "")), _num(t.get("latency_ms")),
+                                 mid))  # fmt: skip
+        offset = _num(t.get("sent_offset_ms"))
+        if mid and offset is not None:
+            cues.append(CueView(heard_ms + offset, text, str(action.get("action")),
+                                "the caller's LLM, hearing the agent mid-turn", str(t["heard"]),
+                                heard_ms, offset))  # fmt: skip
+    return turns, cues
 
 
 def conversation_view(
@@ -55,7 +127,9 @@ def conversation_view(
     """The caller's decisions with where each plays from; None for a caller that did not react
     (the report then shows nothing of it)."""
     r = ScriptReactions.read(dict(script or {}))
-    if not r.decisions and r.goal is None and outcome is None:
+    llm_turns, llm_cues = llm_views(script or {})
+    cues = sorted(cue_views(script or {}) + llm_cues, key=lambda c: c.sent_ms)
+    if not (r.decisions or cues or llm_turns) and r.goal is None and outcome is None:
         return None
     decisions = []
     for d in r.decisions:
@@ -70,4 +144,6 @@ def conversation_view(
         facts_given=dict(r.facts_given),
         ended_early=r.ended_early,
         outcome=outcome,
+        cues=cues,
+        llm_turns=llm_turns,
     )

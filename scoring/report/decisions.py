@@ -49,6 +49,42 @@ def _summary(v: ConversationView) -> str:
     return f'<table class="kv">{body}</table>'
 
 
+def _cues(v: ConversationView) -> str:
+    """The lines that cut in on the agent's words, with how late after the cue they went out."""
+    if not v.cues:
+        return ""
+    rows = "".join(
+        f'<tr data-t="{c.sent_ms / 1000:.2f}"><td class="t">{clock(c.sent_ms)}</td>'
+        f"<td>{e(c.text)}</td><td>{e(c.spoken_as.replace('_', '-'))}</td><td>{e(c.cue)}</td>"
+        f"<td>{e(c.heard)}</td><td>{'' if c.lag_ms is None else f'{c.lag_ms:.0f} ms'}</td>"
+        "</tr>"
+        for c in v.cues
+    )
+    return (
+        "<h3>Cut in on the agent's words</h3><table><thead><tr><th>sent</th><th>the caller"
+        "</th><th>as</th><th>cue</th><th>heard (partial transcript)</th><th>cue to audio out"
+        f"</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _llm(v: ConversationView) -> str:
+    """Every action of the caller's LLM."""
+    if not v.llm_turns:
+        return ""
+    rows = "".join(
+        f'<tr data-t="{t.heard_ms / 1000:.2f}"><td class="t">{clock(t.heard_ms)}</td>'
+        f"<td>{e(t.heard)}{' ...' if t.mid_turn else ''}</td><td>{e(t.action)}</td>"
+        f"<td>{e(t.text)}</td><td>{e(t.source)}</td>"
+        f"<td>{'' if t.latency_ms is None else f'{t.latency_ms:.0f} ms'}</td></tr>"
+        for t in v.llm_turns
+    )
+    return (
+        "<h3>The caller's LLM</h3><table><thead><tr><th>heard until</th><th>the agent said"
+        "</th><th>action</th><th>the caller</th><th>source</th><th>LLM time</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
 def conversation(m: ReportModel) -> str:
     """The section, or nothing for a call whose caller did not react."""
     v = m.conversation
@@ -75,5 +111,6 @@ def conversation(m: ReportModel) -> str:
     return (
         '<section id="conversation"><h2>The caller\'s decisions</h2><div class="meta">What the '
         "scripted caller made of the agent's words, as transcribed live. Click a decision to "
-        f"play from the agent turn it heard.</div>{_summary(v)}{table}</section>"
+        f"play from the agent turn it heard.</div>{_summary(v)}{table}{_cues(v)}{_llm(v)}"
+        "</section>"
     )
