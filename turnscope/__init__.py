@@ -14,6 +14,8 @@ The public API (everything else is internal and may move)::
 - ``score_voice_episode``, ``verifier_facts``: the temporal verifier and the pairs it scores;
 - ``run_bench``: a voice suite against a ``{task_id: dialogue}`` submission;
 - ``load_scenario``: a scripted call;
+- ``register_transport``, ``TransportSpec``: a way to call an agent of your own (a folder under
+  ``capture/`` and this registration; ``call(..., transport=NAME)`` then takes it);
 - ``TurnscopeError`` and its kinds (``InputError``, ``CallSetupError``, ...): what can go wrong.
 
 Names are imported when first used, so ``import turnscope`` (and the CLI) stays light.
@@ -42,6 +44,8 @@ _EXPORTS = {
     "verifier_facts": "turnscope.scoring.verifier",
     "run_bench": "turnscope.scoring.suites.bench",
     "load_scenario": "turnscope.capture.script.scenario",
+    "register_transport": "turnscope.transports",
+    "TransportSpec": "turnscope.capture.transport",
     "TurnscopeError": "turnscope.errors",
     "InputError": "turnscope.errors",
     "OutputError": "turnscope.errors",
@@ -49,6 +53,7 @@ _EXPORTS = {
     "EnvironmentProblem": "turnscope.errors",
     "BenchError": "turnscope.errors",
 }
+_RENAMED = {"register_transport": "register"}
 __all__ = ["__version__", *_EXPORTS]
 
 
@@ -56,7 +61,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'turnscope' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(module), _RENAMED.get(name, name))
 
 
 def __dir__() -> list[str]:

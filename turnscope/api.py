@@ -9,8 +9,9 @@ process that imports the main module again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -87,60 +88,61 @@ def replay(
 
 
 def call(
-    url: str,
+    url: str | None,
     scenario: str | Path,
     *,
-    headers: Mapping[str, str] | None = None,
-    loopback_only: bool = False,
     transport: str = "webrtc",
-    params: Mapping[str, str] | None = None,
     settings: Settings | None = None,
     contract: Contract | None = None,
     outdir: str | Path | None = None,
     force: bool = False,
+    caller_llm: str | None = None,
+    caller_llm_model: str | None = None,
+    caller_llm_key_env: str | None = None,
+    caller_from: str | Path | None = None,
+    agent_trace: str | Path | None = None,
+    **options: Any,
 ) -> RunOutput:
-    """Call the agent at ``url`` (a SmallWebRTC ``/api/offer``; or, with ``transport`` twilio,
-    telnyx, plivo or exotel, its media-stream websocket, turnscope playing the carrier with
-    ``params`` as the start's custom parameters) with the scripted caller of ``scenario`` (a
-    YAML path), score the call and write its bundle. Raises CallSetupError when the call cannot
-    be set up."""
+    """Call the agent at ``url`` with the scripted caller of ``scenario`` (a YAML path), score
+    the call and write its bundle (a call that cannot be set up writes one saying why, then
+    raises CallSetupError).
+
+    ``transport`` is any registered transport (``turnscope.transports.names()``): ``webrtc``
+    (a SmallWebRTC ``/api/offer``, or WHIP with ``signaling="whip"``), a phone line played as
+    its carrier (``twilio``, ``telnyx``, ``plivo``, ``exotel``: ``url`` is the agent's
+    media-stream websocket) or ``device`` (sound devices; ``url`` None). ``options`` are the
+    transport's own, as the CLI's flags: ``headers``, ``ice_servers``, ``loopback_only``,
+    ``connect_timeout_s``, ``media_timeout_s``, ``signaling``; ``params``, ``codec``;
+    ``caller_out``, ``agent_in``, ``stereo_in``, ``loopback_in``, ``rate``, ``caller_side``,
+    ``calibrate``. One a transport does not take is an InputError. ``caller_llm`` (an
+    OpenAI-compatible base URL), ``caller_llm_model`` and ``caller_llm_key_env`` drive an
+    LLM caller; ``caller_from`` replays a recorded call's LLM caller."""
+    from turnscope import transports
+    from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.telephony.call import TelephonyOptions
-    from turnscope.capture.telephony.dialects import DIALECTS
-    from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
-    from turnscope.redact import register, register_url
     from turnscope.scoring.contract import scenario_contract
 
+    opts = transports.options(transport, url, **options)
     sc = load_scenario(scenario)
-    # Never written, wherever they turn up: header and parameter values, the URL's userinfo
-    # and query values.
-    register((headers or {}).values())
-    register((params or {}).values())
-    register_url(url)
-    options: CallOptions | TelephonyOptions
-    if transport == "webrtc":
-        options = CallOptions(url, headers=dict(headers or {}), loopback_only=loopback_only)
-    elif transport in DIALECTS:
-        options = TelephonyOptions(
-            url,
-            dialect=transport,  # type: ignore[arg-type]
-            params=dict(params or {}),
-            headers=dict(headers or {}),
-        )
-    else:
-        raise InputError(f"transport must be webrtc or one of {', '.join(DIALECTS)}")
+    llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
+    replay = recorded_turns(Path(caller_from)) if caller_from is not None else None
     folder = output_dir(
-        Path(outdir) if outdir is not None else None, f"call-{sc.name}", force=force
+        Path(outdir) if outdir is not None else None,
+        f"{transports.folder_prefix(opts)}-{sc.name}",
+        force=force,
     )
     run, _, _ = asyncio.run(
         place_call(
-            options,
+            opts,
             sc,
             settings or load_settings(),
             contract or scenario_contract(sc),
             folder,
             console=None,
+            agent_trace=Path(agent_trace) if agent_trace is not None else None,
+            caller_llm=llm,
+            caller_from=replay,
         )
     )
     return run

@@ -180,17 +180,12 @@ async def run_fixture(
         else:
             if agent_url is None:
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
+            from turnscope import transports
             from turnscope.capture.script.scenario import load_scenario
-            from turnscope.capture.telephony.call import TelephonyOptions
-            from turnscope.capture.webrtc.call import CallOptions
             from turnscope.live_call import place_call
             from turnscope.scoring.contract import scenario_plan
 
-            options: CallOptions | TelephonyOptions = (
-                CallOptions(agent_url, loopback_only=loopback_only)
-                if transport == "webrtc"
-                else TelephonyOptions(agent_url, dialect=transport)  # type: ignore[arg-type]
-            )
+            options = transports.options(transport, agent_url, loopback_only=loopback_only)
             sc = load_scenario(audio)
             contract = dataclasses.replace(contract, plan=scenario_plan(sc))
             run, call, caller = await place_call(

@@ -11,18 +11,15 @@ from typing import Any
 
 from rich.console import Console
 
-from turnscope import __version__, redact
+from turnscope import __version__, transports
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.bundle_writer import RunIncomplete
-from turnscope.capture.device.call import DeviceCall, DeviceCallOptions
 from turnscope.capture.script.caller import ScriptedCaller
 from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.llm import LlmEndpoint
 from turnscope.capture.script.scenario import Scenario
-from turnscope.capture.telephony.call import TelephonyCall, TelephonyOptions
-from turnscope.capture.urls import public_url
-from turnscope.capture.webrtc.call import CallOptions, WebRTCCall
+from turnscope.capture.transport import TransportOptions
 from turnscope.errors import CallSetupError, InputError
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
@@ -39,69 +36,16 @@ from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
 from turnscope.sinks import CallerHears
 
 LIVE_EVIDENCE = "live_lane"
-AnyCallOptions = CallOptions | DeviceCallOptions | TelephonyOptions
-AnyCall = WebRTCCall | DeviceCall | TelephonyCall
+# Any registered transport's options and call (``turnscope.transports``).
+AnyCallOptions = TransportOptions
+AnyCall = Any
 
 
-def open_call(options: AnyCallOptions) -> AnyCall:
-    """The call source for the options: WebRTC, sound devices or a phone line."""
-    if isinstance(options, DeviceCallOptions):
-        return DeviceCall(options)
-    register_secrets(options)
-    if isinstance(options, TelephonyOptions):
-        return TelephonyCall(options)
-    return WebRTCCall(options)
-
-
-def register_secrets(options: CallOptions | TelephonyOptions) -> None:
-    """Every secret a call's options carry (header values, the URL's userinfo and query
-    values, custom parameters, STUN/TURN credentials) is scrubbed from all this process writes
-    or prints, however the options were made (the CLI registers them too, earlier, for its own
-    errors; a load or bench worker process only through here)."""
-    redact.register(options.headers.values())
-    redact.register_url(options.url)
-    if isinstance(options, TelephonyOptions):
-        redact.register(options.params.values())
-    else:
-        for server in options.ice_servers:
-            redact.register_url(server)
-
-
-def write_setup_failure(outdir: Path, options: AnyCallOptions, error: str) -> Path:
+def write_setup_failure(outdir: Path, options: TransportOptions, error: str) -> Path:
     """A call that never started still leaves a readable, valid bundle that says why: the run's
     own documents with their empty values, the error and the degraded continuity beside."""
     outdir.mkdir(parents=True, exist_ok=True)
-    transport = (
-        "desktop_audio"
-        if isinstance(options, DeviceCallOptions)
-        else "telephony"
-        if isinstance(options, TelephonyOptions)
-        else "webrtc"
-    )
-    details: dict[str, Any]
-    if isinstance(options, TelephonyOptions):
-        details = {
-            "url": public_url(options.url),
-            "dialect": options.dialect,
-            "header_names": sorted(options.headers),
-        }
-    elif isinstance(options, DeviceCallOptions):
-        details = {
-            "devices": {
-                k: v
-                for k, v in (
-                    ("caller-out", options.caller_out),
-                    ("agent-in", options.agent_in),
-                    ("stereo-in", options.stereo_in),
-                    ("loopback-in", options.loopback_in),
-                )
-                if v is not None
-            }
-        }
-    else:
-        headers = sorted(options.headers)
-        url = public_url(options.url)
-        details = {"url": url, "signaling": options.signaling, "header_names": headers}
+    transport, details = transports.failed_setup(options)
     result = ResultDocument(
         turnscope_version=__version__,
         verdict="error",
@@ -146,7 +90,7 @@ async def place_call(
     when the call is up.
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
-    if scenario.dtmf_lines and not isinstance(options, TelephonyOptions):
+    if scenario.dtmf_lines and transports.spec(options.transport).source != "telephony":
         raise InputError(
             f"script[{scenario.dtmf_lines[0]}] presses keys (dtmf): that needs a phone-line call "
             "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
@@ -158,9 +102,13 @@ async def place_call(
             "API, e.g. http://127.0.0.1:8000/v1) or --caller-from BUNDLE (a recorded call)",
             path=scenario.source,
         )
-    call = open_call(options)
+    call = transports.open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
-    lines = await _set_up(call, scenario, transcriber, lines)
+    try:
+        lines = await _set_up(call, scenario, transcriber, lines)
+    except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
+        write_setup_failure(outdir, options, str(exc))
+        raise
     if on_connected is not None:
         on_connected(call)
     caller = ScriptedCaller(
@@ -181,7 +129,7 @@ async def place_call(
         }
         if scenario.needs_partials:
             doc["script"]["partials"] = partials.stats.to_dict()
-        if isinstance(call, DeviceCall):
+        if hasattr(call, "calibration_record"):  # sound devices
             doc["calibration"] = call.calibration_record()
         return doc
 

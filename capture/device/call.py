@@ -61,6 +61,10 @@ class DeviceCallOptions:
     max_duration_s: float = 300.0
     repeats: int = REPEATS
 
+    @property
+    def transport(self) -> str:
+        return "device"
+
 
 def loopback_for(output: Device, name: str | None, kind_option: str) -> Device | None:
     """The input that hears ``output``: the one named, or by the _out -> _in convention."""

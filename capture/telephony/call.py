@@ -58,6 +58,10 @@ class TelephonyOptions:
     max_duration_s: float = 300.0
     dtmf_duration_ms: int = 100
 
+    @property
+    def transport(self) -> str:
+        return self.dialect
+
 
 class TelephonyCall(CallSource):
     """Places the call on the agent's websocket and yields both channels as PcmFrames."""

@@ -59,6 +59,10 @@ class CallOptions:
     media_timeout_s: float = 5.0  # no agent audio frames for this long: the call is dead
     max_duration_s: float = 300.0
 
+    @property
+    def transport(self) -> str:
+        return "webrtc"
+
 
 class WebRTCCall(CallSource):
     """Places the call and yields both channels as PcmFrames (the ``Source`` protocol)."""

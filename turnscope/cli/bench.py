@@ -7,8 +7,6 @@ from typing import Any
 
 import typer
 
-from turnscope import redact
-from turnscope.cli.call_options import check_ws_url
 from turnscope.cli.console import fail_line, out, say, warn_line
 from turnscope.cli.options import PipelineOptions, check_transport, ray_option
 from turnscope.errors import BenchError, InputError
@@ -182,6 +180,7 @@ def run_fixtures(
         TimeRemainingColumn,
     )
 
+    from turnscope import transports
     from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
     from turnscope.distributed.cluster import GONE
     from turnscope.fixture_runner import run_suite_fixtures
@@ -196,10 +195,8 @@ def run_fixtures(
         from turnscope.distributed.cluster import check_address
 
         check_address(ray_address)
-    if agent is not None and transport != "webrtc":
-        check_ws_url(agent)
-    elif agent is not None:
-        redact.register_url(agent)  # its userinfo and query values: never written or printed
+    if agent is not None:  # its kind checked, its userinfo and query values never written
+        transports.options(transport, agent)
     if not any(t.get("fixture") for t in data["tasks"]):
         raise InputError(
             "no task has a fixture to run",

@@ -15,11 +15,10 @@ from turnscope.cli.call_options import (
     remote_options,
 )
 from turnscope.cli.console import fail_line, out, say, warn_line
-from turnscope.cli.options import PipelineOptions, check_transport
+from turnscope.cli.options import PipelineOptions
 from turnscope.errors import CallSetupError, InputError
 
 if TYPE_CHECKING:
-    from turnscope.capture.device.call import DeviceCallOptions
     from turnscope.live_call import AnyCallOptions
     from turnscope.runner import RunOutput
 
@@ -65,37 +64,6 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
         fail_line("degraded evidence: " + "; ".join(degraded))
         return CALL_FAILED
     return 0 if run.outcome.passed else 1
-
-
-def device_options(
-    caller_out: str | None,
-    agent_in: str | None,
-    stereo_in: str | None,
-    caller_side: str,
-    loopback_in: str | None,
-    no_calibrate: bool,
-    rate: int | None,
-) -> DeviceCallOptions:
-    """The --device options, checked for sense (which devices exist is checked later)."""
-    from turnscope.capture.device.call import DeviceCallOptions
-
-    if not caller_out:
-        raise InputError("--device needs --caller-out DEV (`turnscope devices` lists them)")
-    if (agent_in is None) == (stereo_in is None):
-        raise InputError("--device needs exactly one of --agent-in DEV and --stereo-in DEV")
-    if caller_side not in ("left", "right"):
-        raise InputError(f"--caller-side must be left or right, not {caller_side!r}")
-    if rate is not None and rate <= 0:
-        raise InputError(f"--rate must be a positive sample rate, not {rate}")
-    return DeviceCallOptions(
-        caller_out,
-        agent_in=agent_in,
-        stereo_in=stereo_in,
-        loopback_in=loopback_in,
-        calibrate=not no_calibrate,
-        rate=rate,
-        caller_side=0 if caller_side == "left" else 1,
-    )
 
 
 def call(
@@ -186,24 +154,26 @@ def call(
 ) -> int:
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
+    from turnscope import transports
     from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.capture.script.scenario import load_scenario
     from turnscope.outdir import output_dir
 
-    options: AnyCallOptions
-    check_transport(transport)
-    if (param or codec) and transport == "webrtc":
-        raise InputError("--param and --codec are for phone lines (--transport twilio ...)")
-    if device:
-        if transport != "webrtc":
-            raise InputError("--device and --transport are different ways to call; pick one")
-        if url is not None:
-            raise InputError(f"a --device call takes no URL (got {url!r})")
-        if header or bearer_env or ice_server or loopback_only:
-            raise InputError("--header, --bearer-env, --ice-server and --loopback-only are WebRTC")
-        options = device_options(
-            caller_out, agent_in, stereo_in, caller_side, loopback_in, no_calibrate, rate
-        )
+    if device and transport != "webrtc":
+        raise InputError("--device and --transport are different ways to call; pick one")
+    if device or transport == "device":
+        if caller_side not in ("left", "right"):
+            raise InputError(f"--caller-side must be left or right, not {caller_side!r}")
+        if header or bearer_env or ice_server or loopback_only or param or codec:
+            raise InputError(
+                "--header, --bearer-env, --ice-server, --loopback-only, --param and --codec "
+                "are for calls over the network, not --device"
+            )
+        options = transports.options(
+            "device", url, caller_out=caller_out, agent_in=agent_in, stereo_in=stereo_in,
+            loopback_in=loopback_in, rate=rate, calibrate=not no_calibrate,
+            caller_side=0 if caller_side == "left" else 1,
+        )  # fmt: skip
     else:
         if url is None:
             raise InputError("give the agent's URL, or --device with --caller-out and --agent-in")
@@ -215,7 +185,7 @@ def call(
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
-    kind = "device" if device else "call" if transport == "webrtc" else "phone"
+    kind = transports.folder_prefix(options)
     outdir = output_dir(output, f"{kind}-{sc.name}", force=force)
     if agent_trace is not None and not agent_trace.parent.is_dir():
         raise InputError("no such folder for the agent trace", path=agent_trace.parent)
@@ -232,7 +202,7 @@ def run_call(  # type: ignore[no-untyped-def]
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     import asyncio
 
-    from turnscope.live_call import place_call, write_setup_failure
+    from turnscope.live_call import place_call
     from turnscope.scoring.contract import scenario_contract
 
     contract = scenario_contract(sc)
@@ -253,8 +223,7 @@ def run_call(  # type: ignore[no-untyped-def]
 
     try:
         run, degraded, script = asyncio.run(go())
-    except CallSetupError as exc:
-        write_setup_failure(outdir, options, str(exc))
+    except CallSetupError as exc:  # place_call wrote the bundle that says why
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
         return CALL_FAILED
     return report(run, degraded, script)

@@ -1,6 +1,7 @@
-"""The options of a call to an agent over the network (WebRTC or a phone line), checked:
-shared by `call`, `bench` and `load`. Every header value, token, ``--param`` value and every
-URL's userinfo and query values are secrets from the moment they are parsed."""
+"""The command-line flags of a call to an agent over the network (WebRTC or a phone line),
+parsed and handed to the transport registry: shared by `call`, `bench` and `load`. Every header
+value, token, ``--param`` value and every URL's userinfo and query values are secrets from the
+moment they are parsed."""
 
 from __future__ import annotations
 
@@ -8,17 +9,15 @@ import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 import typer
 
 from turnscope import redact
-from turnscope.cli.options import check_transport, number
+from turnscope.cli.options import number
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
-    from turnscope.capture.telephony.call import TelephonyOptions
-    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.capture.transport import TransportOptions
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
 
@@ -57,39 +56,6 @@ def parse_headers(pairs: list[str], bearer_env: str | None) -> dict[str, str]:
     return headers
 
 
-ICE_SCHEMES = ("stun", "stuns", "turn", "turns")
-
-
-def _checked(url: str, schemes: tuple[str, ...], what: str, fix: str) -> str:
-    """``url`` with one of ``schemes``, a host and a valid port (else bad input, exit 2). Its
-    userinfo and query values are secrets from here on (they often carry the token)."""
-    redact.register_url(url)
-    parts = urlsplit(url)
-    if parts.scheme not in schemes or not parts.hostname:
-        raise InputError(f"{redact.scrub(url)!r} is not {what}", fix=fix)
-    try:
-        parts.port  # noqa: B018 (raises on a port out of range)
-    except ValueError as exc:
-        raise InputError(f"{redact.scrub(url)!r}: {exc}") from None
-    return url
-
-
-def check_url(url: str) -> str:
-    """The agent's offer URL: http(s) with a host (its secrets registered)."""
-    return _checked(
-        url, ("http", "https"), "an agent URL",
-        "give the offer endpoint, e.g. http://127.0.0.1:7860/api/offer",
-    )  # fmt: skip
-
-
-def check_ws_url(url: str) -> str:
-    """A phone-line agent's websocket URL: ws(s) with a host (its secrets registered)."""
-    return _checked(
-        url, ("ws", "wss"), "a media-stream websocket URL",
-        "give the agent's websocket, e.g. ws://127.0.0.1:8765/ws",
-    )  # fmt: skip
-
-
 def parse_params(pairs: list[str]) -> dict[str, str]:
     """``--param k=v`` options: the start message's custom parameters. Every value is a secret
     from here on (phone agents often take their auth there), and never echoed in an error."""
@@ -101,62 +67,6 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
             raise InputError(f"--param #{i}: expected NAME=VALUE (the value is not shown)")
         params[key.strip()] = value
     return params
-
-
-def telephony_options(
-    url: str, transport: str, codec: str | None, params: list[str], headers: dict[str, str],
-    connect_timeout: float,
-) -> TelephonyOptions:  # fmt: skip
-    """A phone-line call's options, checked."""
-    from turnscope.capture.telephony.call import TelephonyOptions
-
-    check_ws_url(url)
-    if codec is not None and transport != "telnyx":
-        raise InputError(f"--codec is for --transport telnyx ({transport} streams have one codec)")
-    if codec not in (None, "mulaw", "alaw"):
-        raise InputError(f"--codec must be mulaw or alaw, not {codec!r}")
-    return TelephonyOptions(
-        url,
-        dialect=transport,  # type: ignore[arg-type]
-        codec=codec,  # type: ignore[arg-type]
-        params=parse_params(params),
-        headers=headers,
-        connect_timeout_s=connect_timeout,
-    )
-
-
-def check_ice_server(url: str) -> str:
-    """A STUN/TURN URL (RFC 7064/7065): stun:HOST[:PORT], turn:HOST[:PORT][?transport=...]. A
-    ``user:pass@`` in it is a secret from here on."""
-    redact.register_url(url)
-    scheme, sep, rest = url.partition(":")
-    host = rest.split("?", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
-    if not sep or scheme.lower() not in ICE_SCHEMES or not host:
-        raise InputError(
-            f"--ice-server {redact.scrub(url)!r}: not a STUN/TURN URL",
-            fix="e.g. stun:stun.example.com:3478 or turn:turn.example.com:3478",
-        )
-    # What aiortc will make of it, asked now: a URL it cannot use failed inside the call.
-    from aiortc.rtcicetransport import parse_stun_turn_uri
-
-    userinfo, at, where = rest.rpartition("@")
-    if at:  # turn:USER:PASS@HOST:PORT (the call hands aiortc the two apart)
-        password = userinfo.partition(":")[2]
-        redact.register([password, unquote(password)])
-    try:
-        parsed = parse_stun_turn_uri(f"{scheme.lower()}:{where}")
-    except ValueError:
-        parsed = {}
-    if not 0 < parsed.get("port", 0) < 65536 or parsed.get("transport", "udp") not in (
-        "udp",
-        "tcp",
-    ):
-        raise InputError(
-            f"--ice-server {redact.scrub(url)!r}: not a STUN/TURN URL a call can use (a host, "
-            "a port 1-65535, transport udp or tcp)",
-            fix="e.g. stun:stun.example.com:3478 or turn:USER:PASS@turn.example.com:3478",
-        )
-    return url
 
 
 def loopback_option() -> Any:
@@ -205,40 +115,27 @@ def remote_options(
     media_timeout: float | None,
     param: list[str],
     codec: str | None,
-) -> CallOptions | TelephonyOptions:
+) -> TransportOptions:
     """A WebRTC or phone-line call's options from the command line, checked (``call`` and
-    ``load`` share them)."""
-    from turnscope.capture.webrtc.call import CallOptions
+    ``load`` share them): the flags parsed here, the rest checked by the transport registry."""
+    from turnscope import transports
 
-    check_transport(transport)
-    if (param or codec) and transport == "webrtc":
-        raise InputError("--param and --codec are for phone lines (--transport twilio ...)")
-    if signaling not in ("smallwebrtc", "whip"):
-        raise InputError(f"--signaling must be smallwebrtc or whip, not {signaling!r}")
-    headers = parse_headers(header, bearer_env)
-    if url.startswith(("ws:", "wss:")) and transport == "webrtc":
+    phone = transports.spec(transport).source == "telephony"
+    if phone and (ice_server or loopback_only or signaling != "smallwebrtc" or media_timeout):
         raise InputError(
-            f"{redact.scrub(url)!r} is a websocket: a phone line",
-            fix="say which carrier's messages to speak: --transport twilio (or telnyx, "
-            "plivo, exotel)",
+            "--ice-server, --loopback-only, --signaling and --media-timeout are WebRTC "
+            "options (a phone agent sends no audio while it listens; a dead one stops "
+            "answering the websocket's pings)"
         )
-    if transport != "webrtc":
-        if ice_server or loopback_only or signaling != "smallwebrtc" or media_timeout:
-            raise InputError(
-                "--ice-server, --loopback-only, --signaling and --media-timeout are WebRTC "
-                "options (a phone agent sends no audio while it listens; a dead one stops "
-                "answering the websocket's pings)"
-            )
-        return telephony_options(url, transport, codec, param, headers, connect_timeout)
-    check_url(url)
-    for server in ice_server:
-        check_ice_server(server)
-    return CallOptions(
+    return transports.options(
+        transport,
         url,
-        signaling=signaling,  # type: ignore[arg-type]
-        headers=headers,
+        signaling=None if signaling == "smallwebrtc" else signaling,
+        headers=parse_headers(header, bearer_env),
         ice_servers=ice_server,
         loopback_only=loopback_only,
         connect_timeout_s=connect_timeout,
-        media_timeout_s=5.0 if media_timeout is None else media_timeout,
+        media_timeout_s=media_timeout,
+        params=parse_params(param),
+        codec=codec,
     )

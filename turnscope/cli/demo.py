@@ -22,10 +22,10 @@ def demo(
     """Start the reference agent, call it with the refund scenario (one barge-in), score it."""
     import asyncio
 
+    from turnscope import transports
     from turnscope.capture.agent.core import AgentBehaviour
     from turnscope.capture.agent.server import AgentServer
     from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.webrtc.call import CallOptions
     from turnscope.configs import config_path
     from turnscope.jsonio import write_json
     from turnscope.live_call import place_call
@@ -41,7 +41,7 @@ def demo(
         server = AgentServer(AgentBehaviour.from_scenario(sc))
         base = await server.start()
         path = "/whip" if signaling == "whip" else "/api/offer"
-        options = CallOptions(base + path, signaling=signaling, loopback_only=True)  # type: ignore[arg-type]
+        options = transports.options("webrtc", base + path, signaling=signaling, loopback_only=True)
         say(f"reference agent listening on {base}; calling it ({signaling})")
         try:
             run, call, caller = await place_call(

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 
 
 def check_transport(transport: str) -> str:
-    """``--transport``: webrtc or a phone line's dialect."""
-    from turnscope.capture.telephony.dialects import DIALECTS
+    """``--transport``: a registered transport that calls a URL (webrtc, a phone line's
+    dialect, or one a plug-in registered)."""
+    from turnscope import transports
 
-    transports = ("webrtc", *DIALECTS)
-    if transport not in transports:
-        raise InputError(f"--transport must be {', '.join(transports)}; not {transport!r}")
+    networked = [n for n in transports.names() if transports.spec(n).url_schemes]
+    if transport not in networked:
+        raise InputError(f"--transport must be {', '.join(networked)}; not {transport!r}")
     return transport
 
 

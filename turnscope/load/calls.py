@@ -105,7 +105,7 @@ async def run_slots(
     end_at = None if job.duration_s is None else start_at + job.duration_s
 
     async def one(slot: Slot, attempt: int, planned: float) -> CallRecord:
-        from turnscope.live_call import place_call, write_setup_failure
+        from turnscope.live_call import place_call
 
         outdir = job.folder(slot.index, attempt)
         base = {"slot": slot.index, "attempt": attempt, "worker": worker, "planned_s": planned}
@@ -130,8 +130,7 @@ async def run_slots(
                 lines=lines,
                 on_connected=connected,
             )
-        except CallSetupError as exc:
-            write_setup_failure(outdir, job.options, str(exc))  # type: ignore[arg-type]
+        except CallSetupError as exc:  # place_call wrote the bundle that says why
             return CallRecord(
                 **base,
                 status="setup_failed",
