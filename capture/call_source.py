@@ -10,10 +10,27 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from enum import Enum
 
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.source import SourceInfo
+
+
+class CallEnd(str, Enum):
+    """How a call ended, as counted (a load run's dropped calls by kind); the words are in
+    ``end_reason``."""
+
+    CALLER_HUNG_UP = "caller hung up"
+    AGENT_HUNG_UP_AFTER = "agent hung up after the script"
+    AGENT_HUNG_UP_EARLY = "agent hung up early"
+    TIME_LIMIT = "time limit"
+    INTERRUPTED = "interrupted"
+    CONNECTION_LOST = "connection lost"
+    AGENT_SILENT = "agent went silent"
+    AGENT_UNRESPONSIVE = "agent stopped answering"
+    AGENT_OVERSIZED = "agent sent an oversized message"
+    DEVICE_GONE = "device gone"
 
 
 class CallSource:
@@ -21,6 +38,7 @@ class CallSource:
 
     info: SourceInfo
     clock: CallClock  # set by each source
+    end_kind: CallEnd | None = None  # how the call ended, as a code (end_reason: in words)
 
     def __init__(self) -> None:
         self.ended: asyncio.Future | None = None  # created by connect(), on the running loop
@@ -49,21 +67,29 @@ class CallSource:
             self.info.details["clock_origin_monotonic"] = origin
             self.info.details["clock_origin_unix"] = time.time() - (time.monotonic() - origin)
 
-    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+    async def hangup(
+        self,
+        reason: str = "the caller hung up",
+        *,
+        degraded: bool = False,
+        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
+    ) -> None:
         raise NotImplementedError
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, kind: CallEnd = CallEnd.INTERRUPTED) -> None:
         """End the call from our side now (a signal, a full disk): what was captured is kept
         and scored, the evidence marked degraded with the reason."""
         if not self._closed:
-            self._stopping = asyncio.ensure_future(self.hangup(reason, degraded=True))
+            self._stopping = asyncio.ensure_future(self.hangup(reason, degraded=True, kind=kind))
 
     def _agent_hung_up(self, how: str) -> None:
         """The agent ended the call (``how``: what the transport saw)."""
         if self.script_done:
-            self._finish(f"the agent hung up after the caller's last line ({how})", degraded=False)
+            self._finish(f"the agent hung up after the caller's last line ({how})",
+                         degraded=False, kind=CallEnd.AGENT_HUNG_UP_AFTER)  # fmt: skip
         else:
-            self._finish(f"the agent hung up before the caller did ({how})", degraded=True)
+            self._finish(f"the agent hung up before the caller did ({how})", degraded=True,
+                         kind=CallEnd.AGENT_HUNG_UP_EARLY)  # fmt: skip
 
     def _emit(self, frame: PcmFrame) -> None:
         if not self._closed:
@@ -73,15 +99,16 @@ class CallSource:
 
     async def _max_duration(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-        self._finish(f"the call reached its {seconds:.0f} s limit", degraded=False)
+        self._finish(f"the call reached its {seconds:.0f} s limit", degraded=False,
+                     kind=CallEnd.TIME_LIMIT)  # fmt: skip
 
-    def _finish(self, reason: str, *, degraded: bool) -> None:
+    def _finish(self, reason: str, *, degraded: bool, kind: CallEnd) -> None:
         """End the call (the first reason wins): close the frame queue, resolve ``ended``."""
         if self._closed:
             return
         self._flush()
         self._closed = True
-        self.end_reason = reason
+        self.end_reason, self.end_kind = reason, kind
         if degraded:
             self.info.degraded.append(reason)
         self._queue.put_nowait(None)

@@ -60,6 +60,7 @@ class Playback:
 
 
 LATE_MS = 20.0  # a caller frame sent this much after its time counts as late
+MAX_SEND_LAG_MS = 200.0  # a caller frame this late makes the call's timing evidence degraded
 MAX_LATE_LOGGED = 5000  # late frames remembered per call (each: when, how late)
 
 
@@ -216,3 +217,15 @@ class ClipPlayer:
 
     def _clip(self, audio: np.ndarray) -> np.ndarray:
         return audio if audio.dtype == np.int16 else to_int16(audio)
+
+
+def sent_too_late(max_lag_ms: float) -> str | None:
+    """The degraded reason of a call whose caller audio went out over MAX_SEND_LAG_MS late: the
+    caller channel records each frame at its planned time, the agent heard it this much later,
+    so latencies measured from caller turns are off by up to that."""
+    if max_lag_ms <= MAX_SEND_LAG_MS:
+        return None
+    return (
+        f"the caller's audio went out up to {max_lag_ms:.0f} ms late (the machine was too busy: "
+        "fewer concurrent calls, or a faster machine)"
+    )

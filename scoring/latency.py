@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import verifier_facts
 
 Source = Literal["rtvi", "agent_trace"]
@@ -70,6 +71,14 @@ class Breakdown:
     reliable: bool = True
     reasons: list[str] = field(default_factory=list)  # why it is unreliable or absent
     note: str = ""
+
+    def medians(self) -> dict[str, float]:
+        """The median endpointing / processing / delivery of the replies that were split."""
+        split = [r for r in self.replies if r.missing is None]
+        if not split:
+            return {}
+        parts = ("endpointing", "processing", "delivery")
+        return {k: median(getattr(r, f"{k}_ms") for r in split) or 0.0 for k in parts}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -103,7 +103,11 @@ def test_replies_after_caller_audio_sent_late_are_told_apart():
 def test_calls_placed_late_or_never_make_the_run_degraded():
     plan = LoadPlan(calls=3, rate=1)
     late = _record(0, placed_s=2.5, planned_s=0.0)
-    busy = _record(1, degraded=["the caller's audio went out up to 400 ms late (...)"])
+    busy = _record(
+        1,
+        degraded=["the caller's audio went out up to 400 ms late (...)"],
+        caller_max_send_lag_ms=400.0,
+    )
     records = [late, busy]
     records += missing_slots(records, plan, "loop-2 died (exit code -9)", {2: "loop-2"})
     r = aggregate(records, plan, target="u", transport="webrtc", scenario="s", loops=2,

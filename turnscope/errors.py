@@ -60,11 +60,30 @@ class UnusableRecording(InputError):
     bad input, said after a replay began writing its folder (which it then clears)."""
 
 
+class SetupFailure(str, enum.Enum):
+    """Why a call could not be set up, as counted (a load run's failures by kind)."""
+
+    INTERRUPTED = "interrupted"
+    REFUSED = "refused"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    ICE_FAILED = "ice failed"
+    CLOSED_AT_ONCE = "closed at once"
+    BAD_ANSWER = "bad answer"
+    DEVICE = "device"
+    OTHER = "other"
+
+
 class CallSetupError(TurnscopeError):
     """The call could not be set up (signaling refused, a bad answer, ICE failed, a device that
-    would not start): exit 4, and the run still leaves a bundle that says why."""
+    would not start): exit 4, and the run still leaves a bundle that says why. ``kind`` says
+    which, as a code."""
 
     exit_code = 4
+
+    def __init__(self, message: str, kind: SetupFailure = SetupFailure.OTHER) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class UploadError(TurnscopeError):

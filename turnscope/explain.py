@@ -13,6 +13,7 @@ from turnscope.errors import InputError
 from turnscope.pipeline import PipelineResult
 from turnscope.scoring.agent_trace import AgentTrace, CallTimes, read_agent_trace
 from turnscope.scoring.latency import Breakdown, rtvi_events, split_latency
+from turnscope.scoring.stats import median
 
 
 def one_way_estimate(details: dict[str, Any]) -> tuple[float, float | None]:
@@ -21,7 +22,7 @@ def one_way_estimate(details: dict[str, Any]) -> tuple[float, float | None]:
     rtts = [float(r) for r in details.get("round_trips_ms") or []]
     if not rtts:
         return 0.0, None
-    rtt = sorted(rtts)[len(rtts) // 2]
+    rtt = median(rtts) or 0.0
     return rtt / 2, rtt / 2
 
 

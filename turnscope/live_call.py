@@ -20,7 +20,7 @@ from turnscope.capture.script.lines import CallerLine, caller_lines
 from turnscope.capture.script.llm import LlmEndpoint
 from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.transport import TransportOptions
-from turnscope.errors import CallSetupError, InputError
+from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
 from turnscope.partials import AgentPartials
@@ -218,5 +218,7 @@ async def _set_up(
             return await task
         except asyncio.CancelledError:
             if why:
-                raise CallSetupError(f"{why[0]} while the call was being set up") from None
+                raise CallSetupError(
+                    f"{why[0]} while the call was being set up", SetupFailure.INTERRUPTED
+                ) from None
             raise

@@ -26,6 +26,7 @@ from turnscope.asr.settings import AsrSettings
 from turnscope.capture.frames import AGENT, SAMPLE_RATE, PcmFrame, samples_to_ms, to_float32
 from turnscope.capture.script.phrase import Partial
 from turnscope.pipeline import Sink
+from turnscope.scoring.stats import median
 
 # A new partial once the agent has said this much more: a phrase is found at most this long
 # (plus a decode, ~150-250 ms on tiny.en) after the audio holding it arrived.
@@ -41,12 +42,12 @@ class PartialStats:
     waits_ms: list[float] = field(default_factory=list)  # due -> taken by the worker
 
     def to_dict(self) -> dict[str, Any]:
-        delays, waits = sorted(self.delays_ms), sorted(self.waits_ms)
+        delay, wait = median(self.delays_ms), median(self.waits_ms)
         return {
             "decoded": self.decoded,
-            "delay_ms_median": round(delays[len(delays) // 2], 1) if delays else None,
-            "delay_ms_max": round(delays[-1], 1) if delays else None,
-            "wait_ms_median": round(waits[len(waits) // 2], 1) if waits else None,
+            "delay_ms_median": None if delay is None else round(delay, 1),
+            "delay_ms_max": round(max(self.delays_ms), 1) if self.delays_ms else None,
+            "wait_ms_median": None if wait is None else round(wait, 1),
         }
 
 

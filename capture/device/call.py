@@ -20,7 +20,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from turnscope.capture.call_source import CallSource
+from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.device.calibration import (
     REPEATS,
@@ -213,6 +213,7 @@ class DeviceCall(CallSource):
             "the device was unplugged or its sound server went away; what was captured up to "
             "then is kept (check the device with `turnscope devices`)",
             degraded=True,
+            kind=CallEnd.DEVICE_GONE,
         )
 
     def _stream_ended(self, stream: DeviceStream) -> None:
@@ -235,9 +236,15 @@ class DeviceCall(CallSource):
         for stream in self.streams:
             stream.close()
 
-    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+    async def hangup(
+        self,
+        reason: str = "the caller hung up",
+        *,
+        degraded: bool = False,
+        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
+    ) -> None:
         """End the call from our side (idempotent); the devices are released."""
-        self._finish(reason, degraded=degraded)
+        self._finish(reason, degraded=degraded, kind=kind)
 
     def _describe(self) -> None:
         self.caller_track.refresh_log()  # the caller's send log, re-timed after any xrun

@@ -16,7 +16,7 @@ from typing import Any
 
 from turnscope.capture.device.clock import StreamClock
 from turnscope.capture.device.io import LIST_HINT, Device, Kind, portaudio
-from turnscope.errors import CallSetupError
+from turnscope.errors import CallSetupError, SetupFailure
 
 XRUN_FLAGS = ("input_overflow", "input_underflow", "output_underflow", "output_overflow")
 BLOCK_MS = 20
@@ -80,7 +80,8 @@ class DeviceStream:
             self.close()
             raise CallSetupError(
                 f"{self.option} {self.name!r}: could not start the {self.kind} stream "
-                f"({str(exc).strip()}); is the device in use or gone? ({LIST_HINT})"
+                f"({str(exc).strip()}); is the device in use or gone? ({LIST_HINT})",
+                SetupFailure.DEVICE,
             ) from None
         self.opened_at = self._loop.time()
         self.sync_clock()
@@ -226,7 +227,8 @@ async def settle(
             )
             raise CallSetupError(
                 f"{s.option} {s.name!r}: the {s.kind} stream did not settle within "
-                f"{timeout_s:.0f} s ({state}); is the device working? ({LIST_HINT})"
+                f"{timeout_s:.0f} s ({state}); is the device working? ({LIST_HINT})",
+                SetupFailure.DEVICE,
             )
         await asyncio.sleep(0.05)
 
@@ -240,7 +242,8 @@ def check_alive(streams: list[DeviceStream], timeout_s: float = 2.0) -> None:
         if problem:
             raise CallSetupError(
                 f"{stream.option} {stream.name!r}: {problem} while starting "
-                "(unplugged, or its sound server went away?)"
+                "(unplugged, or its sound server went away?)",
+                SetupFailure.DEVICE,
             )
 
 

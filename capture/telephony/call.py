@@ -22,10 +22,10 @@ import aiohttp
 import numpy as np
 from aiohttp import WSCloseCode
 
-from turnscope.capture.call_source import CallSource
+from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
-from turnscope.capture.player import count_late
+from turnscope.capture.player import count_late, sent_too_late
 from turnscope.capture.redirects import same_origin_only
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
@@ -33,7 +33,7 @@ from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
 from turnscope.capture.telephony.inbound import Inbound
 from turnscope.capture.telephony.line import FRAME, STEP, LinePlayer, Upsampler
 from turnscope.capture.urls import public_url
-from turnscope.errors import CallSetupError, printable
+from turnscope.errors import CallSetupError, SetupFailure, printable
 from turnscope.jsonio import MESSAGE_LIMITS
 
 TELEPHONY_TIMING = (
@@ -41,7 +41,6 @@ TELEPHONY_TIMING = (
     "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived)"
 )
 TICK_S = FRAME / LINE_RATE
-MAX_SEND_LAG_MS = 200.0  # beyond this the caller's timing evidence is degraded
 
 
 @dataclass
@@ -96,6 +95,7 @@ class TelephonyCall(CallSource):
         self._agent_at = 0
         self._agent_closed: str | None = None  # how the agent's side ended, once it has
         self._agent_died = False  # ... by no longer answering pings (not a hang-up)
+        self._died_as = CallEnd.AGENT_UNRESPONSIVE
         self._hanging_up = False
         self.connect_ms: float | None = None
         self._worst_lag_at_ms: float | None = None
@@ -126,17 +126,22 @@ class TelephonyCall(CallSource):
             )
         except (asyncio.TimeoutError, TimeoutError):
             await self._close_session()
-            raise CallSetupError(f"no websocket connection to {url} within {timeout:g} s") from None
+            raise CallSetupError(
+                f"no websocket connection to {url} within {timeout:g} s", SetupFailure.TIMEOUT
+            ) from None
         except aiohttp.WSServerHandshakeError as exc:
             await self._close_session()
             raise CallSetupError(
                 f"the agent at {url} refused the websocket upgrade: HTTP {exc.status}"
-                + (" (check --header / the URL's token)" if exc.status in (401, 403) else "")
+                + (" (check --header / the URL's token)" if exc.status in (401, 403) else ""),
+                SetupFailure.REFUSED,
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
             await self._close_session()
             why = getattr(exc, "strerror", None) or printable(str(exc)) or type(exc).__name__
-            raise CallSetupError(f"cannot connect to {url}: {why}") from None
+            raise CallSetupError(
+                f"cannot connect to {url}: {why}", SetupFailure.UNREACHABLE
+            ) from None
         except asyncio.CancelledError:
             await self._close_session()
             raise
@@ -147,7 +152,8 @@ class TelephonyCall(CallSource):
         except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
             await self._close_session()
             raise CallSetupError(
-                f"the agent at {url} closed the websocket at once: {printable(str(exc))}"
+                f"the agent at {url} closed the websocket at once: {printable(str(exc))}",
+                SetupFailure.CLOSED_AT_ONCE,
             ) from None
         self.clock.start()
         self._tasks = [
@@ -206,7 +212,7 @@ class TelephonyCall(CallSource):
             self._play_to(k * FRAME, now)  # what has played by now (not ahead: arrivals place)
             if self._agent_closed and not self.playout.queue:
                 if self._agent_died:
-                    self._finish(self._agent_closed, degraded=True)
+                    self._finish(self._agent_closed, degraded=True, kind=self._died_as)
                 else:
                     self._agent_hung_up(self._agent_closed)
                 return
@@ -271,6 +277,7 @@ class TelephonyCall(CallSource):
             isinstance(exc, aiohttp.WebSocketError) and exc.code == WSCloseCode.MESSAGE_TOO_BIG
         )
         self._agent_died = dead or too_big  # the call ended on the agent's fault, not a hang-up
+        self._died_as = CallEnd.AGENT_UNRESPONSIVE if dead else CallEnd.AGENT_OVERSIZED
         if dead:
             self._agent_closed = "the agent stopped answering websocket pings (it hung or died)"
         elif too_big:
@@ -299,12 +306,18 @@ class TelephonyCall(CallSource):
 
     # -- ending -------------------------------------------------------------------------------
 
-    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+    async def hangup(
+        self,
+        reason: str = "the caller hung up",
+        *,
+        degraded: bool = False,
+        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
+    ) -> None:
         """End the call from our side (idempotent): ``stop``, then close the websocket."""
         if not self._closed and not self._hanging_up:
             self._hanging_up = True
             await self._send(self.dialect.stop(self._next_seq(), self.ids))
-        self._finish(reason, degraded=degraded)
+        self._finish(reason, degraded=degraded, kind=kind)
         await self._close()
 
     def _flush(self) -> None:
@@ -339,11 +352,9 @@ class TelephonyCall(CallSource):
         info.degraded += degraded
         info.warnings += warnings
         lag = self.caller_track.max_lag_ms
-        if lag > MAX_SEND_LAG_MS:
-            info.degraded.append(
-                f"the caller's audio went out up to {lag:.0f} ms late (the machine was too busy: "
-                "fewer concurrent calls, or a faster machine)"
-            )
+        late = sent_too_late(lag)
+        if late is not None:
+            info.degraded.append(late)
         info.details.update(
             {
                 "url": public_url(self.options.url),

@@ -20,9 +20,10 @@ from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.capture import tally
-from turnscope.capture.call_source import CallSource
+from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.capture.player import sent_too_late
 from turnscope.capture.source import SourceInfo
 from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.opus import sending_codec
@@ -36,14 +37,12 @@ from turnscope.capture.webrtc.signaling import (
     use_loopback_only,
 )
 from turnscope.capture.webrtc.track import PlaybackTrack
-from turnscope.errors import CallSetupError, ParseError, ParseProblem
+from turnscope.errors import CallSetupError, ParseError, ParseProblem, SetupFailure
 from turnscope.jsonio import loads
 
 WEBRTC_TIMING = "caller: send time on the call clock; agent: arrival, placed by RTP timestamps"
 
 MAX_LOGGED_MESSAGES = 200
-# Caller frames handed to WebRTC later than this make the call's timing evidence degraded.
-MAX_SEND_LAG_MS = 200.0
 
 
 @dataclass
@@ -138,7 +137,8 @@ class WebRTCCall(CallSource):
                 if not connected.done():
                     connected.set_result(state)  # a result, not an exception: set-up may be over
                 elif not self._closed:
-                    self._finish(f"the connection {state} before the caller hung up", degraded=True)
+                    self._finish(f"the connection {state} before the caller hung up",
+                                 degraded=True, kind=CallEnd.CONNECTION_LOST)  # fmt: skip
 
         t0 = time.monotonic()
         shown = public_url(self.options.url)
@@ -152,12 +152,15 @@ class WebRTCCall(CallSource):
             )
             state = await asyncio.wait_for(connected, self.options.connect_timeout_s)
             if state != "connected":
-                raise CallSetupError(f"the ICE/DTLS connection to {shown} {state}")
+                raise CallSetupError(
+                    f"the ICE/DTLS connection to {shown} {state}", SetupFailure.ICE_FAILED
+                )
         except (asyncio.TimeoutError, TimeoutError):
             await self._close_pc()
             raise CallSetupError(
                 f"no ICE connection to {shown} within "
-                f"{self.options.connect_timeout_s:.0f} s (no usable candidate pair)"
+                f"{self.options.connect_timeout_s:.0f} s (no usable candidate pair)",
+                SetupFailure.TIMEOUT,
             ) from None
         except (CallSetupError, asyncio.CancelledError):
             await self._close_pc()
@@ -231,14 +234,22 @@ class WebRTCCall(CallSource):
         )
         if end == "timeout":
             self._finish(
-                f"no audio from the agent for {self.options.media_timeout_s:.0f} s", degraded=True
+                f"no audio from the agent for {self.options.media_timeout_s:.0f} s",
+                degraded=True,
+                kind=CallEnd.AGENT_SILENT,
             )
         elif not self._closed:
             self._agent_hung_up("its audio track ended")
 
-    async def hangup(self, reason: str = "the caller hung up", *, degraded: bool = False) -> None:
+    async def hangup(
+        self,
+        reason: str = "the caller hung up",
+        *,
+        degraded: bool = False,
+        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
+    ) -> None:
         """End the call from our side (idempotent): WHIP DELETE, close the peer connection."""
-        self._finish(reason, degraded=degraded)
+        self._finish(reason, degraded=degraded, kind=kind)
         await self._close_pc()
 
     async def _close_pc(self) -> None:
@@ -290,13 +301,9 @@ class WebRTCCall(CallSource):
                 f"turnscope refused to read: {tally.summary(self.rtvi.refused)}"
             )
         lag = self.caller_track.max_lag_ms
-        if lag > MAX_SEND_LAG_MS:
-            # The caller channel records each frame at its planned time; the agent heard it
-            # this much later, so latencies measured from caller turns are off by up to that.
-            self.info.degraded.append(
-                f"the caller's audio went out up to {lag:.0f} ms late (the machine was too busy: "
-                "fewer concurrent calls, or a faster machine)"
-            )
+        late = sent_too_late(lag)
+        if late is not None:
+            self.info.degraded.append(late)
         self.info.details.update(
             {
                 "url": public_url(self.options.url),

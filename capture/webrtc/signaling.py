@@ -17,7 +17,7 @@ from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSession
 
 from turnscope.capture.redirects import CrossOriginRedirect, other_origin, same_origin_only
 from turnscope.capture.urls import public_url
-from turnscope.errors import CallSetupError, ParseError, ParseProblem, printable
+from turnscope.errors import CallSetupError, ParseError, ParseProblem, SetupFailure, printable
 from turnscope.jsonio import loads
 
 Signaling = Literal["smallwebrtc", "whip"]
@@ -99,7 +99,8 @@ async def _body(resp: aiohttp.ClientResponse, shown: str) -> str:
     whole (an SDP answer is a few KiB)."""
     too_large = CallSetupError(
         f"the agent at {shown} answered more than {MAX_ANSWER_BYTES // 1024} KiB: not an SDP "
-        "answer (refused, not read)"
+        "answer (refused, not read)",
+        SetupFailure.BAD_ANSWER,
     )
     if (resp.content_length or 0) > MAX_ANSWER_BYTES:
         raise too_large
@@ -141,7 +142,8 @@ async def negotiate(
                     if resp.status != 201:
                         raise CallSetupError(
                             f"WHIP endpoint {shown} answered HTTP {resp.status}, expected 201 "
-                            f"Created: {_short(body)}"
+                            f"Created: {_short(body)}",
+                            SetupFailure.REFUSED,
                         )
                     location = resp.headers.get("Location")
                     session = SignalingSession(
@@ -159,21 +161,25 @@ async def negotiate(
                     if resp.status != 200:
                         raise CallSetupError(
                             f"SmallWebRTC endpoint {shown} answered HTTP {resp.status}: "
-                            f"{_short(body)}"
+                            f"{_short(body)}",
+                            SetupFailure.REFUSED,
                         )
                     try:
                         data = loads(body)
                     except ParseError as exc:
                         if exc.problem is not ParseProblem.INVALID:  # too deep, a bad number
                             raise CallSetupError(
-                                f"SmallWebRTC answer from {shown} refused: {exc}"
+                                f"SmallWebRTC answer from {shown} refused: {exc}",
+                                SetupFailure.REFUSED,
                             ) from None
                         raise CallSetupError(
-                            f"SmallWebRTC endpoint {shown} did not answer JSON: {_short(body)}"
+                            f"SmallWebRTC endpoint {shown} did not answer JSON: {_short(body)}",
+                            SetupFailure.BAD_ANSWER,
                         ) from None
                     if not isinstance(data, dict) or "sdp" not in data:
                         raise CallSetupError(
-                            f"SmallWebRTC answer from {shown} has no 'sdp': {_short(body)}"
+                            f"SmallWebRTC answer from {shown} has no 'sdp': {_short(body)}",
+                            SetupFailure.BAD_ANSWER,
                         )
                     session = SignalingSession(
                         "smallwebrtc",
@@ -184,10 +190,12 @@ async def negotiate(
                     )
     except aiohttp.ClientConnectorError as exc:
         why = printable(str(exc.os_error or exc))
-        raise CallSetupError(f"cannot reach the agent at {shown}: {why}") from None
+        raise CallSetupError(
+            f"cannot reach the agent at {shown}: {why}", SetupFailure.UNREACHABLE
+        ) from None
     except (asyncio.TimeoutError, TimeoutError):
         why = f"did not answer within {timeout:.0f} s"
-        raise CallSetupError(f"the agent at {shown} {why}") from None
+        raise CallSetupError(f"the agent at {shown} {why}", SetupFailure.TIMEOUT) from None
     except aiohttp.InvalidURL:
         raise CallSetupError(f"not a valid URL: {shown}") from None
     except CrossOriginRedirect as exc:
@@ -199,7 +207,9 @@ async def negotiate(
         await pc.setRemoteDescription(RTCSessionDescription(sdp=session.answer_sdp, type="answer"))
     except Exception as exc:  # aiortc raises ValueError and others on malformed SDP
         why = printable(str(exc))
-        raise CallSetupError(f"the agent's SDP answer is not usable: {why}") from None
+        raise CallSetupError(
+            f"the agent's SDP answer is not usable: {why}", SetupFailure.BAD_ANSWER
+        ) from None
     session.trace.append(
         {
             "request": "POST offer",

@@ -42,13 +42,10 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
         if planned:
             say("; ".join(planned))
     b = run.breakdown
-    if b is not None and b.replies:
+    med = b.medians() if b is not None else {}
+    if b is not None and med:
         split = [x for x in b.replies if x.missing is None]
         if split:
-            med = {
-                k: sorted(getattr(x, f"{k}_ms") for x in split)[len(split) // 2]
-                for k in ("endpointing", "processing", "delivery")
-            }
             out.print(
                 f"latency split ({b.source}, {len(split)} of {len(b.replies)} replies, median): "
                 + " / ".join(f"{k} {v:.0f}" for k, v in med.items())

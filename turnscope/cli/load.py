@@ -277,6 +277,8 @@ def print_load(r: LoadReport) -> None:
     """The terminal tables: latency, over time, failures, the harness."""
     from rich.table import Table
 
+    from turnscope.capture.player import LATE_MS
+
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v:.0f}"
 
@@ -313,8 +315,8 @@ def print_load(r: LoadReport) -> None:
     out.print(
         f"harness: at most {h.max_calls_up} calls up; placed up to "
         f"{h.placement_lag_max_s or 0:.2f} s late ({h.calls_placed_late} late); caller frames "
-        f"> 20 ms late {h.caller_late_frames} (worst {ms(h.caller_max_send_lag_ms)} ms); agent "
-        f"frames lost {h.agent_lost_frames}",
+        f"> {LATE_MS:.0f} ms late {h.caller_late_frames} (worst "
+        f"{ms(h.caller_max_send_lag_ms)} ms); agent frames lost {h.agent_lost_frames}",
         soft_wrap=True,
     )
     nodes: dict[str, int] = {}

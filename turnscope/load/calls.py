@@ -17,7 +17,7 @@ from turnscope.asr.settings import Settings
 from turnscope.bundle_writer import RunIncomplete
 from turnscope.errors import CallSetupError, TurnscopeError
 from turnscope.load.plan import Slot
-from turnscope.load.record import SETUP_KINDS, CallRecord, finished_record, kind_of
+from turnscope.load.record import CallRecord, finished_record
 
 
 class Event(BaseModel):
@@ -134,7 +134,7 @@ async def run_slots(
             return CallRecord(
                 **base,
                 status="setup_failed",
-                kind=kind_of(str(exc), SETUP_KINDS),
+                kind=exc.kind.value,
                 reason=str(exc),
                 ended_s=round(time.time() - start_at, 3),
                 bundle=str(outdir),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from turnscope.load.report import LoadReport, Percentiles
+from turnscope.scoring.stats import median
 
 CHART_W, CHART_H, PAD = 720, 220, 40
 SERIES = (("p50", "#2b6cb0"), ("p90", "#dd6b20"), ("p99", "#c53030"))
@@ -88,9 +89,7 @@ def render(r: LoadReport) -> str:
             c.status.replace("_", " ") + (f" ({c.kind})" if c.kind else ""),
             f"{c.planned_s:.1f} s",
             "-" if c.placement_lag_s is None else f"{c.placement_lag_s * 1000:.0f} ms",
-            "-"
-            if not c.replies
-            else f"{sorted(x.latency_ms for x in c.replies)[len(c.replies) // 2]:.0f} ms",
+            "-" if not c.replies else f"{median(x.latency_ms for x in c.replies):.0f} ms",
             str(c.unanswered),
             "-" if c.caller_max_send_lag_ms is None else f"{c.caller_max_send_lag_ms:.0f} ms",
             c.bundle or "-",

@@ -10,35 +10,6 @@ from turnscope.capture.player import LATE_MS
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
 
-# What a set-up error or a call's end says, as the kind it is counted under (first match).
-SETUP_KINDS = (
-    ("while the call was being set up", "interrupted"),
-    ("refused", "refused"),
-    ("answered HTTP", "refused"),
-    ("cannot reach", "unreachable"),
-    ("cannot connect", "unreachable"),
-    ("within", "timeout"),
-    ("ICE", "ice failed"),
-    ("closed the websocket at once", "closed at once"),
-    ("SDP", "bad answer"),
-    ("JSON", "bad answer"),
-    ("sdp", "bad answer"),
-)
-DROP_KINDS = (
-    ("interrupted", "interrupted"),
-    ("terminated", "interrupted"),
-    ("connection", "connection lost"),
-    ("no audio from the agent", "agent went silent"),
-    ("pings", "agent stopped answering"),
-    ("hung up before", "agent hung up early"),
-    ("closed the websocket", "agent hung up early"),
-)
-
-
-def kind_of(text: str, kinds: tuple[tuple[str, str], ...]) -> str:
-    return next((kind for needle, kind in kinds if needle in text), "other")
-
-
 # A reply is timed from the end of the caller turn before it: caller frames sent late just
 # before that end reached the agent late, so the reply seems later by up to their lag.
 END_WINDOW_MS = (300.0, 20.0)  # before, after the caller turn's end
@@ -110,7 +81,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     return CallRecord(
         **base,
         status="dropped" if dropped else "completed",
-        kind=kind_of(call.end_reason or "", DROP_KINDS) if dropped else None,
+        kind=(call.end_kind.value if call.end_kind else "other") if dropped else None,
         reason=call.end_reason,
         passed=run.outcome.passed,
         duration_s=round(run.result.audio_ms / 1000, 3),

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from turnscope.capture.player import LATE_MS, MAX_SEND_LAG_MS
 from turnscope.load.plan import PLACEMENT_SLACK_S, LoadPlan
 from turnscope.load.record import CallRecord
 
-HARNESS_LATE = "caller's audio went out"  # a call's own degraded reason for a busy harness
 WINDOWS = 10  # latency over time: the run cut in this many spans (each at least MIN_WINDOW_S)
 MIN_WINDOW_S = 5.0
 
@@ -178,7 +178,7 @@ def aggregate(
     placed = [r for r in records if r.placed_s is not None]
     lags = [r.placement_lag_s or 0.0 for r in placed]
     late = [r for r in placed if (r.placement_lag_s or 0) > PLACEMENT_SLACK_S]
-    audio_late = [r for r in records if any(HARNESS_LATE in d for d in r.degraded)]
+    audio_late = [r for r in records if (r.caller_max_send_lag_ms or 0) > MAX_SEND_LAG_MS]
     send_lags = [r.caller_max_send_lag_ms for r in records if r.caller_max_send_lag_ms is not None]
     spans = _spans(records)
     harness = Harness(
@@ -199,13 +199,15 @@ def aggregate(
         )
     if audio_late:
         degraded.append(
-            f"{len(audio_late)} call(s) sent the caller's audio more than 200 ms late: the "
+            f"{len(audio_late)} call(s) sent the caller's audio more than {MAX_SEND_LAG_MS:.0f} ms "
+            "late: the "
             "harness was overloaded, their latencies are not the agent's"
         )
     warnings = list(warnings)
     if harness.caller_late_frames:
         warnings.append(
-            f"{harness.caller_late_frames} caller frames went out more than 20 ms late (worst "
+            f"{harness.caller_late_frames} caller frames went out more than {LATE_MS:.0f} ms late "
+            "(worst "
             f"{harness.caller_max_send_lag_ms or 0:.0f} ms): a reply timed from a turn that "
             "ended then seems later by up to that (the harness was busy); the 'on time' row "
             "leaves those replies out"
