@@ -44,6 +44,9 @@ def _reference(
 ) -> Reference | None:
     if fx.references:
         return load_reference(resolve(suite_path, fx.references))
+    if not fx.wer:  # no texts but the ASR's own: no WER; the turns still say what was planned
+        turns = list(task.get("reference_dialogue") or []) or None
+        return Reference({}, turns, f"task {task['id']} (no WER reference)")
     if fx.synth is not None and audio is not None:
         return load_reference(audio.with_name("reference.json"))  # exact: what was synthesized
     if task.get("reference_dialogue"):
@@ -206,6 +209,8 @@ async def run_fixture(
         return _void(task, fx, kind, str(exc))
     except Exception as exc:  # a call that could not be set up, and the like: void, not a crash
         return _void(task, fx, kind, f"{type(exc).__name__}: {exc}")
+    if run.result.channels_alike is not None:  # one recording on both channels: no evidence
+        return _void(task, fx, kind, run.result.channels_alike.message())
     row = scored_row(task, run.result.assembly.dialogue(), evidence)
     wer = run.outcome.wer.overall.wer if run.outcome.wer else None
     return FixtureRun(row, _scores(task, fx, row, wer, outcome, run.outcome.exercise))

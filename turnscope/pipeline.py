@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
-from turnscope.asr.audio_checks import AudioChecks
+from turnscope.asr.audio_checks import Alike, AudioChecks, channels_alike, own_recording
 from turnscope.asr.context import context_for, wants_context
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, Utterance
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber, Transcription
-from turnscope.capture.frames import CHANNELS, PcmFrame
+from turnscope.capture.frames import AGENT, CALLER, CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
 
 FINALITY_CHECK_MS = 100.0
@@ -74,6 +74,8 @@ class PipelineResult:
     events: int
     gaps_ms: dict[str, float] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)  # the pipeline's own warnings
+    # The two channels hold one recording (a mono mix given as both parties): not scorable.
+    channels_alike: Alike | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -106,7 +108,9 @@ class _Stages:
             ch: Endpointer(ch, settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
             for ch in CHANNELS
         }
-        self.checks = {ch: AudioChecks(ch) for ch in CHANNELS}
+        # The envelopes compare a recording's two channels (a mono mix given as both parties).
+        replay = source.info.transport == "file"
+        self.checks = {ch: AudioChecks(ch, envelope=replay) for ch in CHANNELS}
         # Each channel's last utterance and its transcription: the next one's context.
         self.last: dict[str, tuple[Utterance, asyncio.Future[Transcription]]] = {}
         self.heard: list[Heard] = []
@@ -192,6 +196,24 @@ class _Stages:
             s.on_update(update)
 
 
+def _audio_findings(stages: _Stages, info: SourceInfo) -> list[str]:
+    """What is odd about each channel's audio. Exact zeros between a party's turns are an idle
+    party where turnscope knows it: a live agent sends zeros while it listens, and turnscope's
+    own recordings keep them; there only zeros inside a turn (or a whole call of them) count.
+    A recording from elsewhere has no reason to hold any."""
+    files = (info.details.get("files") or {}).values() if info.transport == "file" else ()
+    own = bool(files) and all(own_recording(f) for f in files)
+    out: list[str] = []
+    for ch in CHANNELS:
+        if ch in info.generated:
+            continue
+        idle = own or (info.transport != "file" and ch == AGENT)
+        turns = [(t.start_ms, t.end_ms) for t in stages.assembly.turns if t.speaker == ch]
+        bg = stages.endpointers[ch].background_db
+        out += stages.checks[ch].problems(bg, turns=turns if idle else None)
+    return out
+
+
 async def run_pipeline(
     source: Source,
     settings: Settings,
@@ -239,10 +261,16 @@ async def run_pipeline(
     stages.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
-    findings: list[str] = []
-    for ch in CHANNELS:
-        if ch not in source.info.generated:
-            findings += stages.checks[ch].problems(stages.endpointers[ch].background_db)
+    findings = _audio_findings(stages, source.info)
+    alike = None
+    if source.info.transport == "file":  # a recording: both parties' audio came from outside
+        alike = channels_alike(stages.checks[CALLER], stages.checks[AGENT])
+    if alike is not None:
+        files = sorted({str(f) for f in (source.info.details.get("files") or {}).values()})
+        source.info.details["channels_alike"] = {
+            "code": alike.code.value, "correlation": alike.correlation, "lag_ms": alike.lag_ms
+        }  # fmt: skip
+        source.info.degraded.append(alike.message(", ".join(files)))
     for ch in CHANNELS:
         if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or
@@ -259,6 +287,7 @@ async def run_pipeline(
         events=stages.events,
         gaps_ms=gaps,
         findings=findings,
+        channels_alike=alike,
     )
     for s in stages.sinks:
         s.on_finish(result)

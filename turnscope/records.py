@@ -130,7 +130,12 @@ def result_document(
     evidence_class: str,
     extra: Mapping[str, Any] | None = None,
 ) -> ResultDocument:
-    """The verdict and what it was reached from; ``extra`` adds a scripted call's fields."""
+    """The verdict and what it was reached from; ``extra`` adds a scripted call's fields. Two
+    channels holding one recording are not scored: ``verdict: error``, the reason in ``error``
+    and its code in ``source.details.channels_alike``."""
+    if result.channels_alike is not None:
+        fields = _run_fields(result, contract, evidence_class=evidence_class, extra=extra)
+        return ResultDocument(verdict="error", error=result.channels_alike.message(), **fields)
     return ResultDocument(
         verdict="pass" if outcome.passed else "fail",
         failed_floors=outcome.failed_floors,

@@ -203,6 +203,8 @@ def _score_and_write(
     agent_trace: Path | None,
 ) -> RunOutput:
     outcome = score_outcome(result.assembly.dialogue(), contract, evidence_class=evidence_class)
+    if result.channels_alike is not None:  # not a call: never passed (result.json: error)
+        outcome.failures.append(result.channels_alike.message())
     breakdown = latency_breakdown(result, agent_trace)
     if breakdown is not None and not breakdown.reliable:
         result.findings.append("latency breakdown unreliable: " + "; ".join(breakdown.reasons))
@@ -221,7 +223,7 @@ def _score_and_write(
     files["result"] = writer.attempt(
         "result.json", lambda: write_document(outdir / "result.json", result_doc)
     )
-    if outcome.bench is not None:
+    if outcome.bench is not None and result.channels_alike is None:  # else not scored
         files["bench"] = writer.attempt(
             "bench.json", lambda: write_json(outdir / "bench.json", outcome.bench)
         )

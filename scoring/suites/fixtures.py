@@ -7,6 +7,8 @@ A task's optional ``fixture`` block:
            agent_voice, seed}: rendered with `turnscope synth` into a local cache, then replayed
     transcript: a transcript JSON to score directly (no audio: the fast, unit-test kind)
     references: a reference JSON for WER (default: the task's reference_dialogue)
+    wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
+            WER is not measured, never scored against the ASR's own transcript
     tags: [acoustic, speaker, language, complexity, conversational, adversarial] (one or more)
     expect: {intent, fields, missing, clarify_expected}  the structured outcome, when the agent
             reports one (in outcome.json next to the audio, or over the data channel); a live
@@ -61,6 +63,7 @@ class Fixture(BaseModel):
     synth: SynthRecipe | None = None
     transcript: str | None = None
     references: str | None = None
+    wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
     expect: Expect | None = None
 

@@ -2,7 +2,10 @@
 
 A cell (dimension x tag) fails when it is below its floor, or worse than the baseline by more
 than the tolerance. Every cell that moved is reported, better or worse, so a change that helps
-one tag and hurts another shows both. A run where nothing was scored fails, saying so.
+one tag and hurts another shows both. A task that failed its verdict, or has a dimension below
+its floor, fails the gate by its name whatever the means and the baseline say (one failing task
+among many passing ones moves no mean below a floor). A run where nothing was scored fails,
+saying so.
 """
 
 from __future__ import annotations
@@ -44,14 +47,36 @@ class Cell:
         return not self.failures
 
 
+@dataclass(frozen=True)
+class TaskCheck:
+    """One scored task of the run: its verdict and the floors it failed."""
+
+    task_id: str
+    tags: tuple[str, ...]
+    verdict: str
+    failures: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
 @dataclass
 class GateResult:
     cells: list[Cell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # run-level failures (nothing scored)
+    tasks: list[TaskCheck] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return not self.problems and all(c.passed for c in self.cells)
+        return (
+            not self.problems
+            and all(c.passed for c in self.cells)
+            and all(t.passed for t in self.tasks)
+        )
+
+    def failed_tasks(self) -> list[TaskCheck]:
+        return [t for t in self.tasks if not t.passed]
 
     def moved(self, epsilon: float = 1e-9) -> list[Cell]:
         return [c for c in self.cells if c.delta is not None and abs(c.delta) > epsilon]
@@ -131,18 +156,55 @@ def gate(
         for dim in dims:
             if tag not in card.get("tags", {}) or dim not in card["tags"][tag]:
                 result.problems.append(f"{dim} on {tag}: in the baseline but not in this run")
+    result.tasks = task_checks(card, fl)
     return result
 
 
+def task_checks(card: Mapping[str, Any], floors: Mapping[str, float]) -> list[TaskCheck]:
+    """Every scored task of ``card`` (a scorecard's ``tasks``): failed when its verdict is
+    ``fail`` or one of its dimensions is past its floor (void tasks are counted apart)."""
+    out = []
+    for t in card.get("tasks") or []:
+        verdict = str(t.get("verdict"))
+        if verdict == "void":
+            continue
+        failures = []
+        if verdict != "pass":
+            failures.append(f"verdict {verdict}")
+        for dim, value in (t.get("dims") or {}).items():
+            floor = floors.get(dim)
+            if floor is None or not is_number(value):
+                continue
+            if dim in LOWER_IS_BETTER and value > floor:
+                failures.append(f"{dim} {value:.3f} above its ceiling {floor:.3f}")
+            elif dim not in LOWER_IS_BETTER and value < floor:
+                failures.append(f"{dim} {value:.3f} below its floor {floor:.3f}")
+        tags = tuple(str(x) for x in t.get("tags") or [])
+        out.append(TaskCheck(str(t.get("task_id")), tags, verdict, tuple(failures)))
+    return out
+
+
 def junit_xml(result: GateResult, *, suite_name: str = "turnscope gate") -> str:
-    """One JUnit test case per dimension x tag (plus run-level problems)."""
-    failures = sum(1 for c in result.cells if not c.passed) + len(result.problems)
+    """One JUnit test case per dimension x tag, one per scored task (classname
+    ``turnscope.task``), plus run-level problems."""
+    failures = (
+        sum(1 for c in result.cells if not c.passed)
+        + len(result.problems)
+        + len(result.failed_tasks())
+    )
     root = ET.Element(
         "testsuite",
         name=suite_name,
-        tests=str(len(result.cells) + len(result.problems)),
+        tests=str(len(result.cells) + len(result.problems) + len(result.tasks)),
         failures=str(failures),
     )
+    for t in result.tasks:
+        case = ET.SubElement(root, "testcase", classname="turnscope.task", name=t.task_id)
+        if t.failures:
+            message = f"task {t.task_id}: " + "; ".join(t.failures)
+            ET.SubElement(case, "failure", message=message).text = message
+        else:
+            ET.SubElement(case, "system-out").text = f"verdict {t.verdict}"
     for c in result.cells:
         case = ET.SubElement(root, "testcase", classname=f"turnscope.{c.tag}", name=c.dim)
         if c.failures:

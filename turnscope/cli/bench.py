@@ -83,8 +83,16 @@ def bench(
         None, "--scorecard", help="Scorecard JSON (default: next to -o, .scorecard.json)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    no_fail: bool = typer.Option(
+        False,
+        "--no-fail",
+        help="Exit 0 when tasks fail or all are void: they are recorded in the result and the "
+        "scorecard for `turnscope gate` to judge (a CI job's next step). Bad input (2) and a "
+        "run that could not finish (4) still fail.",
+    ),
 ) -> int:
-    """Score every task of SUITE; exit 0 when all scored tasks pass, 1 when one fails.
+    """Score every task of SUITE; exit 0 when all scored tasks pass, 1 when one fails
+    (0 with --no-fail).
 
     Without --use-reference or --transcripts, every task's fixture runs through the real
     pipeline (a recording is replayed, a scenario is called live against --agent, a transcript
@@ -103,7 +111,7 @@ def bench(
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
     if not use_reference and transcripts is None:
-        return run_fixtures(
+        code = run_fixtures(
             data,
             suite,
             output,
@@ -118,6 +126,7 @@ def bench(
             settings_file=settings_file,
             ray_address=ray_address,
         )
+        return recorded_only(code, no_fail)
     evidence = evidence_class or "captured_fixture"
     try:
         check_evidence_class(evidence)
@@ -150,7 +159,16 @@ def bench(
         out.print(bench_table(result, seen))
         if output is not None:
             say(f"wrote {output}")
-    return bench_exit(result)
+    return recorded_only(bench_exit(result), no_fail)
+
+
+def recorded_only(code: int, no_fail: bool) -> int:
+    """``--no-fail``: failing or void tasks (exit 1) are recorded, not a failed step; the gate
+    judges them. Anything else (bad input, a run that could not finish) keeps its code."""
+    if code == 1 and no_fail:
+        say("tasks failed or were void: recorded (--no-fail); `turnscope gate` judges them")
+        return 0
+    return code
 
 
 def run_fixtures(
@@ -346,5 +364,13 @@ def _say_where(run: Any) -> None:
               f"retried {run.retried}")  # fmt: skip
 
 
+CI_EPILOG = (
+    "In CI, bench and gate in one job: `turnscope bench SUITE -o out/bench.json --no-fail` "
+    "records failing tasks without failing the step, then `turnscope gate "
+    "out/bench.scorecard.json --baseline BASELINE --junit out/junit.xml` fails the job naming "
+    "the failing tasks, and writes junit.xml either way."
+)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("bench")(bench)
+    app.command("bench", epilog=CI_EPILOG)(bench)

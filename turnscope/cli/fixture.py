@@ -40,11 +40,23 @@ def add(
     suite: Path = typer.Option(..., "--suite", help="The suite JSON to add the fixture to."),
     tags: str = typer.Option(..., "--tags", help=f"Comma-separated, from: {', '.join(TAGS)}."),
     task_id: str | None = typer.Option(None, "--id", help="Task id (default: the bundle name)."),
+    reference: Path | None = typer.Option(
+        None,
+        "--reference",
+        help="What was really said, for WER (default: the reference the run was scored with: a "
+        "replay's --reference, a scenario's lines; without one, WER is not measured).",
+    ),
 ) -> int:
-    """Copy the call's audio next to the suite, with its references and contract, as a task."""
+    """Copy the call's audio next to the suite, with its WER reference and contract, as a task.
+
+    The WER reference is never the ASR's own transcript: it is --reference, else the one the run
+    was scored with; a run that had none makes a fixture whose WER is not measured (said so).
+    """
     import numpy as np
     import soundfile as sf
 
+    from turnscope import __version__
+    from turnscope.fixture_reference import fixture_reference
     from turnscope.jsonio import read_json, write_bytes, write_json
     from turnscope.scoring.evidence.bundle import inside
     from turnscope.scoring.suites.suite import load_suite
@@ -57,6 +69,8 @@ def add(
         if not inside(bundle, name).exists():
             raise InputError(f"not a turnscope run folder: {name} is missing", path=bundle)
     data = load_suite(suite)
+    if reference is not None and not reference.is_file():
+        raise InputError("no such reference file", path=reference, fix="give the reference JSON")
     if task_id is not None and not PLAIN_ID.match(task_id):
         raise InputError(
             f"--id {task_id!r} is not a plain name (letters, digits, '.', '_' and '-'; it names "
@@ -68,8 +82,11 @@ def add(
     if any(str(t.get("id")) == tid for t in data["tasks"]):
         raise InputError(f"task id {tid!r} is already in the suite", path=suite, fix="pass --id")
     result = read_json(bundle / "result.json", what="result")
+    ref = fixture_reference(bundle, result, reference)
     caller, rate = _channel(bundle / "caller.wav")
     agent, _ = _channel(bundle / "agent.wav")
+    if (result.get("source") or {}).get("details", {}).get("channels_alike"):
+        raise InputError(str(result.get("error")), path=bundle, fix="add a two-channel run")
     if result.get("verdict") == "error" or not (len(caller) or len(agent)):
         raise InputError(
             "holds no usable audio (the call never connected, or captured nothing): there is "
@@ -85,7 +102,11 @@ def add(
     audio = folder / f"{tid}.flac"
     encoded = io.BytesIO()
     try:
-        sf.write(encoded, stereo, rate, format="FLAC")
+        with sf.SoundFile(encoded, "w", samplerate=rate, channels=2, format="FLAC") as f:
+            # Says turnscope wrote it: its exact zeros between turns are an idle party
+            # (asr/audio_checks.py: own_recording), not lost audio.
+            f.software = f"turnscope {__version__} fixture add"
+            f.write(stereo)
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise InputError(f"cannot write the fixture's audio ({exc})", path=audio) from None
     write_bytes(audio, encoded.getvalue())  # atomic, and only over a regular file
@@ -95,14 +116,8 @@ def add(
         for t in transcript.get("turns", [])
     ]
     references = folder / f"{tid}.reference.json"
-    write_json(
-        references,
-        {
-            "note": "from the call's own transcript: verify the texts by listening before relying "
-            "on WER",
-            "turns": turns,
-        },
-    )
+    if ref is not None:
+        write_json(references, ref.document)
     task_info = result.get("task") or {}
     task = {
         "id": tid,
@@ -113,7 +128,7 @@ def add(
         "fixture": {
             "source": "recorded",
             "audio": f"fixtures/{audio.name}",
-            "references": f"fixtures/{references.name}",
+            **({"references": f"fixtures/{references.name}"} if ref else {"wer": False}),
             "tags": tag_list,
         },
     }
@@ -121,6 +136,13 @@ def add(
     raw["tasks"].append(task)
     write_json(suite, raw)
     say(f"added task {tid!r} to {suite} ({audio}, tags {', '.join(tag_list)})")
+    if ref is not None:
+        say(f"WER reference: {ref.source}")
+    else:
+        say(
+            f"no WER reference for {tid!r}: the run had none (only the ASR's own transcript), so "
+            "its WER is not measured; give what was said with --reference FILE"
+        )
     return 0
 
 

@@ -86,7 +86,9 @@ def parse_floors(pairs: list[str]) -> dict[str, float]:
 def gate_cmd(
     result: Path = typer.Argument(..., help="The run's scorecard (or its bench result JSON)."),
     baseline: Path | None = typer.Option(
-        None, "--baseline", help="Pinned baseline scorecard (without: floors and exercise only)."
+        None,
+        "--baseline",
+        help="Pinned baseline scorecard (without: floors, task verdicts and exercise only).",
     ),
     tolerance: float = typer.Option(
         DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop.", callback=number(0, 1)
@@ -97,7 +99,14 @@ def gate_cmd(
         False, "--update-baseline", help="Pin this run as the new baseline (on purpose)."
     ),
 ) -> int:
-    """Exit 1 when any dimension on any tag is below its floor or worse than the baseline."""
+    """Exit 1 when a task failed its verdict or a floor, or any dimension on any tag is below
+    its floor or worse than the baseline (the failing tasks are named, with or without a
+    baseline); exit 0 otherwise.
+
+    In CI, run `turnscope bench SUITE -o out/bench.json --no-fail` (failing tasks are recorded,
+    the step passes) and then this command on out/bench.scorecard.json with --junit: the gate
+    is the step that fails, and junit.xml is written either way.
+    """
     from turnscope.jsonio import write_json, write_text
     from turnscope.outdir import output_file
     from turnscope.scoring.suites.gate import broken_cells, gate, junit_xml
@@ -145,18 +154,31 @@ def gate_cmd(
         )
     for problem in verdict.problems:
         out.print(Text(f"FAIL {problem}", style="bold red"), soft_wrap=True)
+    bad_tasks = verdict.failed_tasks()
+    for t in bad_tasks:
+        tags = f" ({', '.join(t.tags)})" if t.tags else ""
+        out.print(
+            Text(f"FAIL task {t.task_id}{tags}: " + "; ".join(t.failures), style="bold red"),
+            soft_wrap=True,
+        )
     if junit is not None:
         write_text(junit, junit_xml(verdict))
     cells = len(verdict.cells)
     if not cells:
         say("gate FAILED: every task is void, so nothing was checked")
         return 1
+    checked = f"{cells} dimension x tag checks" + (
+        f" and {len(verdict.tasks)} tasks" if verdict.tasks else ""
+    )
     if verdict.passed:
-        say(f"gate passed: {cells} dimension x tag checks, {len(moved)} moved")
+        say(f"gate passed: {checked}, {len(moved)} moved")
         return 0
-    say(f"gate FAILED: {len(failed) + len(verdict.problems)} of {cells} checks")
+    named = f"; failed task(s): {', '.join(t.task_id for t in bad_tasks)}" if bad_tasks else ""
+    say(f"gate FAILED: {len(failed) + len(verdict.problems) + len(bad_tasks)} of {checked}{named}")
     return 1
 
 
 def register(app: typer.Typer) -> None:
-    app.command("gate")(gate_cmd)
+    from turnscope.cli.bench import CI_EPILOG
+
+    app.command("gate", epilog=CI_EPILOG)(gate_cmd)

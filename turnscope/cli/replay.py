@@ -100,8 +100,9 @@ def replay(
     )
     for w in run.result.warnings:
         warn_line(w)
-    out.print(outcome_table(run.outcome))
-    if run.outcome.wer is not None:
+    if run.result.channels_alike is None:  # else not scored: the degraded line says why
+        out.print(outcome_table(run.outcome))
+    if run.outcome.wer is not None and run.result.channels_alike is None:
         w = run.outcome.wer
         parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]
         overall = "-" if w.overall.wer is None else f"{w.overall.wer:.3f}"
