@@ -83,8 +83,8 @@ def transcribe_partials(requests: list[PartialRequest], asr: AsrSettings) -> lis
     opts = options(asr.language, 1, (0.0,), True)
     opts.defaults["max_new_tokens"] = TOKENS_PER_S * audio_ms // 1000 + 4
     decoded = decode_batch(model, [DecodeRequest(a, window_s) for a, _ in trimmed], opts)
-    return [_text(segments, from_ms, r.upto_ms, asr)
-            for segments, (_, from_ms), r in zip(decoded, trimmed, requests, strict=True)]  # fmt: skip
+    pairs = zip(decoded, trimmed, requests, strict=True)
+    return [_text(segments, from_ms, r.upto_ms, asr) for segments, (_, from_ms), r in pairs]
 
 
 def _text(
