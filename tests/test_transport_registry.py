@@ -47,7 +47,7 @@ def _plugin() -> object:
 def test_misuse_is_one_line():
     with pytest.raises(InputError, match="--codec: not an option of the webrtc transport"):
         transports.options("webrtc", "http://127.0.0.1:1/api/offer", codec="alaw")
-    with pytest.raises(InputError, match="--transport must be one of .*webrtc.*twilio"):
+    with pytest.raises(InputError, match=r"--transport must be one of .*webrtc.*twilio"):
         transports.options("sip", "sip:agent@127.0.0.1")
     with pytest.raises(InputError, match="is a websocket: a phone line"):
         transports.options("webrtc", "ws://127.0.0.1:1/ws")
