@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 import turnscope
 from tests.conftest import ROOT
 
@@ -39,3 +41,24 @@ def test_the_readme_script_runs(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "verdict: pass" in done.stdout and (tmp_path / "out" / "result.json").exists()
+    assert "reply latencies (ms): [" in done.stdout and "barge-in yields (ms): [" in done.stdout
+
+
+def test_a_run_answers_a_tests_questions_as_typed_values(tmp_path):
+    """Per-reply latencies, barge-in yields and the verdict as attributes of the run, the same
+    numbers the verifier scored; the caller's channel named as the CLI names it."""
+    import turnscope
+
+    run = turnscope.replay(ROOT / "recordings" / "refund-call.wav", outdir=tmp_path / "a",
+                           caller_channel="left")  # fmt: skip
+    facts = turnscope.verifier_facts(
+        run.result.assembly.dialogue(), budgets=run.outcome.verifier["raw"]
+    )
+    assert run.verdict == "pass" and set(run.scores) >= {"latency", "turn_taking", "barge_in"}
+    assert [r.latency_ms for r in run.replies] == [g.gap_ms for g in facts.gaps]
+    assert all(r.agent_said and r.within_budget for r in run.replies), run.replies
+    assert len(run.barge_ins) == 1 and run.barge_ins[0].yield_ms is not None, run.barge_ins
+    assert run.latency_split == [] and run.latency_split_median == {}  # no agent events given
+    with pytest.raises(turnscope.InputError, match="caller_channel must be 'left' or 'right'"):
+        turnscope.replay(ROOT / "recordings" / "refund-call.wav", outdir=tmp_path / "b",
+                         caller_channel="middle")  # fmt: skip

@@ -28,7 +28,7 @@ def replay(
     *,
     caller: str | Path | None = None,
     agent: str | Path | None = None,
-    caller_channel: int = 0,
+    caller_channel: int | str = "left",
     agent_offset_ms: float = 0.0,
     reference: str | Path | None = None,
     suite: str | Path | None = None,
@@ -42,7 +42,8 @@ def replay(
     console: Console | None = None,
     agent_trace: str | Path | None = None,
 ) -> RunOutput:
-    """Replay a recorded call (one stereo file, ``caller_channel`` 0 = left is the caller; or
+    """Replay a recorded call (one stereo file, ``caller_channel`` ``"left"`` (or 0) or
+    ``"right"`` (or 1) is the caller, as the CLI's ``--caller-channel``; or
     ``caller=`` and ``agent=`` mono files) through the pipeline, score it (against
     ``suite``/``task``, ``reference``, a latency budget, required words, when given) and write its
     bundle (``outdir``, or a new folder under ``runs/``). InputError for bad input."""
@@ -54,9 +55,10 @@ def replay(
     if call is not None and (caller or agent):
         raise InputError("give either one stereo CALL file or --caller and --agent, not both")
     if call is not None:
-        source = FileSource.stereo(
-            call, caller_channel=caller_channel, chunk_ms=chunk_ms, realtime=realtime
-        )
+        side = {"left": 0, "right": 1, 0: 0, 1: 1}.get(caller_channel)  # type: ignore[call-overload]
+        if side is None:
+            raise InputError(f"caller_channel must be 'left' or 'right', not {caller_channel!r}")
+        source = FileSource.stereo(call, caller_channel=side, chunk_ms=chunk_ms, realtime=realtime)
         stem = Path(call).stem
     elif caller and agent:
         source = FileSource.two_mono(

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
+from turnscope import run_view
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.bundle_writer import BugAfterCapture, OrderedWriter, finish_report, keep_after_bug
@@ -32,6 +33,7 @@ from turnscope.records import (
     timeline_document,
     transcript_document,
 )
+from turnscope.run_view import Verdict
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.bundle import (
     BundleIds,
@@ -57,6 +59,37 @@ class RunOutput:
     outdir: Path
     files: dict[str, Path]
     breakdown: Breakdown | None = None  # each reply's latency split by the agent's events
+
+    @property
+    def verdict(self) -> Verdict:
+        """``pass``, ``fail``, or ``error`` (a run that could not be scored: one recording on
+        both channels)."""
+        return run_view.verdict(self)
+
+    @property
+    def replies(self) -> list[run_view.Reply]:
+        """Each agent reply: its start, its latency, whether it met the budget, what was said."""
+        return run_view.replies(self)
+
+    @property
+    def barge_ins(self) -> list[run_view.BargeIn]:
+        """Each barge-in: when the caller cut in, how long the agent went on, if it yielded."""
+        return run_view.barge_ins(self)
+
+    @property
+    def latency_split(self) -> list[run_view.Split | None]:
+        """Each reply's endpointing / processing / delivery, where the agent said (RTVI or an
+        ``agent_trace``); ``latency_split_median`` for the medians."""
+        return run_view.splits(self)
+
+    @property
+    def latency_split_median(self) -> dict[str, float]:
+        return self.breakdown.medians() if self.breakdown is not None else {}
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """The verifier's four sub-scores (latency, turn_taking, barge_in, content), 0-1."""
+        return dict(self.outcome.verifier["result"]["components"])
 
 
 class ReportAudio(Sink):
