@@ -74,7 +74,11 @@ class CallSource:
         degraded: bool = False,
         kind: CallEnd = CallEnd.CALLER_HUNG_UP,
     ) -> None:
-        raise NotImplementedError
+        """End the call from our side (idempotent): the transport's goodbye, the end, then
+        what the transport must close."""
+        await self._say_goodbye()
+        self._finish(reason, degraded=degraded, kind=kind)
+        await self._close_transport()
 
     def stop(self, reason: str, kind: CallEnd = CallEnd.INTERRUPTED) -> None:
         """End the call from our side now (a signal, a full disk): what was captured is kept
@@ -123,6 +127,12 @@ class CallSource:
 
     def _release(self) -> None:
         """Stop what the call runs, before ``ended`` resolves."""
+
+    async def _say_goodbye(self) -> None:
+        """Tell the agent the caller hangs up (a phone line's ``stop``), before the end."""
+
+    async def _close_transport(self) -> None:
+        """Close the connection once the call has ended from our side."""
 
     def _describe(self) -> None:
         """Fill ``info`` once the frames have run out."""

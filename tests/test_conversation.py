@@ -159,20 +159,17 @@ script:
 """
 
 
-def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
-    """A real local LLM (SmolLM2-135M behind llama.cpp's OpenAI-compatible server) drives the
-    caller after its scripted opening: it is asked with the conversation so far, its action is
-    spoken, everything is recorded. The recorded call then replays with no LLM at all (the
-    agent says the same things), each line at the recorded offset from the agent's end of turn
-    within one 20 ms frame. This proves the loop, not the persona: that model is too small to
-    stay in character."""
+def record_then_replay(tmp_path: Path, scenario_text: str) -> None:
+    """Call the reference agent with the LLM caller of ``scenario_text`` (the real local LLM
+    server), bundle in tmp_path/first; then again with no LLM at all, replaying the first call's
+    caller (``--caller-from``), bundle in tmp_path/second."""
     import subprocess
 
     from tests.conftest import reference_agent, turnscope_exe
     from tests.interop.llm_server import llm_server
 
     scenario = tmp_path / "llm.yaml"
-    scenario.write_text(LLM_CALLER)
+    scenario.write_text(scenario_text)
     with reference_agent(scenario) as url:
         base = [*turnscope_exe(), "call", url, "--scenario", str(scenario), "--loopback-only",
                 "-q"]  # fmt: skip
@@ -188,6 +185,16 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
+
+
+def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
+    """A real local LLM (SmolLM2-135M behind llama.cpp's OpenAI-compatible server) drives the
+    caller after its scripted opening: it is asked with the conversation so far, its action is
+    spoken, everything is recorded. The recorded call then replays with no LLM at all (the
+    agent says the same things), each line at the recorded offset from the agent's end of turn
+    within one 20 ms frame. This proves the loop, not the persona: that model is too small to
+    stay in character."""
+    record_then_replay(tmp_path, LLM_CALLER)
     one = json.loads((tmp_path / "first" / "result.json").read_text())["script"]
     two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]
     asked = one["llm"]["turns"]
@@ -282,27 +289,7 @@ def test_an_llm_caller_barges_in_on_what_it_hears_and_the_replay_cuts_in_at_the_
     (partial transcripts) and answers with a barge-in, which is spoken over the agent at once and
     recorded with how far into the agent's turn the caller had heard. The replay (no LLM) cuts in
     at the same offset from the agent turn's start, within one 20 ms frame."""
-    import subprocess
-
-    from tests.conftest import reference_agent, turnscope_exe
-    from tests.interop.llm_server import llm_server
-
-    scenario = tmp_path / "interrupter.yaml"
-    scenario.write_text(LLM_INTERRUPTER)
-    with reference_agent(scenario) as url:
-        base = [*turnscope_exe(), "call", url, "--scenario", str(scenario), "--loopback-only",
-                "-q"]  # fmt: skip
-        with llm_server(tmp_path / "llm") as server:
-            first = subprocess.run(
-                [*base, "-o", str(tmp_path / "first"), "--caller-llm", server.url,
-                 "--caller-llm-model", server.model],
-                capture_output=True, text=True, timeout=180,
-            )  # fmt: skip
-        second = subprocess.run(
-            [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-    assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
+    record_then_replay(tmp_path, LLM_INTERRUPTER)
     one = json.loads((tmp_path / "first" / "result.json").read_text())
     turns = one["script"]["llm"]["turns"]
     assert one["script"]["llm"]["asked_mid_turn"] >= 1, one["script"]["llm"]

@@ -236,16 +236,6 @@ class DeviceCall(CallSource):
         for stream in self.streams:
             stream.close()
 
-    async def hangup(
-        self,
-        reason: str = "the caller hung up",
-        *,
-        degraded: bool = False,
-        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
-    ) -> None:
-        """End the call from our side (idempotent); the devices are released."""
-        self._finish(reason, degraded=degraded, kind=kind)
-
     def _describe(self) -> None:
         self.caller_track.refresh_log()  # the caller's send log, re-timed after any xrun
         origin = self.clock.origin

@@ -306,18 +306,13 @@ class TelephonyCall(CallSource):
 
     # -- ending -------------------------------------------------------------------------------
 
-    async def hangup(
-        self,
-        reason: str = "the caller hung up",
-        *,
-        degraded: bool = False,
-        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
-    ) -> None:
-        """End the call from our side (idempotent): ``stop``, then close the websocket."""
+    async def _say_goodbye(self) -> None:
+        """The carrier's ``stop``, once."""
         if not self._closed and not self._hanging_up:
             self._hanging_up = True
             await self._send(self.dialect.stop(self._next_seq(), self.ids))
-        self._finish(reason, degraded=degraded, kind=kind)
+
+    async def _close_transport(self) -> None:
         await self._close()
 
     def _flush(self) -> None:

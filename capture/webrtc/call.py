@@ -241,15 +241,8 @@ class WebRTCCall(CallSource):
         elif not self._closed:
             self._agent_hung_up("its audio track ended")
 
-    async def hangup(
-        self,
-        reason: str = "the caller hung up",
-        *,
-        degraded: bool = False,
-        kind: CallEnd = CallEnd.CALLER_HUNG_UP,
-    ) -> None:
-        """End the call from our side (idempotent): WHIP DELETE, close the peer connection."""
-        self._finish(reason, degraded=degraded, kind=kind)
+    async def _close_transport(self) -> None:
+        """WHIP DELETE, close the peer connection."""
         await self._close_pc()
 
     async def _close_pc(self) -> None:

@@ -49,40 +49,55 @@ def _summary(v: ConversationView) -> str:
     return f'<table class="kv">{body}</table>'
 
 
+def _ms(v: float | None) -> str:
+    return "" if v is None else f"{v:.0f} ms"
+
+
+def _timed_table(title: str, head: tuple[str, ...], rows: list[tuple[float, list[str]]]) -> str:
+    """A table whose rows play from their time (the first column); nothing without rows.
+    ``rows``: (call ms, the other cells, already escaped)."""
+    if not rows:
+        return ""
+    body = "".join(
+        f'<tr data-t="{at / 1000:.2f}"><td class="t">{clock(at)}</td>'
+        + "".join(f"<td>{c}</td>" for c in cells)
+        + "</tr>"
+        for at, cells in rows
+    )
+    th = "".join(f"<th>{e(h)}</th>" for h in head)
+    return f"<h3>{e(title)}</h3><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def _cues(v: ConversationView) -> str:
     """The lines that cut in on the agent's words, with how late after the cue they went out."""
-    if not v.cues:
-        return ""
-    rows = "".join(
-        f'<tr data-t="{c.sent_ms / 1000:.2f}"><td class="t">{clock(c.sent_ms)}</td>'
-        f"<td>{e(c.text)}</td><td>{e(c.spoken_as.replace('_', '-'))}</td><td>{e(c.cue)}</td>"
-        f"<td>{e(c.heard)}</td><td>{'' if c.lag_ms is None else f'{c.lag_ms:.0f} ms'}</td>"
-        "</tr>"
+    rows = [
+        (
+            c.sent_ms,
+            [e(c.text), e(c.spoken_as.replace("_", "-")), e(c.cue), e(c.heard), _ms(c.lag_ms)],
+        )
         for c in v.cues
-    )
-    return (
-        "<h3>Cut in on the agent's words</h3><table><thead><tr><th>sent</th><th>the caller"
-        "</th><th>as</th><th>cue</th><th>heard (partial transcript)</th><th>cue to audio out"
-        f"</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+    ]
+    head = ("sent", "the caller", "as", "cue", "heard (partial transcript)", "cue to audio out")
+    return _timed_table("Cut in on the agent's words", head, rows)
 
 
 def _llm(v: ConversationView) -> str:
     """Every action of the caller's LLM."""
-    if not v.llm_turns:
-        return ""
-    rows = "".join(
-        f'<tr data-t="{t.heard_ms / 1000:.2f}"><td class="t">{clock(t.heard_ms)}</td>'
-        f"<td>{e(t.heard)}{' ...' if t.mid_turn else ''}</td><td>{e(t.action)}</td>"
-        f"<td>{e(t.text)}</td><td>{e(t.source)}</td>"
-        f"<td>{'' if t.latency_ms is None else f'{t.latency_ms:.0f} ms'}</td></tr>"
+    rows = [
+        (
+            t.heard_ms,
+            [
+                e(t.heard) + (" ..." if t.mid_turn else ""),
+                e(t.action),
+                e(t.text),
+                e(t.source),
+                _ms(t.latency_ms),
+            ],
+        )
         for t in v.llm_turns
-    )
-    return (
-        "<h3>The caller's LLM</h3><table><thead><tr><th>heard until</th><th>the agent said"
-        "</th><th>action</th><th>the caller</th><th>source</th><th>LLM time</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+    ]
+    head = ("heard until", "the agent said", "action", "the caller", "source", "LLM time")
+    return _timed_table("The caller's LLM", head, rows)
 
 
 def conversation(m: ReportModel) -> str:
