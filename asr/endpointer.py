@@ -11,7 +11,8 @@ run of frames at a time. Events never depend on how the stream was chunked.
 
 This module is the state machine; it decides on ``vad.FrameClassifier``'s flags and energies,
 gated by ``noise.NoiseGate``, opens utterances with ``preroll.PreRoll``'s frames and moves
-boundaries with ``refine.SpanRefiner`` against ``noise.NoiseLevel``.
+boundaries with ``refine.SpanRefiner`` against ``noise.NoiseLevel`` (or, at turn close, against
+the utterance's own room tone when it is a recording played into silence: ``stretch``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.settings import RefineSettings, VadSettings
+from turnscope.asr.stretch import find_stretch, stretch_spans
 from turnscope.asr.vad import FrameClassifier
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, samples_to_ms, to_float32
 
@@ -54,6 +56,7 @@ class Endpointer:
         self.channel = channel
         self._cfg = vad
         self._refiner = SpanRefiner(refine, vad.frame_ms) if refine.enabled else None
+        self._refine = refine
         self._classifier = FrameClassifier(vad.aggressiveness, vad.frame_ms)
         self._flen = self._classifier.frame_len
         self._window = max(1, vad.start_window_ms // vad.frame_ms)
@@ -339,7 +342,12 @@ class Endpointer:
 
     def _finish(self, events: list[SpeechEvent], *, forced: bool) -> None:
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
-        if self._refiner is not None:
+        stretch = None
+        if self._refiner is not None and self._refine.stretch_search_ms > 0:
+            stretch = find_stretch(pcm, self._flen, max(self._utt_energy, default=0.0))
+        if stretch is not None:  # a recording's own room tone around it: judged against that
+            spans = stretch_spans(stretch, self._utt_audio_start, self._spans, self._refine)
+        elif self._refiner is not None:
             spans = self._refiner.spans(
                 pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.background()
             )

@@ -50,6 +50,8 @@ class RefineSettings(_Strict):
     blip_gap_ms: int = Field(default=0, ge=0)
     search_ms: int = Field(ge=0)
     max_dip_ms: float = Field(ge=0)
+    stretch_search_ms: int = Field(default=0, ge=0)  # 0: no per-stretch background (stretch.py)
+    stretch_weak_db: float = Field(default=0.0, ge=0)  # a stretch's lead this far under: not speech
 
 
 class ConfirmSettings(_Strict):

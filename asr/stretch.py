@@ -1,0 +1,212 @@
+"""The background of the stretch of audio an utterance sits in, when it is not the channel's.
+
+A recorded prompt played into a channel that is otherwise digital silence (an IVR's or a bot's
+recordings, room tone kept) brings its own floor: the channel steps up from its floor onto the
+recording's room tone, the speech rises out of that, and the channel steps down again after the
+room tone that follows it. Judged against the channel's floor, the room tone is "speech" from its
+first sample; judged against its own, it is background (ARCHITECTURE.md: room tone is not speech).
+
+``find_stretch`` looks for that shape in an utterance's audio at turn close: a step up from the
+silence around it (or down to it) onto a steady plateau well above that silence, held for
+``_PLATEAU_MS`` without coming near the speech's level. Levels are read on pre-emphasised audio
+(the first difference: a room's tone is mostly rumble, which it takes 20-30 dB off, while speech
+keeps its formants and fricatives): the speech's spectral shape, not a fixed margin. Audio that
+opens straight onto speech (a neural voice, espeak-ng) or sits on the channel's own noise (a line,
+a bed of room tone) has no such plateau: ``find_stretch`` returns None and refinement stays the
+channel-floor one (refine.SpanRefiner). ``stretch_spans`` refines the utterance's spans against
+the stretch's own background instead. Live boundary guesses are not changed: this runs at turn
+close only, where the whole utterance and the room tone after it are in hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from turnscope.asr.refine import (
+    HOP,
+    Background,
+    envelope_db,
+    refine_end,
+    refine_start,
+    skip_weak_lead,
+    threshold_db,
+)
+from turnscope.asr.settings import RefineSettings
+from turnscope.capture.frames import SAMPLE_RATE
+
+_EMPHASIS = 0.95  # pre-emphasis: y[n] = x[n] - 0.95 x[n-1]
+_STEP_DB = 20.0  # a plateau this far above the floor around it (median) is a floor of its own
+_FLOOR_DB = 6.0  # frames within this of the utterance's quietest frame are that floor
+_REACH_MS = 1000  # the steps: past the pre-roll (350 ms) and an end of turn (600 ms) of silence
+_EDGE = 3  # frames of that floor before the step up (after the step down): a step, not a dip
+# Recorded prompts carry 265-290 ms of room tone before the speech and 200-430 ms after (issue
+# 28); a word's weak ending or a telephone filter's residue next to digital silence is shorter
+# (measured: at 150 ms, 4 of the synthetic corpus's utterances were taken for a stretch; at 200,
+# none).
+_PLATEAU_MS = 200
+_STEADY_DB = 20.0  # room tone holds its level: the plateau's 10th-90th percentile spread, full band
+_BELOW_SPEECH_DB = 20.0  # the plateau stays this far under the speech's peak (pre-emphasised)
+_AUDIBLE_DB = 50.0  # a plateau further under the speech than this is under the usual threshold
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """An utterance's own background, read on its pre-emphasised audio."""
+
+    audio: np.ndarray  # pre-emphasised float audio of the utterance
+    background: Background  # dBFS of the emphasised audio, per VAD frame of the plateaus
+    head: int | None  # sample index (into the utterance audio) of the step up, if found
+    tail: int | None  # sample index of the step down (exclusive), if found
+
+
+def emphasised(pcm: np.ndarray) -> np.ndarray:
+    """First-difference pre-emphasis of int16 PCM, as float audio."""
+    x = pcm.astype(np.float64) / 32768.0
+    out = np.empty_like(x)
+    if len(x):
+        out[0] = x[0]
+        out[1:] = x[1:] - _EMPHASIS * x[:-1]
+    return out
+
+
+def _frame_db(x: np.ndarray, flen: int, n: int) -> np.ndarray:
+    ms = np.square(x[: n * flen]).reshape(n, flen).mean(axis=1)
+    return 10.0 * np.log10(np.maximum(ms, 1e-12))
+
+
+def _level_db(pcm: np.ndarray, flen: int, a: int, b: int) -> np.ndarray:
+    """Per-frame variance of frames [a, b) in dBFS: a DC offset (or one a file's DC removal
+    left in its digital silence) is no level."""
+    x = pcm[a * flen : b * flen].reshape(b - a, flen).astype(np.int64)
+    s1 = x.sum(axis=1)
+    variance = (np.einsum("ij,ij->i", x, x) - s1 * s1 / flen) / (flen * 2.0**30)  # exact sums
+    return 10.0 * np.log10(np.maximum(variance, 1e-12))
+
+
+def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
+    """The utterance's own background if its audio steps up from (or down to) a floor of
+    silence onto a steady plateau that is not speech; None when it sits on the channel's
+    background. The steps are looked for within ``_REACH_MS`` of the audio's ends (most
+    utterances are over there: the whole of it is read only for a candidate). ``loudest``: the
+    mean square of the utterance's loudest frame."""
+    n = len(pcm) // flen
+    plateau = max(1, _PLATEAU_MS * SAMPLE_RATE // 1000 // flen)
+    reach = min(n, _REACH_MS * SAMPLE_RATE // 1000 // flen)
+    if n < 2 * plateau:
+        return None
+    ends = (_level_db(pcm, flen, 0, reach), _level_db(pcm, flen, n - reach, n))
+    floor = min(float(ends[0].min()), float(ends[1].min()))
+    ceiling = 10.0 * np.log10(max(loudest, 1e-12)) - _BELOW_SPEECH_DB / 2
+    up = np.flatnonzero(ends[0] >= floor + _FLOOR_DB)
+    down = np.flatnonzero(ends[1] >= floor + _FLOOR_DB)
+    first = int(up[0]) if len(up) else reach
+    last = n - reach + int(down[-1]) if len(down) else n - reach - 1
+    at_head = first >= _EDGE and _steady(ends[0][first : first + plateau], plateau, floor, ceiling)
+    t = last + 1 - plateau - (n - reach)  # the tail plateau's first frame in ends[1]
+    at_tail = (
+        t >= 0 and last < n - _EDGE and _steady(ends[1][t : t + plateau], plateau, floor, ceiling)
+    )
+    if not (at_head or at_tail):
+        return None
+    full = _level_db(pcm, flen, 0, n)
+    audio = emphasised(pcm)
+    emph = _frame_db(audio, flen, n)
+    peak = float(emph.max())
+    pieces, head, tail = [], None, None
+    if at_head and _under_speech(emph[first : first + plateau], peak):
+        pieces.append(_extent(full, emph, first, 1, floor, peak))
+        head = first * flen
+    if at_tail and _under_speech(emph[last + 1 - plateau : last + 1], peak):
+        pieces.append(_extent(full, emph, last, -1, floor, peak))
+        tail = (last + 1) * flen
+    if not pieces:
+        return None
+    levels = np.sort(np.concatenate(pieces))
+    median = float(levels[len(levels) // 2])
+    # The plateau's loud end as far above its median as its quiet end is below: a breath or a
+    # click inside the room tone would pull a plain upper percentile up to the speech's edges.
+    low = float(levels[len(levels) // 10])
+    return Stretch(audio, Background(median, median + max(3.0, median - low)), head, tail)
+
+
+def _steady(seg: np.ndarray, plateau: int, floor: float, ceiling: float) -> bool:
+    """``seg`` (full-band frame levels) is a whole plateau, well above the floor, steady, and
+    under ``ceiling`` (half the emphasised margin under the speech's full-band peak: a cheap
+    first test, the emphasised one decides)."""
+    if len(seg) != plateau:
+        return False
+    o = np.sort(seg)  # nearest-rank percentiles: one sort, no interpolation
+    k = len(o)
+    return bool(
+        o[-1] <= ceiling
+        and o[k // 2] >= floor + _STEP_DB
+        and o[0] >= floor + _FLOOR_DB
+        and o[k * 9 // 10] - o[k // 10] <= _STEADY_DB
+    )
+
+
+def _under_speech(emph: np.ndarray, peak: float) -> bool:
+    """A plateau's pre-emphasised levels: well under the speech's peak, yet not so far under it
+    that the usual threshold (below_peak_db under the peak) is above them anyway."""
+    return (
+        float(emph.max()) <= peak - _BELOW_SPEECH_DB
+        and float(np.median(emph)) >= peak - _AUDIBLE_DB
+    )
+
+
+def _extent(
+    full: np.ndarray, emph: np.ndarray, start: int, step: int, floor: float, peak: float
+) -> np.ndarray:
+    """The plateau's emphasised frame levels, walking from ``start`` by ``step`` until the
+    speech's level (or the floor of silence around it)."""
+    i = start
+    while (
+        0 <= i < len(full) and full[i] >= floor + _FLOOR_DB and emph[i] <= peak - _BELOW_SPEECH_DB
+    ):
+        i += step
+    return emph[start:i] if step > 0 else emph[i + 1 : start + 1]
+
+
+def stretch_spans(
+    stretch: Stretch, base: int, spans: list[list[int]], p: RefineSettings
+) -> list[list[int]]:
+    """``spans`` (call-clock samples; the utterance audio starts at ``base``) refined against the
+    stretch's own background on its pre-emphasised envelope, searching ``stretch_search_ms``
+    either way (the room tone the VAD took for speech may run 430 ms past the speech). Spans
+    with nothing above the background are dropped; a lead cut off from the speech by a pause
+    and never within ``stretch_weak_db`` of its peak (a breath or a click at the start of the
+    recording) is skipped. Ordered, and merged where refinement closed a pause."""
+    env = envelope_db(stretch.audio, p.window_ms)
+    lo = (stretch.head or 0) // HOP
+    hi = len(env) if stretch.tail is None else min(len(env), stretch.tail // HOP)
+    if hi <= lo:
+        return spans
+    inside = env[lo:hi]
+    peak = float(inside.max())
+    thresh = threshold_db(peak, stretch.background, p)
+    wide = p.model_copy(update={"search_ms": p.stretch_search_ms})
+    out: list[list[int]] = []
+    for s, e in spans:
+        a, b = max(0, (s - base) // HOP - lo), min(hi - lo, -(-(e - base) // HOP) - lo)
+        if b <= a or float(inside[a:b].max()) < thresh:
+            continue  # room tone the VAD took for speech
+        hs = refine_start(inside, a, thresh, wide)
+        if p.weak_db > 0:
+            blip = (p.blip_ms, p.blip_gap_ms)
+            hs = skip_weak_lead(
+                inside, hs, thresh, peak - p.weak_db, p.max_dip_ms, blip, p.weak_min_ms
+            )
+        if p.stretch_weak_db > 0:
+            hs = skip_weak_lead(inside, hs, thresh, peak - p.stretch_weak_db, p.blip_gap_ms)
+        he = refine_end(inside, b, thresh, wide)
+        rs = max(base + (lo + hs) * HOP, out[-1][1] if out else base)
+        out.append([rs, max(rs, base + (lo + he) * HOP)])
+    merged: list[list[int]] = []
+    for span in out:
+        if merged and span[0] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], span[1])
+        else:
+            merged.append(span)
+    return merged or spans

@@ -1,0 +1,106 @@
+"""Turn boundaries when the floor moves under the speech (issue 28): recorded prompts, their own
+room tone kept, played into a channel that is otherwise digital silence. The room tone is the
+recording's background, not the reply's onset or its tail (ARCHITECTURE.md, "A turn's boundary
+on real audio"); audio with no floor of its own keeps the channel-floor refinement unchanged.
+
+Real recordings (benchmarks/realspeech.py, fetched by ``scripts/setup.sh --dev``) through the
+product path; the benchmark's "real replay" row is the measure, these bounds catch a regression
+to the room tone taken as speech (61/229 ms median/p90 before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from common import boundary_errors, match
+from realspeech import build_real_corpus
+
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn
+from turnscope.asr.settings import load_settings
+from turnscope.capture.file.source import FileSource
+from turnscope.capture.frames import PcmFrame, to_int16
+from turnscope.pipeline import run_pipeline
+
+SETTINGS = load_settings()
+NO_STRETCH = load_settings(refine={"stretch_search_ms": 0})
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory):
+    corpus = tmp_path_factory.mktemp("real-corpus")
+    return {c.name: c for c in build_real_corpus(corpus, conditions=("recorded", "replay"))}
+
+
+def _utterances(wav: Path, settings, chunk: int = 320) -> list[tuple[str, float, float]]:
+    audio, _ = sf.read(wav, dtype="float32")
+    out = []
+    for i, ch in enumerate(("caller", "agent")):
+        pcm = to_int16(audio[:, i])
+        ep = Endpointer(ch, settings.vad, settings.refine)
+        events = []
+        for k in range(0, len(pcm), chunk):
+            events += ep.push(PcmFrame(ch, k, pcm[k : k + chunk]))
+        events += ep.flush()
+        out += [
+            (ch, e.utterance.start_ms, e.utterance.end_ms)
+            for e in events
+            if isinstance(e, EndOfTurn)
+        ]
+    return out
+
+
+def test_recorded_prompts_between_digital_silence_end_where_their_speech_does(calls):
+    from turnscope.asr.transcriber import Transcriber
+
+    transcriber = Transcriber(SETTINGS.asr, SETTINGS.confirm)
+    transcriber.warm_up()
+    errors, missed, extra = [], 0, 0
+    for name in ("real-clips-a-replay", "real-clips-b-replay", "real-clips-c-replay"):
+        call = calls[name]
+        source = FileSource.stereo(call.wav, chunk_ms=200)
+        result = asyncio.run(run_pipeline(source, SETTINGS, transcriber=transcriber))
+        turns = [
+            {"speaker": t.speaker, "start_ms": t.start_ms, "end_ms": t.end_ms}
+            for t in result.assembly.turns
+        ]
+        pairs = match(call.truth["turns"], turns)
+        starts, ends = boundary_errors(pairs)
+        errors += starts + ends
+        missed += sum(1 for _, f in pairs if f is None)
+        extra += len(turns) - sum(1 for _, f in pairs if f is not None)
+    assert missed == 0 and extra == 0, (missed, extra)
+    assert statistics.median(errors) <= 30, sorted(errors)
+    assert np.percentile(errors, 90) <= 120, sorted(errors)
+
+
+def test_a_recording_over_its_own_room_tone_everywhere_is_refined_as_before(calls):
+    """No step from the channel's floor: the per-stretch background never applies."""
+    for name in ("real-pyannote-recorded", "real-clips-a-recorded"):
+        wav = calls[name].wav
+        assert _utterances(wav, SETTINGS) == _utterances(wav, NO_STRETCH)
+
+
+def test_speech_with_no_floor_of_its_own_is_refined_as_before(tmp_path):
+    """espeak-ng between digital silence (sharp onsets, no room tone): nothing moves."""
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.script.synth import render, write_call
+    from turnscope.configs import config_path
+
+    call = render(load_scenario(config_path("scenarios", "quick-exchange.yaml")))
+    wav = write_call(call, tmp_path)["call"]
+    assert _utterances(wav, SETTINGS) == _utterances(wav, NO_STRETCH)
+
+
+@pytest.mark.parametrize("chunk", [160, 3200, 4000])
+def test_stretch_boundaries_do_not_depend_on_chunking(calls, chunk):
+    wav = calls["real-clips-a-replay"].wav
+    assert _utterances(wav, SETTINGS, chunk) == _utterances(wav, SETTINGS)
