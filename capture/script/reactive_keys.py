@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from turnscope.capture.script.fields import MAX_LINE_CHARS, MAX_MS, Keyword, _Strict
+from turnscope.capture.script.fields import MAX_LINE_CHARS, MAX_MS, Keyword, Voice, _Strict
 
 
 class Condition(_Strict):
@@ -80,4 +80,4 @@ class Branch(_Strict):
 
     caller: Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
     when: Condition | None = None
-    voice: str | None = None
+    voice: Voice | None = None

@@ -40,6 +40,7 @@ from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's name
     Ms,
     Placement,
     TaskSpec,
+    Voice,
     _Strict,
 )
 from turnscope.capture.script.reactive_keys import (  # noqa: F401
@@ -64,7 +65,7 @@ class Line(_Strict):
     Both sides:
     - ``audio``: a recording to play instead of espeak-ng (path relative to the scenario file);
       the line's text is then its transcript.
-    - ``voice``: espeak-ng voice for this line only.
+    - ``voice``: this line's voice (as ``caller.voice``: ``en-gb``, ``piper:joe-us`` ...).
 
     Caller lines take at most one trigger (default ``after_agent_ms: 500``):
     - ``at_ms``: start at this time on the call clock.
@@ -95,7 +96,7 @@ class Line(_Strict):
     choose: Annotated[list[Branch], Field(min_length=1, max_length=20)] | None = None
     when: Condition | None = None
     audio: Path | None = None
-    voice: str | None = None
+    voice: Voice | None = None
     at_ms: Ms | None = None
     after_agent_ms: Ms | None = None
     barge_in_ms: Ms | None = None

@@ -1,4 +1,5 @@
-"""Speech clips for synthesized calls: espeak-ng text-to-speech and recorded clips, trimmed.
+"""Speech clips for synthesized calls: text-to-speech (espeak-ng or a Piper voice, `voices/`)
+and recorded clips, trimmed.
 
 Audio comes back as float32 mono in [-1, 1]: `speak`/`load_clip` trimmed to the voiced extent,
 `synthesize`/`read_clip` as a `Clip` that knows its voiced extent (what `turnscope synth`
@@ -16,23 +17,27 @@ extent of a burst with abrupt edges exactly the burst, where a centred window wo
 from __future__ import annotations
 
 import functools
-import io
-import shutil
-import subprocess
+import shutil  # noqa: F401 (tests patch speech.shutil.which to hide espeak-ng)
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.errors import EnvironmentProblem, InputError
+from turnscope.capture.script.voices import espeak, piper
+from turnscope.capture.script.voices.espeak import (  # noqa: F401 (this module's names)
+    ESPEAK,
+    INSTALL_FIX,
+    english_voices,
+)
+from turnscope.capture.script.voices.spec import Engine, VoiceProblem, VoiceRef, parse_voice
+from turnscope.errors import InputError
 from turnscope.jsonio import native_path
 
-ESPEAK = "espeak-ng"
 WINDOW_S = 0.005
 FLOOR_DB = 40.0
-INSTALL_FIX = "install espeak-ng: apt-get install -y espeak-ng or scripts/setup.sh"
 
 
 def _window_power(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
@@ -82,58 +87,29 @@ def trim(x: np.ndarray, sample_rate: int) -> np.ndarray:
     return x[start:end]
 
 
-def _espeak() -> str:
-    exe = shutil.which(ESPEAK)
-    if exe is None:
-        raise EnvironmentProblem(f"espeak-ng is not on PATH ({INSTALL_FIX})")
-    return exe
-
-
-def _voice_table(*args: str) -> list[list[str]]:
-    proc = subprocess.run([_espeak(), *args], capture_output=True, text=True, check=False)
-    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
-    return [r for r in rows if len(r) >= 5]
-
-
-@functools.lru_cache(maxsize=1)
-def _known_voices() -> tuple[frozenset[str], frozenset[str]]:
-    """Lower-cased names espeak-ng accepts for ``-v``: (voices, variants)."""
-    voices: set[str] = set()
-    for row in _voice_table("--voices"):
-        # Pty, Language, Age/Gender, VoiceName, File, (other-language priority) ...
-        voices.update({row[1], row[3], row[4], row[4].rsplit("/", 1)[-1]})
-        voices.update(cell.strip("()") for cell in row[5::2])
-    variants: set[str] = set()
-    for row in _voice_table("--voices=variant"):
-        variants.update({row[3], row[4].rsplit("/", 1)[-1]})
-    return frozenset(v.lower() for v in voices), frozenset(v.lower() for v in variants)
-
-
-@functools.lru_cache(maxsize=1)
-def english_voices() -> tuple[str, ...]:
-    """The English voice names of ``espeak-ng --voices=en`` (MBROLA voices left out)."""
-    rows = _voice_table("--voices=en")
-    return tuple(sorted({r[1] for r in rows if not r[4].startswith(("mb/", "!v/"))}))
-
-
-def _unknown_voice(voice: str, detail: str = "") -> InputError:
-    return InputError(
-        f"unknown espeak-ng voice {voice!r}{detail}",
-        fix=f"English voices: {', '.join(english_voices())}; add +f3, +m2 ... for a variant; "
-        "`espeak-ng --voices` lists all",
-    )
-
-
 def check_voice(voice: str) -> None:
-    """Raise InputError unless espeak-ng knows ``voice`` (``name`` or ``name+variant``).
+    """Raise InputError unless ``voice`` can speak: an espeak-ng voice espeak-ng knows, or an
+    installed Piper voice / an existing Piper voice file (see `voices.spec`)."""
+    ref = _ref(voice)
+    if ref.engine is Engine.ESPEAK:
+        espeak.check_voice(ref.name)
 
-    espeak-ng silently falls back to a default voice for some unknown names (``en-sc`` speaks
-    ``en``), so names are checked against its own voice list rather than its exit code.
-    """
-    voices, variants = _known_voices()
-    name, _, variant = voice.partition("+")
-    if name.lower() not in voices or (variant and variant.lower() not in variants):
-        raise _unknown_voice(voice)
+
+def _ref(voice: str) -> VoiceRef:
+    try:
+        return parse_voice(voice)
+    except VoiceProblem as exc:
+        raise InputError(str(exc)) from None
+
+
+def describe(voice: str, rate_wpm: int | None, pitch: int | None) -> dict[str, Any] | None:
+    """What the bundle records of ``voice`` with these settings; None for a Piper voice this
+    process never loaded (it spoke nothing; loading it now could stall a live call)."""
+    ref = _ref(voice)
+    if ref.engine is Engine.ESPEAK:
+        return espeak.describe(ref.name, rate_wpm, pitch)
+    loaded = piper.loaded(ref)
+    return None if loaded is None else loaded.describe(rate_wpm)
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,26 +145,16 @@ def _to_clip(x: np.ndarray, sample_rate: int) -> Clip | None:
 
 @functools.lru_cache(maxsize=512)
 def _synthesize(text: str, voice: str, rate_wpm: int | None, pitch: int | None, sr: int) -> Clip:
-    check_voice(voice)
-    cmd = [_espeak(), "-v", voice, "--stdout"]
-    if rate_wpm is not None:
-        cmd += ["-s", str(int(rate_wpm))]
-    if pitch is not None:
-        cmd += ["-p", str(int(pitch))]
-    # The text goes in on stdin: no shell, and a text starting with "-" is not read as an option.
-    proc = subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True, check=False)
-    if proc.returncode != 0 or not proc.stdout:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise _unknown_voice(voice, f": espeak-ng says {detail[0]!r}" if detail else "")
-    # espeak-ng writes 22050 Hz 16-bit wav; its header's length field is bogus on a pipe, which
-    # libsndfile tolerates.
-    audio, rate = sf.read(io.BytesIO(proc.stdout), dtype="float32", always_2d=True)
-    x = audio.mean(axis=1)
+    ref = _ref(voice)
+    if ref.engine is Engine.ESPEAK:
+        x, rate = espeak.speak(text, ref.name, rate_wpm, pitch)
+    else:  # pitch is espeak-ng's alone (CallerSpec refuses it with a Piper caller voice)
+        x, rate = piper.load(ref).speak(text, rate_wpm)
     if rate != sr:
         x = soxr.resample(x, rate, sr, quality="HQ")
     clip = _to_clip(x, sr)
     if clip is None:
-        raise InputError(f"espeak-ng produced no audible speech for {text!r}")
+        raise InputError(f"{ref.engine.value} produced no audible speech for {text!r}")
     return clip
 
 
@@ -200,7 +166,8 @@ def synthesize(
     pitch: int | None = None,
     sample_rate: int = 16000,
 ) -> Clip:
-    """``text`` spoken by espeak-ng as a `Clip` (cached per process; the audio is read-only)."""
+    """``text`` spoken in ``voice`` (espeak-ng or Piper, see `voices.spec`) as a `Clip` (cached
+    per process; the audio is read-only)."""
     return _synthesize(text, voice, rate_wpm, pitch, sample_rate)
 
 
@@ -212,11 +179,12 @@ def speak(
     pitch: int | None = None,
     sample_rate: int = 16000,
 ) -> np.ndarray:
-    """``text`` spoken by espeak-ng: float32 mono in [-1, 1] at ``sample_rate``, trimmed to
+    """``text`` spoken in ``voice``: float32 mono in [-1, 1] at ``sample_rate``, trimmed to
     its voiced extent.
 
-    ``rate_wpm`` is espeak-ng's ``-s`` (words per minute, default 175), ``pitch`` its ``-p``
-    (0-99, default 50). Results are cached per process; each call returns a fresh copy.
+    ``rate_wpm`` is espeak-ng's ``-s`` (words per minute, default 175; a Piper voice's pace
+    scaled by 175 / rate_wpm), ``pitch`` espeak-ng's ``-p`` (0-99, default 50).
+    Results are cached per process; each call returns a fresh copy.
     Raises EnvironmentProblem without espeak-ng, InputError for an unknown voice.
     """
     clip = synthesize(text, voice=voice, rate_wpm=rate_wpm, pitch=pitch, sample_rate=sample_rate)

