@@ -228,7 +228,9 @@ def own_recording(path: str | Path) -> bool:
     call (its truth beside it) or a fixture `turnscope fixture add` made (tagged):
     its exact zeros between turns are an idle party, as on the call it came from."""
     p = Path(path)
-    if any((p.parent / n).is_file() for n in _OWN_BESIDE):
+    # synth's folder holds truth.json; a recording kept elsewhere keeps it as NAME.truth.json
+    beside = (*_OWN_BESIDE, f"{p.stem}.truth.json")
+    if any((p.parent / n).is_file() for n in beside):
         return True
     try:
         import soundfile as sf
