@@ -10,6 +10,7 @@ resized and held (Ctrl-S) mid-call, and one closed mid-call (SIGHUP).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -62,9 +63,13 @@ def agent_url(scenario):
 
 def piped(*args: str, cwd: Path = ROOT) -> tuple[int, str]:
     """The same command with its output going to a pipe (stdout and stderr, as a pty mixes)."""
+    # The environment given explicitly: GNU readline, once something in this process has set
+    # it up, puts COLUMNS/LINES into the C environment (not os.environ), which a child given
+    # no env would inherit and print 80 columns wide.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     p = subprocess.run(
         [*turnscope_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, timeout=300,
+        text=True, timeout=300, env=env,
     )  # fmt: skip
     return p.returncode, p.stdout
 

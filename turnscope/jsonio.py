@@ -372,3 +372,25 @@ def one_line(exc: ValidationError, *, prefix: str = "") -> str:
     loc = (prefix + "." + loc if prefix and loc else prefix or loc).replace(".[", "[")
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return f"{loc}: {first['msg']}" + (more if len(errors) > 1 else "")
+
+
+# What to do about a problem of these pydantic error types (the others' messages say it).
+_FIXES = {"missing": "add it", "extra_forbidden": "remove it, or fix its spelling"}
+
+
+def every_problem(exc: ValidationError, *, prefix: str = "") -> str:
+    """Every pydantic error, each as `where: what (the value given)`, on one line: a file is
+    fixed in one go, not one error per run."""
+    parts = []
+    for error in exc.errors():
+        loc = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in error["loc"])
+        loc = (prefix + "." + loc if prefix and loc else prefix or loc).replace(".[", "[")
+        what, given = error["msg"], error.get("input")
+        if error["type"] in _FIXES:
+            what += f" ({_FIXES[error['type']]})"
+        elif isinstance(given, (str, int, float, bool)):
+            what += f" (got {str(given)[:40]!r})" if isinstance(given, str) else f" (got {given})"
+        parts.append(f"{loc}: {what}" if loc else what)
+    if len(parts) == 1:
+        return parts[0]
+    return f"{len(parts)} problems: " + "; ".join(parts)

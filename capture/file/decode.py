@@ -19,6 +19,10 @@ from turnscope.errors import InputError
 from turnscope.jsonio import native_path
 
 BLOCK_SECONDS = 1.0
+# MPEG audio goes to FFmpeg, not libsndfile: libsndfile's libmpg123 prints every frame it finds
+# odd straight to the process's stderr (14 lines on one replay), which PyAV keeps quiet; the
+# samples are the same (to float rounding, gapless trimming included).
+MPEG_SUFFIXES = (".mp3", ".mp2", ".mpga")
 
 
 @dataclass
@@ -126,7 +130,11 @@ def open_audio(path: str | Path) -> AudioReader:
         raise InputError("is an empty file (0 bytes), not audio", path=p)
     block = None
     try:
+        if p.suffix.lower() in MPEG_SUFFIXES:
+            raise TypeError("MPEG audio: FFmpeg decodes it")
         info = sf.info(native_path(p))
+        if info.format == "MPEG":
+            raise TypeError("MPEG audio: FFmpeg decodes it")
         if info.frames == 0 and not len(sf.read(native_path(p), frames=1)[0]):
             # Said now, before the run writes anything in its folder.
             raise InputError("contains no audio samples (zero-length audio)", path=p)

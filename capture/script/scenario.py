@@ -52,7 +52,7 @@ from turnscope.capture.script.reactive_keys import (  # noqa: F401
     Until,
 )
 from turnscope.errors import InputError
-from turnscope.jsonio import one_line, read_yaml
+from turnscope.jsonio import every_problem, read_yaml
 
 
 class Line(_Strict):
@@ -390,9 +390,8 @@ def script_problem(script: list[Line]) -> str | None:
 
 
 def _message(exc: ValidationError) -> str:
-    text = one_line(exc)
     # Script-order errors have no location of their own: their message starts with it.
-    return text[2:] if text.startswith(": ") else text
+    return every_problem(exc)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -401,7 +400,9 @@ def load_scenario(path: str | Path) -> Scenario:
     Raises InputError naming the file and the field, e.g.
     ``x.yaml: script[2].barge_in_ms: Input should be a valid integer``.
     """
-    p = Path(path)
+    from turnscope.configs import resolve
+
+    p = resolve("scenarios", path)  # a path, or a shipped scenario's name (refund-call)
     if p.is_dir():
         raise InputError("is a directory, expected a scenario YAML file", path=p)
     data = read_yaml(p, what="scenario file")

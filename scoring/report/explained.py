@@ -3,6 +3,7 @@ delivery), the parts that carry the one-way estimate hatched, each bar playing t
 
 from __future__ import annotations
 
+from turnscope.scoring.report.axis import ms_label, ticks
 from turnscope.scoring.report.markup import e
 from turnscope.scoring.report.model import ReportModel
 from turnscope.scoring.report.timeline import clock
@@ -14,6 +15,12 @@ CSS = """
 .split i.est{background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.45) 0 3px,
  transparent 3px 7px)}
 [data-t]{cursor:pointer}
+.track,.axis{position:relative}.axis{height:30px;font-size:11px;color:#555;font-weight:normal}
+.axis span{position:absolute;top:14px;transform:translateX(-50%);white-space:nowrap}
+.axis span.first{transform:none}.axis span.last{transform:translateX(-100%)}
+.track .budget-mark{position:absolute;top:-3px;bottom:-3px;border-left:2px dashed #c53030}
+.axis span.budget-label{color:#c53030;top:0}
+.track .grid{position:absolute;top:0;bottom:0;border-left:1px solid rgba(0,0,0,.08)}
 """
 
 
@@ -25,6 +32,9 @@ def breakdown(m: ReportModel) -> str:
     turns = {t.index: t for t in m.turns}
     replies = b.get("replies") or []
     longest = max([r.get("latency_ms", 0) for r in replies] + [1])
+    scale = ticks(max(longest, m.max_latency_ms) * 1.05)
+    top = scale[-1]
+    budget_at = 100 * m.max_latency_ms / top
     head = (
         '<section id="latency"><h2>Why each reply took as long as it did</h2><div class="meta">'
         "From the caller's speech end to the agent's first sound: endpointing (the agent "
@@ -51,12 +61,17 @@ def breakdown(m: ReportModel) -> str:
             for name, colour in PARTS:
                 ms = max(0.0, float(r.get(f"{name}_ms") or 0))
                 est = " est" if name in (r.get("estimated") or []) else ""
-                width = 100 * ms / longest
+                width = 100 * ms / top
                 segs.append(
                     f'<i class="{est.strip()}" style="width:{width:.2f}%;background-color:'
                     f'{colour}" title="{name} {ms:.0f} ms"></i>'
                 )
-            bar = f'<div class="split" data-t="{max(0.0, at):.2f}">{"".join(segs)}</div>'
+            grid = "".join(f'<b class="grid" style="left:{100 * v / top:.2f}%"></b>' for v in scale)
+            bar = (
+                f'<div class="track">{grid}<div class="split" data-t="{max(0.0, at):.2f}">'
+                f'{"".join(segs)}</div><b class="budget-mark" style="left:{budget_at:.2f}%" '
+                f'title="budget {m.max_latency_ms} ms"></b></div>'
+            )
             parts = " / ".join(
                 f"{name} {'~' if name in (r.get('estimated') or []) else ''}"
                 f"{float(r[f'{name}_ms']):.0f}"
@@ -69,9 +84,20 @@ def breakdown(m: ReportModel) -> str:
             f"#{r.get('agent_turn')}</td><td class=t>{when}</td><td class=t>{latency} ms</td>"
             f'<td style="width:45%">{bar}</td><td>{parts}</td></tr>'
         )
+    edge = {0: " first", len(scale) - 1: " last"}
+    axis = "".join(
+        f'<span class="tick{edge.get(i, "")}" style="left:{100 * v / top:.2f}%">'
+        f"{ms_label(v)}</span>"
+        for i, v in enumerate(scale)
+    ) + (
+        f'<span class="budget-label" style="left:{budget_at:.2f}%">'
+        f"budget {m.max_latency_ms} ms</span>"
+    )
     return (
-        head + f"<div>{legend}</div><table><thead><tr><th>reply</th><th>caller ended</th>"
-        "<th>latency</th><th>split</th><th>ms</th></tr></thead><tbody>"
+        head + f"<div>{legend} <span class=meta>dashed red line: the latency budget "
+        f"({m.max_latency_ms} ms)</span></div><table><thead><tr><th>reply</th>"
+        '<th>caller ended</th><th>latency</th><th>split<div class="axis">'
+        f"{axis}</div></th><th>ms</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></section>"
     )

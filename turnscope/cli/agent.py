@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from turnscope.cli.console import fail_line, out, say
+from turnscope.cli.help import DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import check_transport, number
 from turnscope.errors import CallSetupError, InputError
 
@@ -236,6 +237,18 @@ def serve_devices(
         fail_line(f"{problem}; the device was unplugged or its sound server went away")
         return DEVICE_GONE
     return 0
+
+
+groups(
+    agent,
+    {
+        "Behaviour": "scenario line latency_ms yield_ms ignore_barge_ins talk_over_ms never_answer "
+        "hangup_after_s silent_after_s drop_every voice no_greet",
+        TRANSPORT: "port transport",
+        DEVICE: "device in_device out_device loopback_in no_calibrate rate",
+        OUTPUT: "truth_log",
+    },
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.help import OUTPUT, RUN, SCORING, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, check_transport, ray_option
 from turnscope.errors import BenchError, InputError
 
@@ -36,7 +37,11 @@ def bench_exit(result: dict[str, Any]) -> int:
 
 
 def bench(
-    suite: Path = typer.Argument(..., help="Voice suite JSON (agent-learning.bench-suite.v1)."),
+    suite: Path = typer.Argument(
+        ...,
+        help="Voice suite JSON (agent-learning.bench-suite.v1), or a shipped suite's name "
+        "(voice_starter, voice_regression).",
+    ),
     use_reference: bool = typer.Option(
         False, "--use-reference", help="Score each task against its own reference_dialogue."
     ),
@@ -99,6 +104,7 @@ def bench(
     is scored), and a per-tag scorecard is written beside the result.
     """
     from turnscope.cli.render import bench_table
+    from turnscope.configs import resolve
     from turnscope.jsonio import write_json
     from turnscope.outdir import output_file
     from turnscope.scoring.exercise import task_exercise
@@ -107,6 +113,7 @@ def bench(
 
     output_file(output, "-o")
     output_file(scorecard_path, "--scorecard")
+    suite = resolve("suites", suite)  # a path, or a shipped suite's name (voice_starter)
     data = load_suite(suite)
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
@@ -199,14 +206,15 @@ def run_fixtures(
     )
 
     from turnscope import transports
-    from turnscope.cli.render import bench_table, scorecard_html, scorecard_table
+    from turnscope.cli.render import bench_table, scorecard_table, write_scorecard_page
     from turnscope.distributed.cluster import GONE
     from turnscope.fixture_runner import run_suite_fixtures
-    from turnscope.jsonio import write_json, write_text
+    from turnscope.jsonio import write_json
     from turnscope.outdir import clear_run, holds_a_run, output_dir
     from turnscope.scoring.suites.bench import bench_result
     from turnscope.scoring.suites.fixtures import parse_fixture
     from turnscope.scoring.suites.scorecard import scorecard
+    from turnscope.scoring.suites.scorecard_page import runs_from
 
     check_transport(transport)
     if ray_address is not None:
@@ -290,8 +298,10 @@ def run_fixtures(
     card_path = scorecard_path or (
         output.with_suffix(".scorecard.json") if output else runs_dir / "scorecard.json"
     )
+    if isinstance(store, LocalRuns):  # the page links each task's report.html
+        card["runs"] = runs_from(card_path, store.root)
     write_json(card_path, card)
-    write_text(card_path.with_suffix(".html"), scorecard_html(card))
+    write_scorecard_page(card_path, card)
     out.print(bench_table(result, {r.scores.task_id: r.scores.exercise for r in results}))
     out.print(scorecard_table(card))
     for r in results:
@@ -369,6 +379,17 @@ CI_EPILOG = (
     "records failing tasks without failing the step, then `turnscope gate "
     "out/bench.scorecard.json --baseline BASELINE --junit out/junit.xml` fails the job naming "
     "the failing tasks, and writes junit.xml either way."
+)
+
+
+groups(
+    bench,
+    {
+        SCORING: "use_reference transcripts evidence_class",
+        TRANSPORT: "agent loopback_only transport",
+        RUN: "jobs settings_file ray_address runs force no_fail",
+        OUTPUT: "output scorecard_path as_json quiet",
+    },
 )
 
 

@@ -14,8 +14,11 @@ from turnscope.cli.call_options import (
     remote_flags,
     remote_options,
 )
+from turnscope.cli.closing import say_asr, say_report
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions
+from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import CallSetupError, InputError
 
 if TYPE_CHECKING:
@@ -25,8 +28,11 @@ if TYPE_CHECKING:
 CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
 
 
-def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = None) -> int:
-    """Print the verdict, what the script exercised and how the call ended; the exit code."""
+def report(
+    run: RunOutput, degraded: list[str], script: dict[str, Any] | None = None, *, model: str
+) -> int:
+    """Print the verdict, what the script exercised, how the call ended, the ASR model and
+    (last) the report's path; the exit code."""
     from turnscope.cli.render import outcome_table
 
     for w in run.result.warnings:
@@ -57,8 +63,11 @@ def report(run: RunOutput, degraded: list[str], script: dict[str, Any] | None = 
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of call; wrote {run.outdir}"
     )
+    say_asr(model)
     if degraded:
         fail_line("degraded evidence: " + "; ".join(degraded))
+    say_report(run.outdir)
+    if degraded:
         return CALL_FAILED
     return 0 if run.outcome.passed else 1
 
@@ -69,7 +78,9 @@ def call(
         help="The agent's offer URL (SmallWebRTC /api/offer, or WHIP), or its media-stream "
         "websocket (ws://.../ws, with --transport twilio|telnyx|plivo|exotel); not with --device.",
     ),
-    scenario: Path = typer.Option(..., "--scenario", help="Scenario YAML (configs/scenarios)."),
+    scenario: Path = typer.Option(
+        ..., "--scenario", help="Scenario YAML, or a shipped scenario's name (refund-call)."
+    ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
@@ -179,6 +190,7 @@ def call(
             raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
         options = remote_options(url, **remote_flags(locals()))
     sc = load_scenario(scenario)
+    warn_first_turn_mid(sc)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
@@ -223,7 +235,20 @@ def run_call(  # type: ignore[no-untyped-def]
     except CallSetupError as exc:  # place_call wrote the bundle that says why
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
         return CALL_FAILED
-    return report(run, degraded, script)
+    return report(run, degraded, script, model=settings.asr.model)
+
+
+groups(
+    call,
+    {
+        TRANSPORT: "signaling transport param codec header bearer_env ice_server loopback_only "
+        "connect_timeout media_timeout",
+        DEVICE: "device caller_out agent_in stereo_in caller_side loopback_in no_calibrate rate",
+        CALLER: "scenario caller_llm caller_llm_model caller_llm_key_env caller_from",
+        ASR: "settings_file model words",
+        OUTPUT: "output force agent_trace quiet",
+    },
+)
 
 
 def register(app: typer.Typer) -> None:

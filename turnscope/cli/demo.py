@@ -9,13 +9,18 @@ import typer
 from turnscope.cli.call import CALL_FAILED, report
 from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.options import PipelineOptions
+from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import CallSetupError
 
 
 def demo(
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
-    scenario: Path | None = typer.Option(None, "--scenario", help="Default: the refund call."),
+    scenario: Path | None = typer.Option(
+        None,
+        "--scenario",
+        help="Scenario YAML, or a shipped scenario's name (default: refund-call).",
+    ),
     signaling: str = typer.Option("smallwebrtc", "--signaling", help="smallwebrtc or whip."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live turn view."),
 ) -> int:
@@ -34,6 +39,7 @@ def demo(
     from turnscope.scoring.evidence.bundle import seal
 
     sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
+    warn_first_turn_mid(sc)
     settings = PipelineOptions().settings()
     outdir = output_dir(output, "demo", force=force)
 
@@ -60,7 +66,7 @@ def demo(
     except CallSetupError as exc:
         fail_line(f"the demo call could not be set up: {exc}")
         return CALL_FAILED
-    return report(run, degraded, script)
+    return report(run, degraded, script, model=settings.asr.model)
 
 
 def register(app: typer.Typer) -> None:

@@ -129,7 +129,7 @@ def gate_cmd(
         verdict = gate(card, previous, tolerance=tolerance, floors=parse_floors(floor))
         for c in verdict.moved():
             say(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
-        pinned = {k: v for k, v in card.items() if k != "tasks"}
+        pinned = {k: v for k, v in card.items() if k not in ("tasks", "runs")}
         write_json(baseline, pinned)
         say(f"pinned {baseline} as the new baseline")
         return 0
@@ -137,6 +137,14 @@ def gate_cmd(
     if pinned_card is not None and baseline is not None:
         same_suite(card, pinned_card, result, baseline)
     verdict = gate(card, pinned_card, tolerance=tolerance, floors=parse_floors(floor))
+    if baseline is not None:  # the page beside the scorecard shows what changed
+        from turnscope.cli.render import gated_scorecard_page
+
+        unwritten = gated_scorecard_page(
+            result, card, baseline, floors=parse_floors(floor), tolerance=tolerance
+        )
+        if unwritten:
+            say(unwritten)
     moved = verdict.moved()
     for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
         style = "green" if c.passed else "bold red"

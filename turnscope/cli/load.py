@@ -13,7 +13,9 @@ from turnscope import redact
 from turnscope.cli import call_options as remote
 from turnscope.cli.call import CALL_FAILED
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.help import ASR, CALLER, OUTPUT, RUN, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, number, ray_option
+from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -70,7 +72,11 @@ def load(
     url: str = typer.Argument(
         ..., help="The agent's offer URL, or its media-stream websocket (with --transport)."
     ),
-    scenario: Path = typer.Option(..., "--scenario", help="Scenario YAML every caller plays."),
+    scenario: Path = typer.Option(
+        ...,
+        "--scenario",
+        help="Scenario YAML every caller plays, or a shipped scenario's name (refund-call).",
+    ),
     calls: int = typer.Option(..., "--calls", "-n", min=1, help="Callers (calls at once)."),
     rate: str = typer.Option("1/s", "--rate", help="Callers started per second: 2, 2/s, 30/min."),
     duration: float | None = typer.Option(
@@ -114,6 +120,7 @@ def load(
     from turnscope.capture.telephony.call import TelephonyOptions
     from turnscope.distributed.cluster import check_address
     from turnscope.load.calls import LoadJob
+    from turnscope.load.html import budget_of
     from turnscope.load.plan import LoadPlan
     from turnscope.outdir import output_dir
 
@@ -124,6 +131,7 @@ def load(
         if loops is not None:
             raise InputError("--loops is for a run on this machine (Ray places one per CPU)")
     sc = load_scenario(scenario)
+    warn_first_turn_mid(sc)
     if sc.dtmf_lines and not isinstance(options, TelephonyOptions):
         raise InputError(
             f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): that needs a phone line "
@@ -149,7 +157,7 @@ def load(
         out.print_json(report.model_dump_json(exclude={"calls"}))
     else:
         print_load(report)
-    unwritten = write_load(outdir, report)
+    unwritten = write_load(outdir, report, budget=budget_of(sc))
     if not unwritten and not as_json:
         say(f"wrote {outdir / 'load.html'}")
     problems = [unwritten] if unwritten else []
@@ -247,18 +255,26 @@ def run_load(
     )
 
 
-def write_load(outdir: Path, report: LoadReport) -> str | None:
+def write_load(
+    outdir: Path, report: LoadReport, budget: tuple[int, str] | None = None
+) -> str | None:
     """load.json (the report with every call's record), then load.html, each tried whatever
     became of the other; None, or one line on what could not be written and why."""
     from turnscope.errors import OutputError
     from turnscope.jsonio import write_json, write_text
     from turnscope.load.html import render
 
+    def page() -> str:  # the chart's budget line: the scenario's; links relative to outdir
+        budget_ms, source = budget or (None, "")
+        if budget_ms is None:
+            return render(report, here=outdir)
+        return render(report, budget_ms=budget_ms, budget_source=source, here=outdir)
+
     missing: list[str] = []
     cause: OutputError | None = None
     for name, write in (
         ("load.json", lambda: write_json(outdir / "load.json", report.model_dump(mode="json"))),
-        ("load.html", lambda: write_text(outdir / "load.html", render(report))),
+        ("load.html", lambda: write_text(outdir / "load.html", page())),
     ):
         try:
             write()
@@ -327,6 +343,19 @@ def print_load(r: LoadReport) -> None:
     )
     what = "node" if len(nodes) < len(r.per_worker) else "loop"
     say(f"calls per {what} ({r.where}): {per}")
+
+
+groups(
+    load,
+    {
+        CALLER: "scenario calls rate duration loops",
+        TRANSPORT: "transport signaling param codec header bearer_env ice_server loopback_only "
+        "connect_timeout media_timeout",
+        RUN: "ray_address",
+        ASR: "settings_file model",
+        OUTPUT: "output force as_json quiet",
+    },
+)
 
 
 def register(app: typer.Typer) -> None:

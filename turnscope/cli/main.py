@@ -27,10 +27,12 @@ from turnscope.cli import (
     replay,
     report,
     score,
+    suite,
     synth,
     validate,
 )
-from turnscope.cli.console import fail_line, finish
+from turnscope.cli.console import fail_line, finish, say
+from turnscope.cli.help import dress
 from turnscope.errors import OutputError, TurnscopeError
 
 app = typer.Typer(
@@ -53,12 +55,34 @@ for module in (
     validate,
     gate,
     fixture,
+    suite,
     doctor,
     report,
     devices,
     calibrate,
 ):
     module.register(app)
+dress(app)  # every command: options in groups, examples at the end of its --help
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        say(f"turnscope {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        is_eager=True,
+        callback=_print_version,
+        help="Print turnscope's version and exit.",
+    ),
+) -> None:
+    """Test voice agents the way their callers meet them."""
 
 
 # typer >= 0.22 carries its own copy of click: its usage errors and aborts are not click's.

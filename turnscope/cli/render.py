@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group
@@ -11,6 +12,7 @@ from rich.text import Text
 
 from turnscope.scoring.exercise import NOT_EXERCISED, Exercise
 from turnscope.scoring.outcome import Outcome
+from turnscope.scoring.suites.scorecard_page import scorecard_note
 from turnscope.scoring.verifier import COMPONENTS, PASS_FLOOR, failed_floors
 
 
@@ -111,20 +113,6 @@ def bench_table(
     return Group(table, line)
 
 
-def scorecard_note(card: Mapping[str, Any], tag: str, dim: str) -> str:
-    """What a scorecard cell says instead of a number: "not measured" (WER without ASR),
-    "not exercised" (no task of the tag exercised the dimension), or nothing."""
-    row = card["tags"][tag]
-    if dim not in row:
-        return "not measured" if dim == "wer" else ""
-    ex = (card.get("exercise") or {}).get(tag, {}).get(dim)
-    if ex and ex.get("tasks") and not ex.get("exercised"):
-        return NOT_EXERCISED
-    if ex and ex.get("missed"):
-        return f"{row[dim]:.3f}, {NOT_EXERCISED} in {len(ex['missed'])}"
-    return ""
-
-
 def scorecard_table(card: Mapping[str, Any]) -> Table:
     """Tags as rows, dimensions as columns (WER: lower is better)."""
     dims = card["dimensions"]
@@ -142,38 +130,88 @@ def scorecard_table(card: Mapping[str, Any]) -> Table:
     return table
 
 
-def scorecard_html(card: Mapping[str, Any]) -> str:
-    """A small self-contained HTML page of the scorecard."""
-    from html import escape
+def scorecard_html(
+    card: Mapping[str, Any],
+    *,
+    baseline: Mapping[str, Any] | None = None,
+    baseline_name: str = "",
+    here: Path | None = None,
+    floors: Mapping[str, float] | None = None,
+    tolerance: float | None = None,
+) -> str:
+    """The scorecard page (scoring/suites/scorecard_page.py): tags, tasks, the baseline."""
+    from turnscope.scoring.suites.scorecard_page import DEFAULT_TOLERANCE, page
 
-    dims = card["dimensions"]
-    head = "".join(f"<th>{escape(d)}</th>" for d in dims)
-    rows = []
-    for tag, row in card["tags"].items():
-        c = card["counts"][tag]
-        cells = []
-        for d in dims:
-            v = row.get(d)
-            bad = v is not None and (
-                (d in card.get("lower_is_better", []) and v > 0.5)
-                or (d not in card.get("lower_is_better", []) and v < 0.75)
-            )
-            note = scorecard_note(card, tag, d)
-            cls = "note" if note else "bad" if bad else "ok"
-            text = note or ("-" if v is None else f"{v:.3f}")
-            cells.append(f"<td class='{cls}'>{escape(text)}</td>")
-        rows.append(
-            f"<tr><th>{escape(tag)}</th><td>{c['scored']}/{c['void']}</td>"
-            + "".join(cells)
-            + "</tr>"
-        )
-    name = escape(str((card.get("suite") or {}).get("name") or "suite"))
-    return (
-        "<!doctype html><meta charset='utf-8'><title>turnscope scorecard</title>"
-        "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
-        ".bad{background:#fdd}.ok{background:#efe}.note{background:#fff7e0}</style>"
-        f"<h1>Scorecard: {name}</h1><table><tr><th>tag</th><th>scored/void</th>{head}</tr>"
-        + "".join(rows)
-        + "</table><p>WER: lower is better. Floors: 0.75 (WER ceiling 0.5).</p>"
+    return page(
+        card,
+        baseline=baseline,
+        baseline_name=baseline_name,
+        here=here,
+        floors=floors,
+        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
     )
+
+
+def write_scorecard_page(
+    card_path: Path,
+    card: Mapping[str, Any],
+    baseline_path: Path | None = None,
+    *,
+    floors: Mapping[str, float] | None = None,
+    tolerance: float | None = None,
+) -> Path:
+    """``card_path``'s page beside it (``.html``), against ``baseline_path`` when given, else a
+    baseline pinned next to it (``baseline.scorecard.json``) when there is one."""
+    from turnscope.errors import TurnscopeError
+    from turnscope.jsonio import SCORECARD_LIMITS, read_json, write_text
+    from turnscope.scoring.suites.scorecard_page import pinned_beside
+
+    where = baseline_path or pinned_beside(card_path)
+    try:
+        base = (
+            read_json(where, what="baseline scorecard", limits=SCORECARD_LIMITS) if where else None
+        )
+    except TurnscopeError:
+        if baseline_path is not None:
+            raise
+        base = None  # a broken file beside the scorecard: `turnscope gate` says what is wrong
+    if base is not None and (not isinstance(base, dict) or base.get("suite") != card.get("suite")):
+        base = None  # another suite's (the gate says so): no change to show against it
+    html_path = card_path.with_suffix(".html")
+    write_text(
+        html_path,
+        scorecard_html(
+            card,
+            baseline=base,
+            baseline_name=str(where) if base is not None else "",
+            here=html_path.parent,
+            floors=floors,
+            tolerance=tolerance,
+        ),
+    )
+    return html_path
+
+
+def gated_scorecard_page(
+    result: Path,
+    card: Mapping[str, Any],
+    baseline_path: Path,
+    *,
+    floors: Mapping[str, float],
+    tolerance: float,
+) -> str | None:
+    """`turnscope gate --baseline`: the scorecard's page written again with what changed
+    against the baseline; None, or one line on why it could not be."""
+    from turnscope.errors import OutputError
+
+    card_path = result
+    if (
+        not result.name.endswith("scorecard.json")
+        and result.with_suffix(".scorecard.json").exists()
+    ):
+        card_path = result.with_suffix(".scorecard.json")  # the bench result's scorecard
+    try:
+        write_scorecard_page(card_path, card, baseline_path, floors=floors, tolerance=tolerance)
+    except OutputError as exc:
+        return f"the scorecard page was not updated: {exc}"
+    return None

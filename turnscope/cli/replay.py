@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
+from turnscope.cli.closing import say_asr, say_report
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.help import ASR, OUTPUT, SCORING, groups
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.errors import InputError
 
@@ -28,10 +30,15 @@ def replay(
         "left", "--caller-channel", help="Which side of the stereo file is the caller."
     ),
     reference: Path | None = typer.Option(None, "--reference", help="Reference texts for WER."),
-    suite: Path | None = typer.Option(None, "--suite", help="Score against this suite's task."),
+    suite: Path | None = typer.Option(
+        None, "--suite", help="Score against this suite's task (a path or a shipped suite's name)."
+    ),
     task: str | None = typer.Option(None, "--task", help="Task id in --suite."),
     max_latency_ms: int | None = typer.Option(
-        None, "--max-latency-ms", callback=number(0, 600_000, above=True)
+        None,
+        "--max-latency-ms",
+        help="Latency budget in ms (default: the suite task's, else 1200).",
+        callback=number(0, 600_000, above=True),
     ),
     require: list[str] = typer.Option([], "--require", help="Required content keyword."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
@@ -39,13 +46,29 @@ def replay(
     realtime: bool = typer.Option(False, "--realtime", help="Pace audio at wall-clock speed."),
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
-    compute_type: str | None = typer.Option(None, "--compute-type"),
-    beam_size: int | None = typer.Option(None, "--beam-size", callback=number(1, 20)),
+    compute_type: str | None = typer.Option(
+        None,
+        "--compute-type",
+        help="CTranslate2 compute type of the ASR model: int8 (default on CPU), int8_float32, "
+        "float32, float16 (GPU).",
+    ),
+    beam_size: int | None = typer.Option(
+        None,
+        "--beam-size",
+        help="ASR beam search width, 1-20 (1: greedy, fastest).",
+        callback=number(1, 20),
+    ),
     threads: int | None = typer.Option(
         None, "--threads", help="CPU threads for ASR.", callback=number(0, 256)
     ),
     words: bool | None = typer.Option(None, "--words/--no-words", help="Word timestamps."),
-    aggressiveness: int | None = typer.Option(None, "--vad-aggressiveness", min=0, max=3),
+    aggressiveness: int | None = typer.Option(
+        None,
+        "--vad-aggressiveness",
+        min=0,
+        max=3,
+        help="webrtcvad aggressiveness, 0-3 (3 drops the most noise, and some quiet speech).",
+    ),
     frame_ms: int | None = typer.Option(None, "--frame-ms", help="webrtcvad frame: 10, 20, 30."),
     silero: bool | None = typer.Option(None, "--silero/--no-silero", help="Silero second opinion."),
     agent_trace: Path | None = typer.Option(
@@ -79,6 +102,7 @@ def replay(
         Transcriber(settings.asr, settings.confirm).preload()
     from turnscope import api
     from turnscope.cli.render import outcome_table
+    from turnscope.configs import resolve
 
     run = api.replay(
         call,
@@ -87,7 +111,7 @@ def replay(
         caller_channel=_CHANNEL[caller_channel],
         agent_offset_ms=agent_offset_ms,
         reference=reference,
-        suite=suite,
+        suite=None if suite is None else resolve("suites", suite),
         task=task,
         max_latency_ms=max_latency_ms,
         require=require,
@@ -112,10 +136,25 @@ def replay(
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
     )
+    say_asr(settings.asr.model)
     if r.degraded:
         fail_line("degraded evidence: " + "; ".join(r.degraded))
+    say_report(run.outdir)
+    if r.degraded:
         return DEGRADED
     return 0 if run.outcome.passed else 1
+
+
+groups(
+    replay,
+    {
+        "Recording": "caller agent agent_offset_ms caller_channel realtime",
+        SCORING: "reference suite task max_latency_ms require agent_trace",
+        ASR: "settings_file model compute_type beam_size threads words aggressiveness frame_ms "
+        "silero",
+        OUTPUT: "output force quiet",
+    },
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import typer
 
-from turnscope.cli.console import out
+from turnscope.cli.console import out, warn_line
+from turnscope.errors import InputError
 
 
 def report(
@@ -21,17 +24,61 @@ def report(
 
 
 def open_report(
-    bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
+    bundle: Path | None = typer.Argument(
+        None, help="A run's output folder (default: the newest run under ./runs)."
+    ),
+    print_only: bool = typer.Option(
+        False, "--print", help="Only print the report's path; open no browser."
+    ),
 ) -> int:
-    """Print the absolute path of BUNDLE/report.html, building it first if it is missing."""
+    """Open BUNDLE/report.html in the browser (building it first if it is missing) and print
+    its absolute path. Without a browser (none on this machine, or not on a terminal with a
+    display; set BROWSER to choose one) or with --print, only the path is printed."""
     from turnscope.scoring.evidence.bundle import inside
     from turnscope.scoring.report.html import REPORT, build_report
 
+    bundle = bundle if bundle is not None else newest_run()
     path = inside(bundle, REPORT)  # never a report linked from outside the bundle
     if not path.is_file():
         build_report(bundle)
-    out.print(str(path.resolve()), markup=False, highlight=False, soft_wrap=True)
+    page = path.resolve()
+    out.print(str(page), markup=False, highlight=False, soft_wrap=True)
+    if not print_only and browser_here():
+        import webbrowser
+
+        try:
+            opened = webbrowser.open(page.as_uri())
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            warn_line("no browser could be started: open the path above yourself")
     return 0
+
+
+def browser_here() -> bool:
+    """Whether a browser can be shown: BROWSER names one, or this is a terminal with a display
+    (a console browser taking over a script's terminal, or a test run's, would not help)."""
+    if os.environ.get("BROWSER"):
+        return True
+    if not sys.stdout.isatty():
+        return False
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+
+
+def newest_run() -> Path:
+    """The most recently written run folder under ./runs (where runs go without -o)."""
+    from turnscope.outdir import RUNS
+
+    runs = [p for p in RUNS.glob("*/report.html") if p.is_file()] if RUNS.is_dir() else []
+    if not runs:
+        raise InputError(
+            "no run with a report.html under ./runs",
+            path=RUNS.resolve(),
+            fix="give the run's folder",
+        )
+    return max(runs, key=lambda p: p.stat().st_mtime).parent
 
 
 def register(app: typer.Typer) -> None:

@@ -1,26 +1,40 @@
-"""load.html: the aggregate report as one self-contained page (tables and an SVG chart of the
-latency percentiles over the run, beside the calls up)."""
+"""load.html: the aggregate report as one self-contained page (tables, the chart of the latency
+percentiles over the run against the scenario's budget, every call linked to its report.html)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from turnscope.load.chart import chart
 from turnscope.load.report import LoadReport, Percentiles
 from turnscope.scoring.stats import median
+from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 
-CHART_W, CHART_H, PAD = 720, 220, 40
-SERIES = (("p50", "#2b6cb0"), ("p90", "#dd6b20"), ("p99", "#c53030"))
+if TYPE_CHECKING:
+    from turnscope.capture.script.scenario import Scenario
 
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f} ms"
 
 
-def _row(cells: list[str], tag: str = "td") -> str:
-    return "<tr>" + "".join(f"<{tag}>{escape(c)}</{tag}>" for c in cells) + "</tr>"
+class Raw(str):
+    """A cell's markup, put in as it is (a link)."""
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _row(cells: Sequence[str], tag: str = "td") -> str:
+    return (
+        "<tr>"
+        + "".join(f"<{tag}>{c if isinstance(c, Raw) else escape(c)}</{tag}>" for c in cells)
+        + "</tr>"
+    )
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return (
         "<table>" + _row(head, "th") + "".join(_row(r) for r in rows) + "</table>"
         if rows
@@ -32,45 +46,44 @@ def _pct(name: str, p: Percentiles) -> list[str]:
     return [name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max)]
 
 
-def _chart(r: LoadReport) -> str:
-    w = [x for x in r.latency_over_time if x.latency_ms.n]
-    if not w:
-        return "<p>no reply was timed</p>"
-    top = max(x.latency_ms.p99 or 0 for x in w) * 1.1 or 1.0
-    most = max(x.calls_up for x in r.latency_over_time) or 1
-    end = r.latency_over_time[-1].end_s or 1.0
+def budget_of(scenario: Scenario) -> tuple[int, str]:
+    """The scenario's latency budget (its task's ``max_latency_ms``, else the verifier's
+    default) and where it came from."""
+    from turnscope.scoring.contract import scenario_task
 
-    def xy(t: float, v: float, scale: float) -> str:
-        x = PAD + (CHART_W - 2 * PAD) * t / end
-        y = CHART_H - PAD - (CHART_H - 2 * PAD) * v / scale
-        return f"{x:.1f},{y:.1f}"
+    budget = ((scenario_task(scenario) or {}).get("budgets") or {}).get("max_latency_ms")
+    if budget:
+        return int(budget), "the scenario's"
+    return DEFAULT_MAX_LATENCY_MS, "the verifier's default"
 
-    parts = [
-        f'<svg width="{CHART_W}" height="{CHART_H}" role="img" '
-        'aria-label="reply latency percentiles over the run">',
-        f'<rect x="{PAD}" y="{PAD}" width="{CHART_W - 2 * PAD}" height="{CHART_H - 2 * PAD}" '
-        'fill="none" stroke="#ccc"/>',
-    ]
-    ups = " ".join(xy((x.start_s + x.end_s) / 2, x.calls_up, most) for x in r.latency_over_time)
-    parts.append(f'<polyline points="{ups}" fill="none" stroke="#999" stroke-dasharray="4 3"/>')
-    for key, colour in SERIES:
-        pts = " ".join(xy((x.start_s + x.end_s) / 2, getattr(x.latency_ms, key), top) for x in w)
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
-    parts.append(f'<text x="{PAD}" y="{PAD - 8}" font-size="12">{top:.0f} ms</text>')
-    parts.append(
-        f'<text x="{CHART_W - PAD}" y="{PAD - 8}" font-size="12" text-anchor="end">'
-        f"{most} calls up (dashed)</text>"
+
+def _bundle(bundle: str | None, here: Path | None) -> Raw | str:
+    """The call's bundle as a link to its report.html (relative to the page when its folder is
+    known); a URL or nothing as text."""
+    if not bundle:
+        return "-"
+    if "://" in bundle:
+        return bundle
+    report = Path(bundle) / "report.html"
+    href = (
+        Path(os.path.relpath(report, here)).as_posix()
+        if here is not None
+        else report.as_uri()
+        if report.is_absolute()
+        else report.as_posix()
     )
-    parts.append(
-        f'<text x="{CHART_W - PAD}" y="{CHART_H - 12}" font-size="12" text-anchor="end">'
-        f"{end:.0f} s</text>"
-    )
-    legend = " ".join(f'<span style="color:{c}">{k}</span>' for k, c in SERIES)
-    return "".join(parts) + f"</svg><p>{legend}</p>"
+    return Raw(f"<a href='{escape(href)}'>{escape(Path(bundle).name)}</a>")
 
 
-def render(r: LoadReport) -> str:
-    """The page."""
+def render(
+    r: LoadReport,
+    *,
+    budget_ms: float = DEFAULT_MAX_LATENCY_MS,
+    budget_source: str = "",
+    here: Path | None = None,
+) -> str:
+    """The page; ``budget_ms``: the scenario's latency budget, drawn on the chart; ``here``:
+    the page's folder, which the calls' links to their report.html are relative to."""
     h = r.harness
     verdict = "DEGRADED" if r.degraded else ("FAILED" if r.failed else "OK")
     failures = [
@@ -92,7 +105,7 @@ def render(r: LoadReport) -> str:
             "-" if not c.replies else f"{median(x.latency_ms for x in c.replies):.0f} ms",
             str(c.unanswered),
             "-" if c.caller_max_send_lag_ms is None else f"{c.caller_max_send_lag_ms:.0f} ms",
-            c.bundle or "-",
+            _bundle(c.bundle, here),
         ]
         for c in r.calls
     ]
@@ -124,7 +137,7 @@ def render(r: LoadReport) -> str:
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
         f"unanswered caller turns {r.unanswered_turns} in {r.calls_with_unanswered} call(s)</p>",
         "<h2>Over the run</h2>",
-        _chart(r),
+        chart(r, budget_ms, budget_source),
         _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows),
         "<h2>Failures by kind</h2>",
         _table(["status", "kind", "calls"], failures),

@@ -1,0 +1,141 @@
+"""Scenarios and suites a newcomer can write (issue 30.5): shipped scenarios and suites by name,
+every validation problem at once, `turnscope suite init`, and where a first-turn `mid` goes."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from tests.conftest import ROOT
+
+RECORDING = ROOT / "recordings" / "refund-call.wav"
+REFERENCE = ROOT / "recordings" / "refund-call.reference.json"
+
+MID_FIRST = textwrap.dedent(
+    """
+    name: mid-first
+    agent:
+      latency_ms: 300
+    script:
+      - caller: Hi, where is my order?
+        at_ms: 300
+      - agent: Sure, I can look that up for you if you give me the order number please.
+      - caller: wait
+        barge_in_at: mid
+      - agent: Yes?
+      - caller: It is four two seven.
+    """
+)
+
+
+def test_suite_kind_matches_the_scoring_stack():
+    from turnscope.cli.suite import SUITE_KIND
+    from turnscope.scoring.suites.suite import SUITE_KIND as REAL
+
+    assert SUITE_KIND == REAL
+
+
+def test_shipped_scenario_by_name(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing called refund-call here: the shipped one is meant
+    code, _, err = cli("synth", "refund-call", "-o", str(tmp_path / "s"))
+    assert code == 0, err
+    assert json.loads((tmp_path / "s" / "truth.json").read_text())["scenario"] == "refund-call"
+    # call resolves it before it dials (a dead port: the call, not the scenario, fails)
+    code, _, err = cli(
+        "call", "http://127.0.0.1:9/api/offer", "--scenario", "refund-call", "-o", "c"
+    )
+    assert code == 4 and "no such scenario" not in err, err
+
+
+def test_unknown_scenario_names_the_shipped_ones(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("synth", "refund-cal", "-o", "s")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "refund-cal: no such scenario file" in err and "refund-call, talk-over" in err
+    code, _, err = cli("synth", "sub/refund-call.yaml", "-o", "s")  # a path: never a name
+    assert code == 2 and "sub/refund-call.yaml: no such scenario file" in err
+
+
+def test_shipped_suite_by_name(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("bench", "voice_starter", "--use-reference")
+    assert code == 0, err
+    assert "refund-call" in out
+    code, _, err = cli("bench", "voice_startr", "--use-reference")
+    assert code == 2 and "voice_startr: no such suite file" in err
+    assert "voice_regression, voice_regression_transcripts, voice_starter" in err
+
+
+def test_every_scenario_problem_at_once(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "description: no name\nscript:\n  - caler: hi\n  - agent: hello\n"
+        "  - caller: wait\n    barge_in_ms: soon\n"
+    )
+    code, _, err = cli("synth", str(bad), "-o", str(tmp_path / "s"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "more problem" not in err
+    assert "3 problems" in err, err
+    assert "name: Field required (add it)" in err
+    assert "script[0].caler: Extra inputs are not permitted (remove it, or fix its spelling)" in err
+    assert "script[2].barge_in_ms: Input should be a valid integer" in err and "'soon'" in err
+
+
+def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("suite", "init", "my-suite")
+    assert code == 0, err
+    suite = tmp_path / "my-suite.json"
+    data = json.loads(suite.read_text())
+    assert (data["kind"], data["control"], data["name"], data["version"]) == (
+        "agent-learning.bench-suite.v1",
+        "voice",
+        "my-suite",
+        "1",
+    )
+    assert data["tasks"] == [] and data["_example_task"]["fixture"]["tags"]
+    assert "turnscope fixture add" in out and "turnscope bench my-suite.json" in out
+    code, _, err = cli("suite", "init", "my-suite")
+    assert code == 2 and "already exists" in err and "--force" in err
+    code, _, err = cli("suite", "init", "../x/")
+    assert code == 2 and "not a plain suite name" in err
+
+    code, _, err = cli(
+        "replay", str(RECORDING), "--reference", str(REFERENCE), "-o", "runs/r", "-q"
+    )
+    assert code == 0, err
+    code, out, err = cli(
+        "fixture", "add", "runs/r", "--suite", "my-suite.json", "--tags", "acoustic"
+    )
+    assert code == 0, err
+    code, out, err = cli("bench", "my-suite.json", "-o", "out/bench.json", "-q")
+    assert code == 0, out + err
+    result = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert result["aggregate"]["passed"] == 1
+    assert "my-suite" in out
+
+
+def test_first_turn_mid_is_stated(cli, tmp_path):
+    """A live call says where a `mid` on the agent's first turn goes, and why."""
+    scenario = tmp_path / "mid-first.yaml"
+    scenario.write_text(MID_FIRST)
+    code, out, err = cli("demo", "--scenario", str(scenario), "-o", str(tmp_path / "d"), "-q")
+    warning = [x for x in err.splitlines() if "barge_in_at" in x]
+    assert len(warning) == 1, err
+    assert (
+        "script[2].barge_in_at: mid on the agent's first turn is placed 600 ms into it"
+        in (warning[0])
+    )
+    assert "barge_in_ms" in warning[0]  # the fix
+    lines = out.strip().splitlines()
+    assert lines[-1] == f"report: {tmp_path / 'd' / 'report.html'}", out
+    assert lines[-2].startswith("ASR tiny.en (bundled"), out
+    assert code in (0, 1), err
+    # a shipped scenario whose mids all follow a finished agent turn warns of nothing
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.cli.placement_notes import first_turn_mid
+
+    assert first_turn_mid(load_scenario("refund-call")) == []
+    assert [n.split(":")[0] for n in first_turn_mid(load_scenario("barge-ins"))] == [
+        "script[2].barge_in_at"
+    ]
