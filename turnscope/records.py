@@ -54,6 +54,7 @@ from turnscope.scoring.evidence.results import (
     VadInfo,
 )
 from turnscope.scoring.outcome import Outcome
+from turnscope.scoring.turn_taking import turn_taking_section
 from turnscope.scoring.verifier import verifier_facts
 
 
@@ -204,6 +205,7 @@ def _run_fields(
         warnings=result.warnings,
         degraded=list(info.degraded),
         settings=result.settings.model_dump(mode="json"),
+        turn_taking=turn_taking_section(a, result.heard, result.audio_ms),
         **(extra or {}),
         **({"conversation": conversation} if conversation is not None else {}),
     )

@@ -16,6 +16,7 @@ from turnscope.scoring.evidence.documents import (
     Document,
     omitted,
 )
+from turnscope.scoring.turn_taking_model import TurnTaking
 
 # --- producer metadata, raw_provider_trace.json, redaction_metadata.json ----------------------
 
@@ -174,6 +175,8 @@ class ResultDocument(Document):
     # Each reply's latency split into endpointing / processing / delivery by the agent's own
     # events (scoring/latency.py), when the agent told any.
     latency_breakdown: dict[str, Any] | None = omitted()
+    # Turn-taking in Full-Duplex-Bench's terms (scoring/turn_taking.py).
+    turn_taking: TurnTaking | None = omitted()
 
 
 class ContinuitySummary(Document):
