@@ -2,11 +2,18 @@
 pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latency varied.
 
     .venv/bin/python benchmarks/latency_breakdown.py [--calls 3]
+    .venv/bin/python benchmarks/latency_breakdown.py --otlp [--calls 2]
 
 For every bot setting (Silero VAD stop 0.2 / 0.8 s x reply latency 300 / 1200 ms) and every
 reply the split covers: each part (endpointing, processing, delivery) against the bot's own log
 (when it decided the caller had finished, when its first sample went out), median and p95 of the
 |error|, and whether the parts sum to the ear-measured latency.
+
+--otlp: the bot exports pipecat's tracing over OTLP/HTTP (the OpenTelemetry SDK's exporter) to
+turnscope's receiver (--otlp) instead; for llm delay 300 / 1200 ms x tts delay 100 / 500 ms, the
+median of each hop (caller end heard -> turn end -> llm first token -> tts first byte -> first
+sample heard: the last is the unaccounted part), and how far each hop moved against the change
+configured (target: within 15 ms; the unaccounted part steady).
 """
 
 from __future__ import annotations
@@ -93,13 +100,90 @@ async def one_setting(work: Path, vad_stop: float, latency: int, calls: int) -> 
     }
 
 
+HOPS = {
+    ("caller_end_heard", "turn_end"): "endpointing",
+    ("turn_end", "llm_first_token"): "llm",
+    ("llm_first_token", "tts_first_byte"): "tts",
+    ("tts_first_byte", "first_sample_heard"): "unaccounted",
+}
+
+
+async def otlp_setting(work: Path, llm: int, tts: int, calls: int) -> dict:
+    """One bot setting's calls with --otlp: each hop's values over the replies reconciled."""
+    from tests.interop.pipecat import free_port
+    from turnscope.asr.settings import load_settings
+    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.live_call import place_call
+    from turnscope.scoring.contract import scenario_contract
+
+    hops: dict[str, list[float]] = {h: [] for h in HOPS.values()}
+    sums, reconciled, replies = True, 0, 0
+    name = f"llm{llm}-tts{tts}"
+    port = free_port()
+    sc = load_scenario(work / "s.yaml")
+    with pipecat_bot(work / name, greeting=False, reply="short", latency_ms=llm,
+                     tts_delay_ms=tts, otlp=f"http://127.0.0.1:{port}") as bot:  # fmt: skip
+        for i in range(calls):
+            run, _, _ = await place_call(
+                CallOptions(bot.url, loopback_only=True), sc, load_settings(),
+                scenario_contract(sc), work / f"{name}-{i}", console=None,
+                otlp=f"127.0.0.1:{port}",
+            )  # fmt: skip
+            for r in run.breakdown.replies if run.breakdown else []:
+                replies += 1
+                got = {HOPS.get((h.start.value, h.to.value)): h.ms for h in r.hops}
+                if r.missing is not None or None in got or len(got) != len(HOPS):
+                    continue
+                reconciled += 1
+                sums &= abs(sum(h.ms for h in r.hops) - r.latency_ms) < 0.15
+                for h, v in got.items():
+                    hops[h].append(v)
+    return {"llm": llm, "tts": tts, "hops": hops, "sums": sums, "n": reconciled, "of": replies}
+
+
+def otlp_table(work: Path, calls: int) -> None:
+    rows = [
+        asyncio.run(otlp_setting(work, llm, tts, calls))
+        for llm, tts in itertools.product((300, 1200), (100, 500))
+    ]
+    print()
+    print(f"pipecat bot exporting OTLP to turnscope, {calls} calls per setting, 3 replies each")
+    names = list(HOPS.values())
+    print("| llm delay | tts delay | replies reconciled | " + " | ".join(names) + " | sum |")
+    print("|---|---|---|" + "---|" * len(names) + "---|")
+    med = {}
+    for r in rows:
+        med[(r["llm"], r["tts"])] = {h: float(np.median(v)) if v else float("nan")
+                                     for h, v in r["hops"].items()}  # fmt: skip
+        cells = [f"{med[(r['llm'], r['tts'])][h]:.1f}" for h in names]
+        print(f"| {r['llm']} ms | {r['tts']} ms | {r['n']} of {r['of']} | " + " | ".join(cells)
+              + f" | {'exact' if r['sums'] else 'NO'} |")  # fmt: skip
+    print()
+    print("| change | hop | configured | measured (median) | error |")
+    print("|---|---|---|---|---|")
+    for tts in (100, 500):
+        d = med[(1200, tts)]["llm"] - med[(300, tts)]["llm"]
+        print(f"| llm 300 -> 1200 (tts {tts}) | llm | 900 | {d:.1f} | {abs(d - 900):.1f} |")
+    for llm in (300, 1200):
+        d = med[(llm, 500)]["tts"] - med[(llm, 100)]["tts"]
+        print(f"| tts 100 -> 500 (llm {llm}) | tts | 400 | {d:.1f} | {abs(d - 400):.1f} |")
+    un = [m["unaccounted"] for m in med.values()]
+    print(f"| all settings | unaccounted | steady | {min(un):.1f} .. {max(un):.1f} | "
+          f"spread {max(un) - min(un):.1f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--otlp", action="store_true", help="the bot's OTLP spans, hop by hop")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-split-"))
     (work / "s.yaml").write_text(SCENARIO)
+    if args.otlp:
+        otlp_table(work, args.calls)
+        return
     rows = [
         asyncio.run(one_setting(work, stop, lat, args.calls))
         for stop, lat in itertools.product((0.2, 0.8), (300, 1200))

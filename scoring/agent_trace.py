@@ -13,7 +13,10 @@ Also read as they are: LiveKit's metrics events dumped as JSON (``{"type": "eou_
 "timestamp": ...}``: the turn decision; ``{"type": "agent_state_changed", "new_state":
 "speaking", "created_at": ...}``: the start of speaking; ``llm_metrics`` ``ttft`` and
 ``tts_metrics`` ``ttfb`` as metrics), turnscope's reference-agent truth log (one call per line,
-``--truth-log``), and the interop pipecat bot's log (``reply`` records).
+``--truth-log``), the interop pipecat bot's log (``reply`` records), and OpenTelemetry spans:
+OTLP JSON as a collector's file exporter writes it (``{"resourceSpans": [...]}``, one object or
+JSON lines) and the bundle's own ``agent_spans.json`` (scoring/otlp_spans.py says what each
+span means). Spans are on the agent's wall clock (Unix time) and go through the same alignment.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ from typing import Any
 from turnscope.errors import InputError
 from turnscope.jsonio import FILE_LIMITS, MESSAGE_LIMITS, loads
 from turnscope.scoring.latency import AgentEvent, normal_name
+from turnscope.scoring.otlp_spans import (
+    FORMAT,
+    AgentSpan,
+    AgentSpans,
+    choose_call,
+    from_otlp_json,
+    sound,
+    span_events,
+)
 
 FIX = "JSON lines with a time and an event name (see `turnscope call --help`, --agent-trace)"
 MAX_SECONDS = 1e11  # a time past this (the year 5138) is no time: the line is left out
@@ -41,6 +53,7 @@ class CallTimes:
     origin_unix: float | None
     duration_ms: float
     agent_starts_ms: tuple[float, ...] = ()  # the agent turns' starts (a replay aligns by them)
+    session: str | None = None  # the conversation id the agent reported, to choose its spans by
 
 
 @dataclass
@@ -52,6 +65,7 @@ class AgentTrace:
     problems: list[str] = field(default_factory=list)
     clock: str = ""
     aligned_by: str = ""  # how it was put on the call clock when the machine's clocks could not
+    spans: int = 0  # OpenTelemetry spans of this call it holds
 
 
 @dataclass(frozen=True)
@@ -77,8 +91,12 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
         raise InputError(f"cannot read the agent trace: {exc}", path=path, fix=FIX) from None
     trace = AgentTrace(path)
     raws: list[_Raw] = []
+    spans: list[AgentSpan] = []
     bad = 0
-    for line in text.splitlines():
+    whole = _whole(text)
+    if whole is not None:  # one JSON document of spans (agent_spans.json, OTLP JSON)
+        spans, bad = _spans_of(whole, trace)
+    for line in text.splitlines() if whole is None else []:
         if not line.strip():
             continue
         try:
@@ -88,12 +106,19 @@ def read_agent_trace(path: Path, times: CallTimes) -> AgentTrace:
         except ValueError:
             bad += 1
             continue
+        if isinstance(data, dict) and "resourceSpans" in data:
+            found_spans, unread = _spans_of(data, trace)
+            spans += found_spans
+            bad += unread
+            continue
         found = list(_events(data, times)) if isinstance(data, dict) else []
         if not found:
             bad += 1
         raws += found
     if bad:
         trace.problems.append(f"{bad} line(s) of {path.name} are not events turnscope reads")
+    if spans:
+        raws += _span_raws(spans, times, trace)
     if not raws:
         trace.problems.append(f"{path.name} has no event turnscope can read ({FIX})")
         return trace
@@ -128,7 +153,9 @@ def _by_first_reply(trace: AgentTrace, raws: list[_Raw], times: CallTimes) -> Ag
     if len({r.clock for r in raws}) > 1:
         trace.problems.append("the trace mixes clocks and the recording has none to align to")
         return trace
-    starts = sorted(r.t * 1000 for r in raws if r.name == "bot_started_speaking")
+    starts = sorted(r.t * 1000 for r in raws if r.name == "bot_started_speaking") or sorted(
+        r.t * 1000 for r in raws if r.name == "tts_first_byte"
+    )
     heard = sorted(times.agent_starts_ms)
     if not starts or not heard:
         trace.problems.append(
@@ -227,3 +254,39 @@ def _livekit(data: Mapping[str, Any]) -> Iterator[_Raw]:
         value_ms = _metric_ms(None if value is None else value * 1000)
         if value_ms is not None:
             yield _Raw(t, "unix", "ttfb", value_ms)
+
+
+def _whole(text: str) -> dict[str, Any] | None:
+    """The file as one JSON document of spans, or None (JSON lines, or not spans)."""
+    if not text.lstrip().startswith("{") or ("resourceSpans" not in text and FORMAT not in text):
+        return None
+    try:
+        data = loads(text, limits=FILE_LIMITS)
+    except ValueError:
+        return None
+    spans_doc = isinstance(data, dict) and ("resourceSpans" in data or data.get("format") == FORMAT)
+    return data if spans_doc else None
+
+
+def _spans_of(data: dict[str, Any], trace: AgentTrace) -> tuple[list[AgentSpan], int]:
+    """The spans of one document: OTLP JSON, or agent_spans.json (its problems kept)."""
+    if "resourceSpans" in data:
+        return from_otlp_json(data)
+    try:
+        doc = AgentSpans.model_validate(data)
+    except ValueError:
+        return [], 1
+    trace.problems += doc.problems
+    return doc.spans, 0
+
+
+def _span_raws(spans: list[AgentSpan], times: CallTimes, trace: AgentTrace) -> list[_Raw]:
+    """The events the call's spans say, on the agent's wall clock."""
+    spans, problems = sound(spans)
+    window = None
+    if times.origin_unix is not None:
+        window = (times.origin_unix - 2, times.origin_unix + times.duration_ms / 1000 + 2)
+    chosen, why = choose_call(spans, window, times.session)
+    trace.problems += problems + why
+    trace.spans = len(chosen)
+    return [_Raw(t, "unix", name, value) for t, name, value in span_events(chosen)]

@@ -15,16 +15,52 @@ estimate is said. Plain code: the events in, the breakdown out.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import verifier_facts
 
-Source = Literal["rtvi", "agent_trace"]
+Source = Literal["rtvi", "agent_trace", "otlp"]
 DECIDED = ("user_stopped_speaking",)
 STARTED = ("bot_started_speaking",)
+# An agent that reports no start of speaking (OpenTelemetry spans): its TTS's first byte instead.
+STARTED_ELSE = ("tts_first_byte",)
+
+
+class Point(str, Enum):
+    """The moments of one reply, in the order they normally come (the hops run between them)."""
+
+    CALLER_END = "caller_end_heard"
+    TURN_END = "turn_end"  # the agent's turn decision
+    STT_FINAL = "stt_final"
+    LLM_FIRST_TOKEN = "llm_first_token"
+    TTS_FIRST_BYTE = "tts_first_byte"
+    AGENT_STARTED = "agent_started"  # the agent's own start of speaking (RTVI, its log)
+    FIRST_HEARD = "first_sample_heard"
+
+
+# the agent's event names that are points of a reply (the others are the decision and start)
+POINT_EVENTS = {
+    "stt_final": Point.STT_FINAL,
+    "llm_first_token": Point.LLM_FIRST_TOKEN,
+    "tts_first_byte": Point.TTS_FIRST_BYTE,
+}
+
+
+@dataclass
+class Hop:
+    """The time between two of a reply's points; ``to`` FIRST_HEARD from the agent's last point
+    is the unaccounted part (transport, jitter buffer, queueing, playout: no span covers it)."""
+
+    start: Point
+    to: Point
+    ms: float
+
+
 # How far before the caller's speech end a turn decision may be logged and still be this reply's
 # (an agent that decides early, on a pause, then waits it out).
 EARLY_DECISION_MS = 300
@@ -55,9 +91,16 @@ class ReplySplit:
     ttfb_ms: list[float] = field(default_factory=list)  # the agent's own metrics in between
     estimated: list[str] = field(default_factory=list)  # parts that carry the one-way estimate
     missing: str | None = None  # why this reply has no split
+    # caller end heard -> turn end -> stt final -> llm first token -> tts first byte -> heard,
+    # the points the agent reported, in time order: the hops sum to latency_ms
+    hops: list[Hop] = field(default_factory=list)
+    unaccounted_ms: float | None = None  # the last hop: what none of the agent's events covers
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and v != []}
+        out = {k: v for k, v in asdict(self).items() if v is not None and v != []}
+        if self.hops:
+            out["hops"] = [{"from": h.start.value, "to": h.to.value, "ms": h.ms} for h in self.hops]
+        return out
 
 
 @dataclass
@@ -125,7 +168,12 @@ def split_latency(
     facts = verifier_facts(dialogue)
     shift = one_way_ms if source == "rtvi" else 0.0
     decided = sorted(e.at_ms - shift for e in events if e.name in DECIDED)
-    started = sorted(e.at_ms - shift for e in events if e.name in STARTED)
+    started = sorted(e.at_ms - shift for e in events if e.name in STARTED) or sorted(
+        e.at_ms - shift for e in events if e.name in STARTED_ELSE
+    )
+    points = sorted(
+        (e.at_ms - shift, POINT_EVENTS[e.name]) for e in events if e.name in POINT_EVENTS
+    )
     ttfb = sorted((e.at_ms - shift, e.value_ms) for e in events if e.value_ms is not None)
     replies = []
     for gap in facts.gaps:
@@ -154,6 +202,7 @@ def split_latency(
         lo = bisect.bisect_left(ttfb, d, key=lambda x: x[0])
         hi = bisect.bisect_right(ttfb, s + 50, key=lambda x: x[0])
         split.ttfb_ms = [round(v, 1) for _, v in ttfb[lo:hi]]
+        _hops(split, end, d, s, start, points)
         if source == "rtvi":
             split.estimated = ["endpointing", "delivery"]
     reasons = list(problems)
@@ -187,6 +236,33 @@ def split_latency(
         reasons=reasons,
         note=note,
     )
+
+
+def _hops(
+    split: ReplySplit,
+    end: float,
+    decided: float,
+    started: float,
+    heard: float,
+    points: Sequence[tuple[float, Point]],
+) -> None:
+    """The reply's points between the caller's end and the agent's start (the last of each kind
+    in the window), in time order, and the hops between them: they sum to the latency."""
+    lo = bisect.bisect_left(points, end - EARLY_DECISION_MS, key=lambda p: p[0])
+    hi = bisect.bisect_right(points, started + 1.0, key=lambda p: p[0])
+    last: dict[Point, float] = {}
+    for t, p in points[lo:hi]:
+        last[p] = t
+    marks = [(end, Point.CALLER_END), (decided, Point.TURN_END)]
+    marks += [(t, p) for p, t in last.items()]
+    if Point.TTS_FIRST_BYTE not in last or started != last[Point.TTS_FIRST_BYTE]:
+        marks.append((started, Point.AGENT_STARTED))
+    marks = [*sorted(marks, key=lambda m: m[0]), (heard, Point.FIRST_HEARD)]
+    split.hops = [Hop(a[1], b[1], round(b[0] - a[0], 1)) for a, b in itertools.pairwise(marks)]
+    # rounding each hop may leave a tenth over: the last absorbs it, so they sum to the latency
+    drift = round(split.latency_ms - sum(h.ms for h in split.hops), 1)
+    split.hops[-1].ms = round(split.hops[-1].ms + drift, 1)
+    split.unaccounted_ms = split.hops[-1].ms
 
 
 def uncertainty_or(value: float | None) -> float:

@@ -103,6 +103,7 @@ def call(
     caller_llm_key_env: str | None = None,
     caller_from: str | Path | None = None,
     agent_trace: str | Path | None = None,
+    otlp: str | None = None,
     **options: Any,
 ) -> RunOutput:
     """Call the agent at ``url`` with the scripted caller of ``scenario`` (a YAML path), score
@@ -118,7 +119,8 @@ def call(
     ``caller_out``, ``agent_in``, ``stereo_in``, ``loopback_in``, ``rate``, ``caller_side``,
     ``calibrate``. One a transport does not take is an InputError. ``caller_llm`` (an
     OpenAI-compatible base URL), ``caller_llm_model`` and ``caller_llm_key_env`` drive an
-    LLM caller; ``caller_from`` replays a recorded call's LLM caller."""
+    LLM caller; ``caller_from`` replays a recorded call's LLM caller. ``otlp``: "HOST:PORT"
+    (e.g. "127.0.0.1:4318") to receive the agent's OpenTelemetry spans on for the call."""
     from turnscope import transports
     from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.capture.script.scenario import load_scenario
@@ -145,6 +147,7 @@ def call(
             agent_trace=Path(agent_trace) if agent_trace is not None else None,
             caller_llm=llm,
             caller_from=replay,
+            otlp=otlp,
         )
     )
     return run

@@ -1,5 +1,7 @@
 """A run's latency breakdown: its replies split by the agent's own events, from RTVI heard on
-the call's data channel or from the agent's own log (``--agent-trace``)."""
+the call's data channel, from the agent's own log (``--agent-trace``) or from its OpenTelemetry
+spans (``--otlp``'s agent_spans.json, or an OTLP file given as ``--agent-trace``): the last two
+read, chosen and aligned by one code path (scoring/agent_trace.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ def call_times(result: PipelineResult) -> CallTimes:
         details.get("clock_origin_unix"),
         result.audio_ms,
         agent_starts_ms=tuple(agent),
+        # the agent's id for this call, when the transport recorded one (its spans carry it)
+        session=details.get("session_id"),
     )
 
 
@@ -87,8 +91,12 @@ def latency_breakdown(result: PipelineResult, agent_trace: Path | None = None) -
         b = split_latency(dialogue, trace.events, source="agent_trace", problems=trace.problems)
         if not b.reliable and trace.clock == "unix" and trace.events:
             b, trace = _realigned(result, agent_trace, trace, b)
+        if trace.spans:  # OpenTelemetry spans (--otlp, or an OTLP file): the same path
+            b.source = "otlp"
+            b.note = f"the agent's OpenTelemetry spans ({trace.spans}), on the call clock"
         if trace.aligned_by:
-            b.note = f"the agent's own log, aligned by {trace.aligned_by}"
+            what = "OpenTelemetry spans" if trace.spans else "own log"
+            b.note = f"the agent's {what}, aligned by {trace.aligned_by}"
             for r in b.replies:
                 if r.missing is None:
                     r.estimated = ["endpointing", "delivery"]

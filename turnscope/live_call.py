@@ -23,6 +23,7 @@ from turnscope.capture.transport import TransportOptions
 from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
+from turnscope.otlp.call import start_receiver, stop_receiver
 from turnscope.partials import AgentPartials
 from turnscope.pipeline import Sink
 from turnscope.records import bundle_documents, timeline_channels
@@ -82,12 +83,14 @@ async def place_call(
     on_connected: Callable[[AnyCall], None] | None = None,
     caller_llm: LlmEndpoint | None = None,
     caller_from: list[dict[str, Any]] | None = None,
+    otlp: str | None = None,
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
     WebRTC, sound devices or a phone line: only the source differs. ``lines``: the caller's
     lines already spoken (many calls of one scenario speak them once); ``on_connected``: told
-    when the call is up.
+    when the call is up; ``otlp``: HOST:PORT to receive the agent's OpenTelemetry spans on
+    (OTLP/HTTP) for the call, kept as agent_spans.json and splitting each reply's latency.
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
     if scenario.dtmf_lines and transports.spec(options.transport).source != "telephony":
@@ -102,12 +105,14 @@ async def place_call(
             "API, e.g. http://127.0.0.1:8000/v1) or --caller-from BUNDLE (a recorded call)",
             path=scenario.source,
         )
+    receiver = await start_receiver(otlp, outdir, agent_trace)
     call = transports.open_call(options)
     transcriber = Transcriber(settings.asr, settings.confirm)
     try:
         lines = await _set_up(call, scenario, transcriber, lines)
     except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
         write_setup_failure(outdir, options, str(exc))
+        await stop_receiver(receiver)
         raise
     if on_connected is not None:
         on_connected(call)
@@ -116,6 +121,9 @@ async def place_call(
     )
     caller.start()
     sinks: list[Sink] = [CallerHears(caller)]
+    if receiver is not None:  # its spans file is the call's agent trace
+        sinks.append(receiver)
+        agent_trace = receiver.path
     partials = AgentPartials(caller, settings.asr, call.clock)
     if scenario.needs_partials:  # the agent's words as it speaks: only when a line waits on them
         sinks.append(partials)
@@ -153,6 +161,7 @@ async def place_call(
         raise
     finally:
         await call.hangup("the call ended")
+        await stop_receiver(receiver)
     return run, call, caller
 
 

@@ -137,6 +137,13 @@ def call(
         help="The agent's own event log (JSON lines: a time and an event name), read after the "
         "call to split each reply's latency into endpointing, processing and delivery.",
     ),
+    otlp: str | None = typer.Option(
+        None,
+        "--otlp",
+        help="Receive the agent's OpenTelemetry spans (OTLP/HTTP, protobuf or JSON, POST "
+        "/v1/traces) on HOST:PORT during the call (127.0.0.1:4318 with --otlp ''); kept as "
+        "agent_spans.json, they split each reply's latency hop by hop.",
+    ),
     caller_llm: str | None = typer.Option(
         None,
         "--caller-llm",
@@ -200,13 +207,14 @@ def call(
         raise InputError("no such folder for the agent trace", path=agent_trace.parent)
     return run_call(
         options, sc, settings, outdir, quiet=quiet, agent_trace=agent_trace,
-        caller_llm=llm, caller_from=replay,
+        caller_llm=llm, caller_from=replay, otlp=otlp,
     )  # fmt: skip
 
 
 def run_call(  # type: ignore[no-untyped-def]
     options: AnyCallOptions, sc, settings, outdir: Path, *, quiet: bool,
     agent_trace: Path | None = None, caller_llm: Any = None, caller_from: Any = None,
+    otlp: str | None = None,
 ) -> int:  # fmt: skip
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     import asyncio
@@ -227,6 +235,7 @@ def run_call(  # type: ignore[no-untyped-def]
             agent_trace=agent_trace,
             caller_llm=caller_llm,
             caller_from=caller_from,
+            otlp=otlp,
         )
         return run, list(call.info.degraded), caller.report()
 
