@@ -49,7 +49,15 @@ replies with "silent": true), nonstop (talks from the connection on, one long li
 back; a barge-in stops it and it resumes after the caller's turn), die-after (os._exit
 --die-after-s after the first client connects), refuse (POST /api/offer answers HTTP 500);
 --vad-start-secs/--vad-stop-secs/--vad-confidence/--vad-min-volume (Silero VADParams, defaults
-below) and --user-speech-timeout (the stop strategy's wait, pipecat's 0.6 s).
+below) and --user-speech-timeout (the stop strategy's wait, pipecat's 0.6 s); --reply-clips
+FILE.json (recorded replies, below).
+
+--reply-clips FILE.json: a JSON list of {"wav": path, "speech_start_s", "speech_end_s"} (the
+clip's annotated speech extent, seconds into the file); every reply (the greeting stays
+espeak-ng) plays the next clip whole, cycling, room tone and all, resampled to the output rate.
+The whole clip counts as the reply's audio (start/end are its first/last sample), and the record
+adds "clip" (the path), "clip_ms", "speech_start_ms" and "speech_end_ms" (the speech's offsets
+inside the clip): the speech the caller hears starts at start_monotonic + speech_start_ms.
 
 Measured against turnscope's agent turns on loopback (2026-12-01): after removing the constant
 one-way delay (108-111 ms, mostly aiortc's receive jitter buffer), reply starts and ends agree to
@@ -66,7 +74,9 @@ server would otherwise wait for every call to end before exiting).
 
 Offline: no STUN (no ICE servers), host candidates restricted to 127.0.0.1, onnxruntime
 telemetry off before the Silero session exists, HF_HUB_OFFLINE=1, pipecat's own tracing and
-metrics off; the runner binds 127.0.0.1 only.
+metrics off (``--otlp URL`` turns tracing and metrics on: pipecat's conversation, turn and tts
+spans, the bot's own end_of_turn and llm spans, exported by the OpenTelemetry SDK's
+OTLPSpanExporter to URL); the runner binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -252,6 +262,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--voice", default=VOICE, help="espeak-ng voice of the bot")
     p.add_argument("--truth-log", type=Path, default=None)
+    p.add_argument(
+        "--reply-clips",
+        type=Path,
+        default=None,
+        help='JSON list of {"wav", "speech_start_s", "speech_end_s"}: every reply plays the '
+        "next recorded clip whole (room tone kept) instead of espeak-ng",
+    )
+    p.add_argument(
+        "--tts-delay-ms", type=float, default=0.0, help="the TTS's time to its first audio"
+    )
+    p.add_argument(
+        "--otlp",
+        default=None,
+        help="export pipecat's tracing (conversation, turn and tts spans, and the bot's own "
+        "end_of_turn and llm spans) with the OpenTelemetry SDK's OTLPSpanExporter to this "
+        "OTLP/HTTP base URL (http://127.0.0.1:4318)",
+    )
     return p
 
 
@@ -308,6 +335,7 @@ class Speech:
     text: str
     pcm: bytes  # int16 mono at OUT_RATE, a whole number of transport chunks
     voiced: int  # samples from the start of pcm to one past the last voiced sample
+    clip: dict[str, Any] | None = None  # --reply-clips: the record's clip fields
 
 
 def _espeak(text: str, voice: str) -> np.ndarray:
@@ -365,6 +393,44 @@ def render(sentences: tuple[str, ...] | list[str], voice: str, pause_ms: float) 
     x = np.concatenate((x, np.zeros((-x.size) % chunk)))
     pcm = (np.clip(x, -1.0, 1.0) * 32767).astype(np.int16).tobytes()
     return Speech(" ".join(sentences), pcm, voiced)
+
+
+def load_reply_clips(path: Path) -> list[Speech]:
+    """--reply-clips: each clip whole at OUT_RATE (room tone kept), its speech extent noted."""
+    import soundfile
+
+    def bad(why: str) -> SystemExit:
+        return SystemExit(f"pipecat_bot: --reply-clips {path}: {why}")
+
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise bad(f"not a readable JSON file ({exc})") from None
+    if not isinstance(entries, list) or not entries:
+        raise bad('give a non-empty list of {"wav", "speech_start_s", "speech_end_s"}')
+    speeches = []
+    for i, e in enumerate(entries):
+        try:
+            wav, a, b = Path(e["wav"]), float(e["speech_start_s"]), float(e["speech_end_s"])
+            audio, rate = soundfile.read(str(wav), dtype="float64", always_2d=True)
+        except (KeyError, TypeError, ValueError, RuntimeError, OSError) as exc:
+            raise bad(f"entry {i}: {exc!r}; each needs wav, speech_start_s, speech_end_s") from None
+        x = audio.mean(axis=1)
+        x = soxr.resample(x, rate, OUT_RATE, quality="VHQ") if rate != OUT_RATE else x
+        if not 0 <= a < b <= x.size / OUT_RATE:
+            raise bad(f"entry {i}: the speech extent {a}-{b} s is not inside {wav.name}")
+        chunk = OUT_RATE * CHUNK_MS * TRANSPORT_CHUNKS // 1000
+        voiced = x.size
+        x = np.concatenate((x, np.zeros((-x.size) % chunk)))
+        pcm = (np.clip(x, -1.0, 1.0) * 32767).astype(np.int16).tobytes()
+        clip = {
+            "clip": str(wav),
+            "clip_ms": round(voiced * 1000 / OUT_RATE, 1),
+            "speech_start_ms": round(a * 1000, 1),
+            "speech_end_ms": round(b * 1000, 1),
+        }
+        speeches.append(Speech(f"Recorded clip {i}, {wav.stem}.", pcm, voiced, clip))
+    return speeches
 
 
 # --------------------------------------------------------------------------------------------
@@ -552,6 +618,7 @@ class ReplyLedger:
                 audio_ms=round(r.speech.voiced * 1000 / OUT_RATE, 1),
                 played_ms=round(played * 1000 / OUT_RATE, 1),
                 session=self.session,
+                **(r.speech.clip or {}),
             )
         r.done.set()
         if all(x.finished for x in self.replies):
@@ -580,7 +647,7 @@ class EspeakTTSService(TTSService):
         self._silent = silent
 
     def can_generate_metrics(self) -> bool:
-        return False
+        return bool(ARGS.otlp)  # --otlp: its ttfb on its tts span, as a cloud TTS reports it
 
     def speech_for(self, text: str) -> Speech:
         key = text.strip()
@@ -592,7 +659,20 @@ class EspeakTTSService(TTSService):
         speech = self._speeches.get(text.strip())
         if speech is None:  # not one of the canned lines: synthesize it off the loop
             speech = await asyncio.to_thread(self.speech_for, text)
+        if ARGS.tts_delay_ms > 0:  # a TTS's time to its first byte
+            await asyncio.sleep(ARGS.tts_delay_ms / 1000)
         pcm = bytes(len(speech.pcm)) if self._silent else speech.pcm
+        if ARGS.otlp:
+            # --otlp: streamed as a cloud TTS streams (a first chunk, the rest a moment later,
+            # well before the first has played): pipecat's tts span records its ttfb only
+            # while the span is open, and a one-shot TTS ends it first (no ttfb on the span).
+            first = 80 * self.sample_rate // 1000 * 2
+            yield TTSAudioRawFrame(
+                audio=pcm[:first], sample_rate=self.sample_rate, num_channels=1,
+                context_id=context_id,
+            )  # fmt: skip
+            await asyncio.sleep(0.02)
+            pcm = pcm[first:]
         yield TTSAudioRawFrame(
             audio=pcm, sample_rate=self.sample_rate, num_channels=1, context_id=context_id
         )
@@ -614,6 +694,7 @@ class CannedReplies(FrameProcessor):
         self._turn_started = 0.0
         self._turn_s = 0.0  # how long the caller's last turn was (pipecat's VAD)
         self._answer_after: asyncio.Task | None = None
+        self._clips_played = 0  # --reply-clips: how many replies have taken a clip
 
     # -- frames
 
@@ -627,6 +708,7 @@ class CannedReplies(FrameProcessor):
                 await self._cancel_reply()
         elif isinstance(frame, UserStoppedSpeakingFrame) and direction == FrameDirection.DOWNSTREAM:
             self.truth.mark("user_stopped_speaking", session=self._session())
+            _span("end_of_turn", self._session())
             self._turn_s = time.monotonic() - self._turn_started
             await self._on_turn_end()
         elif isinstance(frame, InterruptionFrame) and direction == FrameDirection.DOWNSTREAM:
@@ -678,11 +760,19 @@ class CannedReplies(FrameProcessor):
         self._task = self.create_task(self._reply())
 
     async def _sleep_latency(self) -> None:
+        # --otlp: the wait stands for an LLM's time to its first token (an "llm" span with
+        # metrics.ttfb, as pipecat's traced LLM services report it)
+        start = time.time_ns()
         await asyncio.sleep(max(0.0, (self.args.latency_ms - PIPELINE_MS) / 1000))
+        _span("llm", self._session(), start, ttfb_s=(time.time_ns() - start) / 1e9)
 
     async def _reply(self) -> None:
         await self._sleep_latency()
-        if self.args.reply == "order":
+        if CLIPS:
+            clip = CLIPS[self._clips_played % len(CLIPS)]
+            self._clips_played += 1
+            await self.say("reply", clip.text)
+        elif self.args.reply == "order":
             await self.say("reply", self._order_reply())
         elif self.args.reply == "short":
             await self.say("reply", SHORT)
@@ -769,6 +859,7 @@ class OutputTap(FrameProcessor):
 ARGS: argparse.Namespace
 TRUTH: TruthLog
 SPEECHES: dict[str, Speech] = {}
+CLIPS: list[Speech] = []  # --reply-clips, in order
 WORKERS: set[PipelineWorker] = set()
 _first_connect = threading.Event()
 
@@ -779,6 +870,9 @@ def _prepare_speech(args: argparse.Namespace) -> None:
         SPEECHES[text] = render([text], v, SENTENCE_PAUSE_MS)
     SPEECHES[" ".join(LONG)] = render(LONG, v, SENTENCE_PAUSE_MS)
     SPEECHES[NONSTOP] = render([NONSTOP], v, SENTENCE_PAUSE_MS)
+    if getattr(args, "reply_clips", None) is not None:
+        CLIPS[:] = load_reply_clips(args.reply_clips)
+        SPEECHES.update({c.text: c for c in CLIPS})
 
 
 async def bot(runner_args: SmallWebRTCRunnerArguments):
@@ -826,9 +920,14 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
     )
     worker = PipelineWorker(
         pipeline,
-        params=PipelineParams(audio_in_sample_rate=IN_RATE, audio_out_sample_rate=OUT_RATE),
-        enable_tracing=False,
-        enable_turn_tracking=False,
+        params=PipelineParams(
+            audio_in_sample_rate=IN_RATE,
+            audio_out_sample_rate=OUT_RATE,
+            enable_metrics=bool(args.otlp),
+        ),
+        enable_tracing=bool(args.otlp),
+        enable_turn_tracking=bool(args.otlp),
+        conversation_id=session if args.otlp else None,
     )
     WORKERS.add(worker)
 
@@ -859,6 +958,32 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
         WORKERS.discard(worker)
         if replies.ledger is not None:
             replies.ledger.close()
+
+
+def _span(name: str, session: str, start_ns: int | None = None, ttfb_s: float | None = None):
+    """With --otlp: one span of the bot's own (ending now), in the call's conversation."""
+    if not ARGS.otlp:
+        return
+    from opentelemetry import trace
+
+    span = trace.get_tracer("pipecat-bot").start_span(name, start_time=start_ns)
+    span.set_attribute("conversation.id", session)
+    if ttfb_s is not None:
+        span.set_attribute("metrics.ttfb", ttfb_s)
+    span.end()
+
+
+def _setup_tracing(url: str) -> None:
+    """pipecat's tracing with the OpenTelemetry SDK's own OTLP/HTTP exporter; the batch
+    processor exports every 200 ms (its default 5 s would outlast a short call)."""
+    os.environ.setdefault("OTEL_BSP_SCHEDULE_DELAY", "200")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from pipecat.utils.tracing.service_decorators import traced_tts
+    from pipecat.utils.tracing.setup import setup_tracing
+
+    setup_tracing("pipecat-bot", exporter=OTLPSpanExporter(endpoint=url.rstrip("/") + "/v1/traces"))
+    # what @traced_tts on run_tts does at class definition (its descriptor's __set_name__)
+    traced_tts(EspeakTTSService.run_tts).__set_name__(EspeakTTSService, "run_tts")
 
 
 def _die() -> None:
@@ -931,6 +1056,8 @@ def main() -> None:
     TRUTH = TruthLog(ARGS.truth_log)
     TRUTH.mark("config", **{k: str(v) for k, v in vars(ARGS).items()}, port=port)
     _prepare_speech(ARGS)
+    if ARGS.otlp:
+        _setup_tracing(ARGS.otlp)
     _install(pipecat_runner.app, ARGS, port)
     # Make sure nothing else listens there (the runner would fail later, less clearly).
     with socket.socket() as s:

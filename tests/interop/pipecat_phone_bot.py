@@ -55,7 +55,8 @@ its speech; with --in-rate 16000 (pipecat resamples the line) ~160-185 ms.
 
 Knobs (``--help``): pipecat_bot.py's (--latency-ms, --greeting/--no-greeting, --reply
 short|long|double, --ignore-barge-ins, --answer-barge-ins, --mode, --die-after-s, --vad-*,
---user-speech-timeout, --voice), where --mode refuse rejects the websocket upgrade (HTTP 403)
+--user-speech-timeout, --voice, --reply-clips: recorded replies, resampled to the line's
+8 kHz), where --mode refuse rejects the websocket upgrade (HTTP 403)
 and die-after is os._exit --die-after-s after the first call connects (every call ends at once,
 no close frame); plus --port and --in-rate (8000 or 16000: Silero takes either).
 
@@ -370,6 +371,7 @@ class CarrierLedger:
                 played_ms=round(played * 1000 / RATE, 1),
                 first_sent_monotonic=r.first_sent,
                 session=self.session,
+                **(r.speech.clip or {}),
             )
         r.done.set()
         if all(x.finished for x in self.replies):
@@ -568,6 +570,7 @@ async def serve(port: int) -> None:
 def main() -> None:
     global ARGS, TRUTH
     ARGS = build_parser().parse_args()
+    pb.ARGS = ARGS  # the pipeline pieces loaded from pipecat_bot.py read its module's ARGS
     if ARGS.answer_barge_ins and not ARGS.ignore_barge_ins:
         raise SystemExit("pipecat_phone_bot: --answer-barge-ins needs --ignore-barge-ins")
     TRUTH = pb.TruthLog(ARGS.truth_log)
