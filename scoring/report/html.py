@@ -71,7 +71,8 @@ th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-a
 th{background:#f3f4f6}td.t{white-space:nowrap;font-variant-numeric:tabular-nums}
 tr.caller td.s{color:#2563eb;font-weight:700}tr.agent td.s{color:#7c3aed;font-weight:700}
 tr.backchannel td{color:#92400e;background:#fffbeb}
-tr.decision td:first-child{border-left:3px solid #0d9488}tr[data-t]{cursor:pointer}
+tr.decision td:first-child,tr.tt-event td:first-child{border-left:3px solid #0d9488}
+tr[data-t]{cursor:pointer}
 .tag{display:inline-block;border-radius:4px;padding:0 6px;margin:1px 4px 1px 0;font-size:12px;
  color:#fff}
 .tag.ok{background:#15803d}.tag.bad{background:#dc2626}.tag.info{background:#6b7280}

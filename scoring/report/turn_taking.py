@@ -81,7 +81,7 @@ def turn_taking(m: ReportModel) -> str:
         return ""
     row_ms = seconds_per_row(m.duration_ms)
     rows = "".join(
-        f'<tr class="decision" id="tt-{i}" data-t="{max(0.0, ev.start_ms - LEAD_MS) / 1000:.2f}">'
+        f'<tr class="tt-event" id="tt-{i}" data-t="{max(0.0, ev.start_ms - LEAD_MS) / 1000:.2f}">'
         f'<td class="t"><a href="#row-{int(ev.start_ms // row_ms)}">{clock(ev.start_ms)}</a></td>'
         f"<td>{e(NAMES.get(ev.kind, ev.kind))}</td><td>{e(ev.text)}</td>"
         f'<td class="t">{e(f"{ev.end_ms - ev.start_ms:.0f} ms")}</td><td>{_what(ev)}</td></tr>'
