@@ -269,13 +269,7 @@ class SpanRefiner:
             prev_end = re_
         if self._params.weak_db > 0:
             out = self._drop_weak_lead(envelope, base, out, thresh, strong)
-        merged: list[list[int]] = []
-        for span in out:
-            if merged and span[0] <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], span[1])
-            else:
-                merged.append(span)
-        return merged
+        return merge_touching(out)
 
     def _drop_weak_lead(
         self, envelope: _Envelope, base: int, spans: list[list[int]], thresh: float, strong: float
@@ -388,3 +382,14 @@ class SpanRefiner:
             return pcm_envelope_db(pcm, window_ms, lo, hi)  # not asked for up front
 
         return envelope
+
+
+def merge_touching(spans: list[list[int]]) -> list[list[int]]:
+    """Ordered spans with those that touch or overlap merged (refinement can close a pause)."""
+    merged: list[list[int]] = []
+    for span in spans:
+        if merged and span[0] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], span[1])
+        else:
+            merged.append(span)
+    return merged

@@ -28,6 +28,7 @@ from turnscope.asr.refine import (
     HOP,
     Background,
     envelope_db,
+    merge_touching,
     refine_end,
     refine_start,
     skip_weak_lead,
@@ -203,10 +204,4 @@ def stretch_spans(
         he = refine_end(inside, b, thresh, wide)
         rs = max(base + (lo + hs) * HOP, out[-1][1] if out else base)
         out.append([rs, max(rs, base + (lo + he) * HOP)])
-    merged: list[list[int]] = []
-    for span in out:
-        if merged and span[0] <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], span[1])
-        else:
-            merged.append(span)
-    return merged or spans
+    return merge_touching(out) or spans
