@@ -84,10 +84,9 @@ class Batcher:
         batch = batch[:size]
         chosen = {id(w) for w in batch}
         self.waiting = [w for w in self.waiting if id(w) not in chosen]
-        self.busy = True
-        pool, done = _on_worker(transcribe_batch, [w.job for w in batch], head.asr, head.confirm)
         futures = [w.future for w in batch]
-        done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, futures, f)))
+        self._to_worker(loop, futures, transcribe_batch, [w.job for w in batch], head.asr,
+                        head.confirm)  # fmt: skip
 
     def partial(
         self, build: Callable[[], PartialRequest | None], asr: AsrSettings
@@ -115,10 +114,17 @@ class Batcher:
         if not sent:
             self._send()
             return
-        self.busy = True
-        loop = head.future.get_loop()
-        pool, done = _on_worker(transcribe_partials, [r for _, r in sent], head.asr)
         futures = [w.future for w, _ in sent]
+        self._to_worker(head.future.get_loop(), futures, transcribe_partials,
+                        [r for _, r in sent], head.asr)  # fmt: skip
+
+    def _to_worker(
+        self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future],
+        fn: Callable[..., list], *args: object,
+    ) -> None:  # fmt: skip
+        """Run one batch on the worker; each of ``futures`` gets its item of the result."""
+        self.busy = True
+        pool, done = _on_worker(fn, *args)
         done.add_done_callback(_on_loop(loop, lambda f: self._done(pool, futures, f)))
 
     def _resume(self) -> None:

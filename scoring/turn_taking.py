@@ -44,6 +44,7 @@ from typing import Any
 
 from turnscope.asr.assembly import Assembly, Heard, normalise_words
 from turnscope.capture.frames import AGENT, CALLER
+from turnscope.scoring.stats import median
 from turnscope.scoring.turn_taking_model import (
     LOWER_IS_BETTER,
     Behaviour,
@@ -344,7 +345,8 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def _median(xs: Sequence[float]) -> float | None:
-    return round(statistics.median(xs), 1) if xs else None
+    m = median(xs)
+    return None if m is None else round(m, 1)
 
 
 def _summary(cond: Condition, events: Sequence[TurnTakingEvent]) -> ConditionSummary:

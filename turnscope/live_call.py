@@ -106,63 +106,66 @@ async def place_call(
             path=scenario.source,
         )
     receiver = await start_receiver(otlp, outdir, agent_trace)
-    call = transports.open_call(options)
-    transcriber = Transcriber(settings.asr, settings.confirm)
-    try:
-        lines = await _set_up(call, scenario, transcriber, lines)
-    except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
-        write_setup_failure(outdir, options, str(exc))
-        await stop_receiver(receiver)
-        raise
-    if on_connected is not None:
-        on_connected(call)
-    caller = ScriptedCaller(
-        scenario, call, settings, lines, llm_endpoint=caller_llm, replay=caller_from
-    )
-    caller.start()
-    sinks: list[Sink] = [CallerHears(caller)]
-    if receiver is not None:  # its spans file is the call's agent trace
-        sinks.append(receiver)
-        agent_trace = receiver.path
-    partials = AgentPartials(caller, settings.asr, call.clock)
-    if scenario.needs_partials:  # the agent's words as it speaks: only when a line waits on them
-        sinks.append(partials)
-
-    def extra() -> dict[str, Any]:
-        doc = {
-            "scenario": scenario.name,
-            "script": caller.report(),
-            "caller_truth": caller.truth(),
-            "call": {"end_reason": call.end_reason},
-        }
-        if scenario.needs_partials:
-            doc["script"]["partials"] = partials.stats.to_dict()
-        if hasattr(call, "calibration_record"):  # sound devices
-            doc["calibration"] = call.calibration_record()
-        return doc
-
-    try:
-        # A signal from here on ends the call cleanly: everything captured is kept and scored.
-        run = await run_and_record(
-            call,
-            settings,
-            contract,
-            outdir,
-            evidence_class=LIVE_EVIDENCE,
-            console=console,
-            extra_result=extra,
-            transcriber=transcriber,  # readied before the call connected
-            agent_trace=agent_trace,
-            extra_sinks=sinks,
-            final_contract=lambda c: spoken_reference(c, scenario, caller),
+    try:  # the receiver stops however the call ends, a set-up that failed included
+        call = transports.open_call(options)
+        transcriber = Transcriber(settings.asr, settings.confirm)
+        try:
+            lines = await _set_up(call, scenario, transcriber, lines)
+        except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
+            write_setup_failure(outdir, options, str(exc))
+            raise
+        if on_connected is not None:
+            on_connected(call)
+        caller = ScriptedCaller(
+            scenario, call, settings, lines, llm_endpoint=caller_llm, replay=caller_from
         )
-    except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
-        exc.call, exc.caller = call, caller
-        raise
+        caller.start()
+        sinks: list[Sink] = [CallerHears(caller)]
+        if receiver is not None:  # its spans file is the call's agent trace
+            sinks.append(receiver)
+            agent_trace = receiver.path
+        partials = AgentPartials(caller, settings.asr, call.clock)
+        if (
+            scenario.needs_partials
+        ):  # the agent's words as it speaks: only when a line waits on them
+            sinks.append(partials)
+
+        def extra() -> dict[str, Any]:
+            doc = {
+                "scenario": scenario.name,
+                "script": caller.report(),
+                "caller_truth": caller.truth(),
+                "call": {"end_reason": call.end_reason},
+            }
+            if scenario.needs_partials:
+                doc["script"]["partials"] = partials.stats.to_dict()
+            if hasattr(call, "calibration_record"):  # sound devices
+                doc["calibration"] = call.calibration_record()
+            return doc
+
+        try:
+            # A signal from here on ends the call cleanly: everything captured is kept and scored.
+            run = await run_and_record(
+                call,
+                settings,
+                contract,
+                outdir,
+                evidence_class=LIVE_EVIDENCE,
+                console=console,
+                extra_result=extra,
+                transcriber=transcriber,  # readied before the call connected
+                agent_trace=agent_trace,
+                extra_sinks=sinks,
+                final_contract=lambda c: spoken_reference(c, scenario, caller),
+            )
+        except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
+            exc.call, exc.caller = call, caller
+            raise
+        finally:
+            await call.hangup("the call ended")
+        return run, call, caller
     finally:
-        await call.hangup("the call ended")
         await stop_receiver(receiver)
-    return run, call, caller
 
 
 def spoken_reference(contract: Contract, scenario: Scenario, caller: ScriptedCaller) -> Contract:

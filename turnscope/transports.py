@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -131,8 +130,3 @@ def failed_setup(opts: TransportOptions) -> tuple[str, dict[str, Any]]:
 
 def folder_prefix(opts: TransportOptions) -> str:
     return spec(opts.transport).folder
-
-
-def given_from(values: Mapping[str, Any], names_: tuple[str, ...]) -> dict[str, Any]:
-    """The options among ``values`` (a command's parsed flags) named ``names_``."""
-    return {k: values[k] for k in names_ if k in values}
