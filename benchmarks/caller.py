@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.interop.llm_server import llm_server  # noqa: E402
 from tests.interop.pipecat import pipecat_bot  # noqa: E402
+from turnscope.actors.caller.llm import LlmEndpoint  # noqa: E402
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.caller_llm import recorded_turns  # noqa: E402
-from turnscope.capture.script.llm import LlmEndpoint  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 
 FACTS = """
 facts:

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.synth import render, write_call
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.synth import render, write_call
 from turnscope.configs import config_path
 
 SCENARIOS = ["refund-call", "backchannel", "talk-over", "barge-ins", "quick-exchange"]

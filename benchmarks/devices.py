@@ -35,13 +35,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import order_call_scenario  # noqa: E402
 
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.capture.device import io as device_io  # noqa: E402
 from turnscope.capture.device import pulse as device_pulse  # noqa: E402
 from turnscope.capture.device.call import DeviceCallOptions  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 
 LATENCY_MS = 800  # above end-of-turn (400) + input fragment + lead: the agent can be punctual
 SCENARIO = order_call_scenario("device-bench", first_at_ms=400, latency_ms=LATENCY_MS)

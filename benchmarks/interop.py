@@ -40,12 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.interop.pipecat import free_port, pipecat_bot  # noqa: E402
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.configs import config_path  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 from turnscope.scoring.verifier import verifier_facts  # noqa: E402
 
 LATENCY_MS = 600

@@ -111,11 +111,11 @@ HOPS = {
 async def otlp_setting(work: Path, llm: int, tts: int, calls: int) -> dict:
     """One bot setting's calls with --otlp: each hop's values over the replies reconciled."""
     from tests.interop.pipecat import free_port
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     hops: dict[str, list[float]] = {h: [] for h in HOPS.values()}
     sums, reconciled, replies = True, 0, 0

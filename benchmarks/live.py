@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import order_call_scenario  # noqa: E402
 
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.asr.worker import asr_process_usage  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 
 LATENCY_MS = 800
 SCENARIO = order_call_scenario("live-bench", first_at_ms=500, latency_ms=LATENCY_MS)

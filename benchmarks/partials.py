@@ -26,14 +26,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from turnscope.actors.caller.phrase import words_through  # noqa: E402
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
+from turnscope.actors.caller.speech import speak  # noqa: E402
 from turnscope.asr.partial import transcribe_partial  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.capture.script.phrase import words_through  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
-from turnscope.capture.script.speech import speak  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 
 PHRASE = "refund policy"
 LONG = (

@@ -45,7 +45,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.capture.script.conditions import pink_noise, telephone_channel
+from turnscope.actors.caller.conditions import pink_noise, telephone_channel
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEECH_DIR = ROOT / ".turnscope" / "speech"
@@ -160,7 +160,7 @@ def _quiet(pieces: list[np.ndarray], block_ms: int = 20) -> list[np.ndarray]:
     """The stretches of ``pieces`` whose speech-band level (300-3400 Hz) is within 6 dB of
     their median: a breath just before a sentence is not room tone, and on the telephone band,
     where the room's rumble is filtered away, it would stand out as a repeated burst."""
-    from turnscope.capture.script.conditions import bandpass_taps
+    from turnscope.actors.caller.conditions import bandpass_taps
 
     taps = bandpass_taps(RATE, 300.0, 3400.0)
     block = RATE * block_ms // 1000

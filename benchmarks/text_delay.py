@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from live import SCENARIO, start_agent  # noqa: E402
 
 from turnscope import pipeline  # noqa: E402
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import Settings, load_settings  # noqa: E402
 from turnscope.asr.transcriber import Transcriber, Transcription  # noqa: E402
-from turnscope.capture.script.scenario import load_scenario  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
 from turnscope.live_call import place_call  # noqa: E402
-from turnscope.scoring.contract import scenario_contract  # noqa: E402
 
 PORT = 18090
 CONCURRENCY = (1, 8)

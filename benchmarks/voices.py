@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
+from turnscope.actors.caller import speech
+from turnscope.actors.caller.conditions import telephone_channel
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.voices import piper
+from turnscope.actors.caller.voices.spec import VoiceProblem, parse_voice
 from turnscope.asr.events import Utterance
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import transcribe_batch
-from turnscope.capture.script import speech
-from turnscope.capture.script.conditions import telephone_channel
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.voices import piper
-from turnscope.capture.script.voices.spec import VoiceProblem, parse_voice
 from turnscope.scoring.wer import pooled, score_words
 
 ROOT = Path(__file__).resolve().parent.parent

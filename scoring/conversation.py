@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from turnscope.capture.script.decisions import DecisionKind
+from turnscope.scoring.caller_decisions import DecisionKind
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.evidence.documents import Document, omitted
 from turnscope.scoring.suites.scorecard import outcome_dimensions

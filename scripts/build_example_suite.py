@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.synth import render
-from turnscope.scoring.contract import scenario_task
+from turnscope.actors.caller.scenario_contract import scenario_task
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.synth import render
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "configs" / "suites"

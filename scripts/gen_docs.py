@@ -27,9 +27,9 @@ from pydantic.fields import FieldInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_MODULES = (
-    "turnscope.capture.script.scenario",
-    "turnscope.capture.script.fields",
-    "turnscope.capture.script.reactive_keys",
+    "turnscope.actors.caller.scenario",
+    "turnscope.actors.caller.fields",
+    "turnscope.actors.caller.reactive_keys",
 )
 # Each bundle document: its file name and the model it is written from.
 FORMATS = (
@@ -257,7 +257,7 @@ def scenario_page() -> str:
     return "\n\n".join(
         [
             "# Scenario format",
-            "Generated from the scenario's pydantic models (`capture/script/scenario.py`, "
+            "Generated from the scenario's pydantic models (`actors/caller/scenario.py`, "
             "`fields.py`, `reactive_keys.py`) at every build. Unknown keys are errors. Examples: "
             "`configs/scenarios/` (each file's header documents its keys).",
             inspect.getdoc(scenario) or "",

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
+from turnscope.actors.caller.speech import speak
 from turnscope.asr import transcriber as tr
 from turnscope.asr.events import Utterance
 from turnscope.asr.settings import load_settings
-from turnscope.capture.script.speech import speak
 from turnscope.errors import EnvironmentProblem
 
 

@@ -91,8 +91,8 @@ def test_a_recording_over_its_own_room_tone_everywhere_is_refined_as_before(call
 
 def test_speech_with_no_floor_of_its_own_is_refined_as_before(tmp_path):
     """espeak-ng between digital silence (sharp onsets, no room tone): nothing moves."""
-    from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.script.synth import render, write_call
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render, write_call
     from turnscope.configs import config_path
 
     call = render(load_scenario(config_path("scenarios", "quick-exchange.yaml")))

@@ -180,8 +180,8 @@ def test_assembly_flags_barge_ins_by_the_rule_without_pairing_every_turn():
 
 
 def test_a_line_too_long_to_synthesise_is_one_line_naming_its_key(tmp_path, cli):
-    from turnscope.capture.script.fields import MAX_LINE_CHARS
-    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.actors.caller.fields import MAX_LINE_CHARS
+    from turnscope.actors.caller.scenario_file import load_scenario
 
     words = " ".join(["word"] * 10_000)  # 2.4 GB to synthesise before the bound
     path = tmp_path / "long-line.yaml"

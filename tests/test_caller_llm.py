@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import free_port
-from turnscope.capture.script import llm
-from turnscope.capture.script.fields import LlmCallerSpec
-from turnscope.capture.script.llm import LlmFailure
+from turnscope.actors.caller import llm
+from turnscope.actors.caller.fields import LlmCallerSpec
+from turnscope.actors.caller.llm import LlmFailure
 
 SPEC = LlmCallerSpec(deadline_ms=800)
 MESSAGES = [{"role": "system", "content": "x"}, {"role": "user", "content": "Your name?"}]

@@ -132,7 +132,7 @@ def test_first_turn_mid_is_stated(cli, tmp_path):
     assert lines[-2].startswith("ASR tiny.en (bundled"), out
     assert code in (0, 1), err
     # a shipped scenario whose mids all follow a finished agent turn warns of nothing
-    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.cli.placement_notes import first_turn_mid
 
     assert first_turn_mid(load_scenario("refund-call")) == []

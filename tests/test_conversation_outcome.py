@@ -119,7 +119,7 @@ def test_the_outcome_dimensions_take_the_agents_outcome_first_and_the_callers_el
 
 
 def test_the_decision_kinds_are_the_ones_the_caller_writes():
-    from turnscope.capture.script.reactive import DecisionKind as Written
+    from turnscope.actors.caller.reactive import DecisionKind as Written
 
     assert DecisionKind is Written  # one enum, written by the caller, read by scoring
     assert {k.value for k in DecisionKind} == {k.value for k in Written}

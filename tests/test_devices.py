@@ -20,14 +20,14 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import ROOT, turnscope_exe
+from turnscope.actors.caller.scenario_contract import scenario_contract
+from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import load_settings
 from turnscope.capture.device import io as device_io
 from turnscope.capture.device import pulse as device_pulse
 from turnscope.capture.device.call import UNCALIBRATED, DeviceCallOptions
 from turnscope.capture.device.clock import StreamClock
-from turnscope.capture.script.scenario import load_scenario
 from turnscope.live_call import place_call
-from turnscope.scoring.contract import scenario_contract
 from turnscope.scoring.evidence.validate import validate_bundle
 
 SCENARIO = """

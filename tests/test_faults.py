@@ -25,10 +25,10 @@ import soundfile as sf
 from aiohttp import web
 
 from tests.conftest import ROOT, serve_offer, turnscope_exe
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.script.lines import line_audio
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.synth import render
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.caller.lines import line_audio
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.synth import render
 from turnscope.scoring.evidence.validate import validate_bundle
 
 REFUND = ROOT / "configs" / "scenarios" / "refund-call.yaml"

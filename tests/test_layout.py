@@ -9,38 +9,29 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 # room -> the turnscope modules (prefixes) it may import besides its own
+SHARED = (
+    "turnscope.errors",
+    "turnscope.jsonio",
+    "turnscope.offload",
+    "turnscope.offline",
+    "turnscope.configs",
+)
 ALLOWED = {
-    "capture": (
-        "turnscope.asr.endpointer",
-        "turnscope.asr.events",
-        "turnscope.asr.normalise",  # the caller's conditions match text as WER does
-        "turnscope.asr.settings",
-        "turnscope.errors",
-        "turnscope.jsonio",
-        "turnscope.offload",
-        "turnscope.configs",
-        "turnscope.scoring.contract",  # lazily: a scenario checks the suite its task names
-    ),
-    "asr": (
-        "turnscope.capture.frames",
-        "turnscope.capture.channels",
-        "turnscope.errors",
-        "turnscope.offline",
-        "turnscope.configs",
-        "turnscope.jsonio",
-    ),
+    # transports: PCM on the call clock, nothing about what is said in it
+    "capture": SHARED,
+    "asr": (*SHARED, "turnscope.capture.frames", "turnscope.capture.channels"),
     "scoring": (
+        *SHARED,
         "turnscope.capture.frames",
         "turnscope.capture.channels",
-        # type hints, and the names result.json gives the caller's decisions (script/decisions.py)
-        "turnscope.capture.script",
         "turnscope.asr.assembly",
         "turnscope.asr.normalise",
-        "turnscope.errors",
-        "turnscope.jsonio",
-        "turnscope.configs",
     ),
+    # the scripted caller and the reference agent drive calls through the transports, listen
+    # with the endpointer, and resolve a scenario's task with scoring's suites
+    "actors": (*SHARED, "turnscope.capture", "turnscope.asr", "turnscope.scoring"),
 }
+ROOMS = (*ALLOWED, "turnscope")
 MAX_LINES = 420
 
 
@@ -66,10 +57,35 @@ def test_each_room_imports_only_what_it_may():
     assert wrong == []
 
 
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ALLOWED:
+        return parts[1]
+    return None if module.startswith(SHARED) else "turnscope"
+
+
+def test_the_rooms_import_one_way():
+    """No cycle between rooms, counting every import: lazy and TYPE_CHECKING ones too."""
+    edges: dict[str, set[str]] = {room: set() for room in ROOMS}
+    for room in ROOMS:
+        for path in (ROOT / room).rglob("*.py"):
+            for module in _imports(path):
+                other = _room(module)
+                if other is not None and other != room:
+                    edges[room].add(other)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(
+            n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges[start]
+        )
+
+    assert [room for room in ALLOWED if reaches(room, room, {room})] == []
+
+
 def test_no_product_module_is_long():
     long = [
         f"{p.relative_to(ROOT)}: {n} lines"
-        for room in ("capture", "asr", "scoring", "turnscope")
+        for room in ROOMS
         for p in (ROOT / room).rglob("*.py")
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     ]
@@ -84,7 +100,7 @@ def test_every_product_package_is_packaged():
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     where = {Path(d): name for name, d in tool["package-dir"].items()}
     missing = []
-    for room in ("capture", "asr", "scoring", "turnscope", "configs"):
+    for room in (*ROOMS, "configs"):
         for init in (ROOT / room).rglob("__init__.py"):
             folder = init.parent.relative_to(ROOT)
             base = max((d for d in where if folder.is_relative_to(d)), key=lambda d: len(d.parts))

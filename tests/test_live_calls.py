@@ -19,14 +19,14 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import ROOT, serve_offer, turnscope_exe
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.server import AgentServer
+from turnscope.actors.caller.scenario_contract import scenario_contract
+from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import load_settings
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.server import AgentServer
-from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.errors import CallSetupError
 from turnscope.live_call import place_call
-from turnscope.scoring.contract import scenario_contract
 
 SCENARIO = """
 name: short-refund

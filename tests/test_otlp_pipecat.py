@@ -15,11 +15,11 @@ from turnscope.explain import latency_breakdown
 
 
 def _call(tmp_path, latency_ms: int):
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     scenario = tmp_path / "interop.yaml"
     scenario.write_text(SCENARIO)

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port, turnscope_exe
+from turnscope.actors.caller.phrase import words_through
+from turnscope.actors.caller.scenario_contract import scenario_contract
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.speech import speak
 from turnscope.asr.partial import transcribe_partial
 from turnscope.asr.settings import load_settings
-from turnscope.capture.script.phrase import words_through
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.speech import speak
 from turnscope.capture.webrtc.call import CallOptions
 from turnscope.errors import InputError
 from turnscope.live_call import place_call
-from turnscope.scoring.contract import scenario_contract
 
 LONG = (
     "Sure, I can help you with that today. Before we start, let me explain our refund policy, "
@@ -143,8 +143,8 @@ def test_a_bad_phrase_key_is_one_line_naming_it(tmp_path: Path, body: str, needl
 
 
 def test_synth_places_a_phrase_barge_in_where_the_line_says_it(tmp_path: Path):
-    from turnscope.capture.script.placement import PHRASE_LAG_MS
-    from turnscope.capture.script.synth import render
+    from turnscope.actors.caller.placement import PHRASE_LAG_MS
+    from turnscope.actors.caller.synth import render
 
     path = tmp_path / "s.yaml"
     path.write_text(scenario_text("refund policy"))

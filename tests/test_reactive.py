@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from turnscope.capture.script import reactive
-from turnscope.capture.script.scenario import Branch, Condition, Fact, load_scenario
+from turnscope.actors.caller import reactive
+from turnscope.actors.caller.scenario import Branch, Condition, Fact
+from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.errors import InputError
 
 

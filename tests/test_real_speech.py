@@ -96,8 +96,8 @@ def test_a_recorded_phone_call_is_transcribed_turn_by_turn(real_calls, transcrib
 
 @pytest.fixture(scope="module")
 def synthetic_call(tmp_path_factory) -> tuple[np.ndarray, dict]:
-    from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.script.synth import render, write_call
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render, write_call
     from turnscope.configs import config_path
 
     call = render(load_scenario(config_path("scenarios", "quick-exchange.yaml")))

@@ -12,9 +12,9 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import ROOT
-from turnscope.capture.script import speech as tts
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.synth import render, write_call
+from turnscope.actors.caller import speech as tts
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.synth import render, write_call
 from turnscope.errors import EnvironmentProblem, InputError
 from turnscope.scoring.verifier import score_voice_episode
 

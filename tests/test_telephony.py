@@ -20,16 +20,16 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from tests.conftest import turnscope_exe
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.server import AgentServer
+from turnscope.actors.caller.scenario_contract import scenario_contract
+from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import load_settings
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.server import AgentServer
-from turnscope.capture.script.scenario import load_scenario
 from turnscope.capture.telephony.call import TelephonyOptions
 from turnscope.capture.telephony.codec import codec
 from turnscope.capture.telephony.dialects import DIALECTS, CallIds, detect, dialect
 from turnscope.capture.telephony.playout import Playout
 from turnscope.live_call import place_call
-from turnscope.scoring.contract import scenario_contract
 
 BARGE = """\
 name: phone-barge

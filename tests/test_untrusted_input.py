@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.phone import PhoneSession
-from turnscope.capture.agent.server import AgentServer
-from turnscope.capture.agent.session import AgentSession
-from turnscope.capture.script.scenario import load_scenario
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.phone import PhoneSession
+from turnscope.actors.agent.server import AgentServer
+from turnscope.actors.agent.session import AgentSession
+from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.errors import ParseError, ParseProblem
 from turnscope.jsonio import FILE_LIMITS, loads, read_yaml
 

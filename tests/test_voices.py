@@ -24,11 +24,11 @@ import pytest
 
 from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
-from turnscope.capture.script import speech
-from turnscope.capture.script.scenario import load_scenario
-from turnscope.capture.script.voices import piper
-from turnscope.capture.script.voices.record import caller_voices
-from turnscope.capture.script.voices.spec import model_files, parse_voice
+from turnscope.actors.caller import speech
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.actors.caller.voices import piper
+from turnscope.actors.caller.voices.record import caller_voices
+from turnscope.actors.caller.voices.spec import model_files, parse_voice
 from turnscope.errors import InputError
 
 LINES = (
@@ -155,8 +155,8 @@ def test_a_broken_voice_config_names_its_file(tmp_path: Path):
 def test_piper_lines_and_branches_are_spoken_before_the_call():
     """Synthesis never runs on the call's clock: `caller_lines` (run before the call connects)
     speaks every line, and every branch, in its Piper voice."""
-    from turnscope.capture.script.lines import caller_lines, is_said
-    from turnscope.capture.script.scenario import Scenario
+    from turnscope.actors.caller.lines import caller_lines, is_said
+    from turnscope.actors.caller.scenario import Scenario
 
     sc = Scenario.model_validate(
         {
@@ -178,7 +178,7 @@ def test_piper_lines_and_branches_are_spoken_before_the_call():
 
 
 def test_a_packaged_voice_not_installed_says_how_to_install_it(monkeypatch):
-    from turnscope.capture.script.voices import spec
+    from turnscope.actors.caller.voices import spec
 
     real = spec.importlib.util.find_spec
     monkeypatch.setattr(

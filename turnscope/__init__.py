@@ -43,7 +43,7 @@ _EXPORTS = {
     "score_voice_episode": "turnscope.scoring.verifier",
     "verifier_facts": "turnscope.scoring.verifier",
     "run_bench": "turnscope.scoring.suites.bench",
-    "load_scenario": "turnscope.capture.script.scenario",
+    "load_scenario": "turnscope.actors.caller.scenario_file",
     "register_transport": "turnscope.transports",
     "TransportSpec": "turnscope.capture.transport",
     "TurnscopeError": "turnscope.errors",

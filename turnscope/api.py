@@ -122,10 +122,10 @@ def call(
     LLM caller; ``caller_from`` replays a recorded call's LLM caller. ``otlp``: "HOST:PORT"
     (e.g. "127.0.0.1:4318") to receive the agent's OpenTelemetry spans on for the call."""
     from turnscope import transports
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.caller_llm import caller_endpoint, recorded_turns
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     opts = transports.options(transport, url, **options)
     sc = load_scenario(scenario)

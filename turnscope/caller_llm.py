@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from turnscope import redact
-from turnscope.capture.script.llm import LlmEndpoint
-from turnscope.capture.script.scenario import Scenario
+from turnscope.actors.caller.llm import LlmEndpoint
+from turnscope.actors.caller.scenario import Scenario
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 

@@ -96,8 +96,8 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     """Render a synthetic fixture's recipe once into the cache (keyed by recipe and scenario)."""
     import hashlib
 
-    from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.script.synth import render, write_call
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render, write_call
 
     assert fx.synth is not None
     scenario_path = resolve(suite_path, fx.synth.scenario)
@@ -184,9 +184,9 @@ async def run_fixture(
             if agent_url is None:
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
             from turnscope import transports
-            from turnscope.capture.script.scenario import load_scenario
+            from turnscope.actors.caller.scenario_contract import scenario_plan
+            from turnscope.actors.caller.scenario_file import load_scenario
             from turnscope.live_call import place_call
-            from turnscope.scoring.contract import scenario_plan
 
             options = transports.options(transport, agent_url, loopback_only=loopback_only)
             sc = load_scenario(audio)

@@ -12,13 +12,13 @@ from typing import Any
 from rich.console import Console
 
 from turnscope import __version__, transports
+from turnscope.actors.caller.caller import ScriptedCaller
+from turnscope.actors.caller.lines import CallerLine, caller_lines
+from turnscope.actors.caller.llm import LlmEndpoint
+from turnscope.actors.caller.scenario import Scenario
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
 from turnscope.bundle_writer import RunIncomplete
-from turnscope.capture.script.caller import ScriptedCaller
-from turnscope.capture.script.lines import CallerLine, caller_lines
-from turnscope.capture.script.llm import LlmEndpoint
-from turnscope.capture.script.scenario import Scenario
 from turnscope.capture.transport import TransportOptions
 from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.actors.caller.phrase import Partial
 from turnscope.asr.batching import batcher
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.partial import MAX_AUDIO_MS, PartialRequest, PartialText
 from turnscope.asr.settings import AsrSettings
 from turnscope.capture.frames import AGENT, SAMPLE_RATE, PcmFrame, samples_to_ms, to_float32
-from turnscope.capture.script.phrase import Partial
 from turnscope.pipeline import Sink
 from turnscope.scoring.stats import median
 

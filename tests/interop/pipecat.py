@@ -207,11 +207,11 @@ def pipecat_phone_bot(workdir: Path, **knobs: Any) -> contextlib.AbstractContext
 
 async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, Any]:
     """A scripted turnscope call (loopback only) to ``url``: (run, call, caller)."""
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     sc = load_scenario(scenario)
     return await place_call(
@@ -229,11 +229,11 @@ async def call_phone_bot(
 ) -> tuple[Any, Any, Any]:
     """A scripted turnscope phone-line call (turnscope plays the carrier, ``dialect``) to the
     media-stream websocket ``url``: (run, call, caller)."""
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.capture.telephony.call import TelephonyOptions
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     sc = load_scenario(scenario)
     return await place_call(

@@ -17,8 +17,8 @@ from turnscope.cli.options import check_transport, number
 from turnscope.errors import CallSetupError, InputError
 
 if TYPE_CHECKING:
-    from turnscope.capture.agent.core import AgentBehaviour
-    from turnscope.capture.agent.device import DeviceAgentOptions
+    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.agent.device import DeviceAgentOptions
 
 DEVICE_GONE = 4  # a device stopped while serving
 
@@ -30,8 +30,8 @@ def behaviour_from_options(
     prompts, with the knobs given on the command line on top."""
     from pydantic import ValidationError
 
-    from turnscope.capture.agent.core import AgentBehaviour
-    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.configs import config_path
     from turnscope.jsonio import one_line
 
@@ -115,8 +115,8 @@ def agent(
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
     import asyncio
 
-    from turnscope.capture.agent.device import DeviceAgentOptions
-    from turnscope.capture.agent.server import AgentServer
+    from turnscope.actors.agent.device import DeviceAgentOptions
+    from turnscope.actors.agent.server import AgentServer
 
     knobs: dict[str, Any] = {
         "latency_ms": latency_ms,
@@ -196,7 +196,7 @@ def serve_devices(
     """Run the device agent until Ctrl-C or SIGTERM; every call's truth goes to the log."""
     import asyncio
 
-    from turnscope.capture.agent.device import DeviceAgent
+    from turnscope.actors.agent.device import DeviceAgent
 
     def ended(truth: dict[str, Any]) -> None:
         append_truth(truth_log, truth)

@@ -170,8 +170,8 @@ def call(
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
     from turnscope import transports
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.caller_llm import caller_endpoint, recorded_turns
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.outdir import output_dir
 
     if device and transport != "webrtc":
@@ -219,8 +219,8 @@ def run_call(  # type: ignore[no-untyped-def]
     """Place the call; a call that cannot start leaves a result saying why (exit 4)."""
     import asyncio
 
+    from turnscope.actors.caller.scenario_contract import scenario_contract
     from turnscope.live_call import place_call
-    from turnscope.scoring.contract import scenario_contract
 
     contract = scenario_contract(sc)
 

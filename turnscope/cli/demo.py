@@ -28,14 +28,14 @@ def demo(
     import asyncio
 
     from turnscope import transports
-    from turnscope.capture.agent.core import AgentBehaviour
-    from turnscope.capture.agent.server import AgentServer
-    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.agent.server import AgentServer
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.configs import config_path
     from turnscope.jsonio import write_json
     from turnscope.live_call import place_call
     from turnscope.outdir import output_dir
-    from turnscope.scoring.contract import scenario_contract
     from turnscope.scoring.evidence.bundle import seal
 
     sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))

@@ -116,7 +116,7 @@ def load(
     failures by kind, the harness's own health) in the terminal, load.json and load.html.
     Exit 0 when every call completed and passed, 1 when one did not, 4 when the run is
     degraded (calls not placed on time, caller audio sent late, calls that never ran)."""
-    from turnscope.capture.script.scenario import load_scenario
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.capture.telephony.call import TelephonyOptions
     from turnscope.distributed.cluster import check_address
     from turnscope.load.calls import LoadJob

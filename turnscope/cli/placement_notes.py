@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from turnscope.cli.console import warn_line
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.scenario import Scenario
+    from turnscope.actors.caller.scenario import Scenario
 
 
 def first_turn_mid(sc: Scenario) -> list[str]:
     """One line per ``barge_in_at: mid`` / ``backchannel_at: mid`` cutting into the agent's
     first turn: live, ``mid`` is half the agent's typical turn, learnt from the turns it has
     finished, and before its first there are none, so the line is placed as ``early``."""
-    from turnscope.capture.script.fields import EARLY_MS
+    from turnscope.actors.caller.fields import EARLY_MS
 
     notes = []
     for i, line in enumerate(sc.script):

@@ -38,8 +38,8 @@ def synth(
 ) -> int:
     """Write call.wav (left caller, right agent), caller.wav, agent.wav, truth.json and
     reference.json for SCENARIO into the output folder."""
-    from turnscope.capture.script.scenario import load_scenario
-    from turnscope.capture.script.synth import render, write_call
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render, write_call
 
     call = render(
         load_scenario(scenario),

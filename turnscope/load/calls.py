@@ -75,12 +75,12 @@ class Prepared:
 async def prepare(job: LoadJob) -> Prepared:
     """Read the scenario, speak the caller's lines and load the model, before any call."""
     from turnscope import redact
+    from turnscope.actors.caller.lines import caller_lines
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.transcriber import Transcriber
-    from turnscope.capture.script.lines import caller_lines
-    from turnscope.capture.script.scenario import load_scenario
     from turnscope.live_call import place_call  # noqa: F401 (its imports, before any call)
     from turnscope.offload import offload_stoppable
-    from turnscope.scoring.contract import scenario_contract
 
     redact.register(job.secrets)
     scenario = load_scenario(job.scenario)

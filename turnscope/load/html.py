@@ -15,7 +15,7 @@ from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.scenario import Scenario
+    from turnscope.actors.caller.scenario import Scenario
 
 
 def _ms(v: float | None) -> str:
@@ -49,7 +49,7 @@ def _pct(name: str, p: Percentiles) -> list[str]:
 def budget_of(scenario: Scenario) -> tuple[int, str]:
     """The scenario's latency budget (its task's ``max_latency_ms``, else the verifier's
     default) and where it came from."""
-    from turnscope.scoring.contract import scenario_task
+    from turnscope.actors.caller.scenario_contract import scenario_task
 
     budget = ((scenario_task(scenario) or {}).get("budgets") or {}).get("max_latency_ms")
     if budget:

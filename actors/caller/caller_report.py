@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnscope.capture.script.lines import LineRecord
-from turnscope.capture.script.voices.record import caller_voices
+from turnscope.actors.caller.lines import LineRecord
+from turnscope.actors.caller.voices.record import caller_voices
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.caller import ScriptedCaller
+    from turnscope.actors.caller.caller import ScriptedCaller
 
 
 class CallerReport:

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from turnscope.capture.script.fields import MAX_LINE_CHARS, MAX_MS, Keyword, Voice, _Strict
+from turnscope.actors.caller.fields import MAX_LINE_CHARS, MAX_MS, Keyword, Voice, _Strict
 
 
 class Condition(_Strict):

@@ -102,7 +102,7 @@ def voice_field(value: str, info: Any) -> str:
     try:
         ref = parse_voice(value, base)
         if ref.engine is Engine.ESPEAK and shutil.which("espeak-ng") is not None:
-            from turnscope.capture.script.voices.espeak import check_voice
+            from turnscope.actors.caller.voices.espeak import check_voice
             from turnscope.errors import InputError
 
             try:

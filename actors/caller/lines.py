@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from turnscope.actors.caller.reactive import spoken_texts
+from turnscope.actors.caller.scenario import Line, Scenario
+from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.capture.frames import SAMPLE_RATE
-from turnscope.capture.script.reactive import spoken_texts
-from turnscope.capture.script.scenario import Line, Scenario
-from turnscope.capture.script.speech import load_clip, speak
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.phrase import PhraseHit
+    from turnscope.actors.caller.phrase import PhraseHit
 
 CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
 Status = Literal["spoken", "not spoken"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnscope.capture.script import speech
+from turnscope.actors.caller import speech
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.scenario import Scenario
+    from turnscope.actors.caller.scenario import Scenario
 
 
 def caller_voices(scenario: Scenario) -> list[dict[str, Any]]:

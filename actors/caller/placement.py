@@ -8,9 +8,9 @@ from typing import Literal
 
 import numpy as np
 
-from turnscope.capture.script import speech as tts
-from turnscope.capture.script.phrase import words_through
-from turnscope.capture.script.scenario import Line, Scenario
+from turnscope.actors.caller import speech as tts
+from turnscope.actors.caller.phrase import words_through
+from turnscope.actors.caller.scenario import Line, Scenario
 from turnscope.errors import InputError
 
 Speaker = Literal["caller", "agent"]

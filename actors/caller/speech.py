@@ -26,13 +26,13 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.capture.script.voices import espeak, piper
-from turnscope.capture.script.voices.espeak import (  # noqa: F401 (this module's names)
+from turnscope.actors.caller.voices import espeak, piper
+from turnscope.actors.caller.voices.espeak import (  # noqa: F401 (this module's names)
     ESPEAK,
     INSTALL_FIX,
     english_voices,
 )
-from turnscope.capture.script.voices.spec import Engine, VoiceProblem, VoiceRef, parse_voice
+from turnscope.actors.caller.voices.spec import Engine, VoiceProblem, VoiceRef, parse_voice
 from turnscope.errors import InputError
 from turnscope.jsonio import native_path
 

@@ -14,15 +14,13 @@ from typing import Annotated, Literal
 from pydantic import (
     Field,
     PrivateAttr,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from turnscope.asr.normalise import normalise
-from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's names, one import)
+from turnscope.actors.caller.fields import (  # noqa: F401 (the scenario's names, one import)
     AGENT_ONLY,
     CALLER_TRIGGERS,
     DEFAULT_THINK_MS,
@@ -43,7 +41,7 @@ from turnscope.capture.script.fields import (  # noqa: F401 (the scenario's name
     Voice,
     _Strict,
 )
-from turnscope.capture.script.reactive_keys import (  # noqa: F401
+from turnscope.actors.caller.reactive_keys import (  # noqa: F401
     Branch,
     Condition,
     Fact,
@@ -51,8 +49,7 @@ from turnscope.capture.script.reactive_keys import (  # noqa: F401
     Goal,
     Until,
 )
-from turnscope.errors import InputError
-from turnscope.jsonio import every_problem, read_yaml
+from turnscope.asr.normalise import normalise
 
 
 class Line(_Strict):
@@ -387,33 +384,3 @@ def script_problem(script: list[Line]) -> str | None:
                     "backchannel) right before it"
                 )
     return None
-
-
-def _message(exc: ValidationError) -> str:
-    # Script-order errors have no location of their own: their message starts with it.
-    return every_problem(exc)
-
-
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file (and its task's suite, if any).
-
-    Raises InputError naming the file and the field, e.g.
-    ``x.yaml: script[2].barge_in_ms: Input should be a valid integer``.
-    """
-    from turnscope.configs import resolve
-
-    p = resolve("scenarios", path)  # a path, or a shipped scenario's name (refund-call)
-    if p.is_dir():
-        raise InputError("is a directory, expected a scenario YAML file", path=p)
-    data = read_yaml(p, what="scenario file")
-    if not isinstance(data, dict):
-        raise InputError("a scenario must be a YAML mapping (name, script, ...)", path=p)
-    try:
-        scenario = Scenario.model_validate(data, context={"base_dir": p.parent})
-    except ValidationError as exc:
-        raise InputError(_message(exc), path=p) from None
-    scenario._source = p
-    from turnscope.scoring.contract import scenario_task
-
-    scenario_task(scenario)  # fail now, not after synthesis, on a bad suite reference
-    return scenario

@@ -12,9 +12,9 @@ from typing import Any
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
+from turnscope.actors.agent.core import AgentBehaviour, AgentCore
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.settings import Settings, load_settings
-from turnscope.capture.agent.core import AgentBehaviour, AgentCore
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER
 from turnscope.capture.webrtc.opus import sending_codec

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import aiohttp
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from turnscope.capture.script.fields import DTMF_DIGITS, MAX_LINE_CHARS, LlmCallerSpec
+from turnscope.actors.caller.fields import DTMF_DIGITS, MAX_LINE_CHARS, LlmCallerSpec
 from turnscope.capture.urls import public_url
 from turnscope.errors import printable
 from turnscope.jsonio import MESSAGE_LIMITS, ParseError, loads

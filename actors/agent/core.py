@@ -18,14 +18,14 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from turnscope.actors.caller.scenario import Scenario
+from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, PcmFrame
 from turnscope.capture.player import Playback, Player
-from turnscope.capture.script.scenario import Scenario
-from turnscope.capture.script.speech import load_clip, speak
 from turnscope.offload import offload
 
 Ms = Annotated[int, Field(ge=0)]

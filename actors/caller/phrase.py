@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from turnscope.capture.script.lines import LineRecord, quote
-from turnscope.capture.script.reactive import test
-from turnscope.capture.script.scenario import DEFAULT_THINK_MS, PHRASE_TRIGGERS, Condition, Line
+from turnscope.actors.caller.lines import LineRecord, quote
+from turnscope.actors.caller.reactive import test
+from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, PHRASE_TRIGGERS, Condition, Line
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.caller import ScriptedCaller
-    from turnscope.capture.script.ear import AgentSpeech
+    from turnscope.actors.caller.caller import ScriptedCaller
+    from turnscope.actors.caller.ear import AgentSpeech
 
 # The pipeline's endpointer and the caller's open the utterance at the same time; a little slack.
 START_SLACK_MS = 50

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.capture.script.voices import espeak
-from turnscope.capture.script.voices.spec import (
+from turnscope.actors.caller.voices import espeak
+from turnscope.actors.caller.voices.spec import (
     PACKAGED,
     VOICES_FIX,
     Engine,

@@ -16,9 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
-from turnscope.capture.agent.core import AgentBehaviour
-from turnscope.capture.agent.phone import PhoneSession
-from turnscope.capture.agent.session import AgentSession
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.phone import PhoneSession
+from turnscope.actors.agent.session import AgentSession
 from turnscope.capture.webrtc.signaling import use_loopback_only
 from turnscope.jsonio import loads
 

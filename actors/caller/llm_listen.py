@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from turnscope.actors.caller import llm
+from turnscope.actors.caller.lines import quote
+from turnscope.actors.caller.llm_driver import REPLAY_MATCH, LlmTurn, alike
+from turnscope.actors.caller.phrase import START_SLACK_MS, Partial
 from turnscope.asr.normalise import normalise
-from turnscope.capture.script import llm
-from turnscope.capture.script.lines import quote
-from turnscope.capture.script.llm_driver import REPLAY_MATCH, LlmTurn, alike
-from turnscope.capture.script.phrase import START_SLACK_MS, Partial
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.caller import ScriptedCaller
-    from turnscope.capture.script.ear import AgentSpeech
+    from turnscope.actors.caller.caller import ScriptedCaller
+    from turnscope.actors.caller.ear import AgentSpeech
 
 # The LLM is asked after each this-much of the agent's running turn (call ms of audio decoded):
 # enough new words to react to, and at most a few LLM calls per turn.

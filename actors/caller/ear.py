@@ -19,7 +19,7 @@ from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, PcmFrame
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.phrase import Partial
+    from turnscope.actors.caller.phrase import Partial
 
 # The pipeline's endpointer and the caller's have the same settings and frames, so they end an
 # utterance at the same moment; a little slack all the same.

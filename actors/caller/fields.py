@@ -15,7 +15,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from turnscope.capture.script.voices.spec import Engine, parse_voice, voice_field
+from turnscope.actors.caller.voices.spec import Engine, parse_voice, voice_field
 
 CALLER_TRIGGERS = (
     "at_ms",

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turnscope.capture.script import reactive
-from turnscope.capture.script.lines import LineRecord, is_said, quote, said
-from turnscope.capture.script.reactive import Decision, DecisionKind
-from turnscope.capture.script.scenario import Line
+from turnscope.actors.caller import reactive
+from turnscope.actors.caller.lines import LineRecord, is_said, quote, said
+from turnscope.actors.caller.reactive import Decision, DecisionKind
+from turnscope.actors.caller.scenario import Line
 from turnscope.offload import offload
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.caller import ScriptedCaller
+    from turnscope.actors.caller.caller import ScriptedCaller
 
 # How long the caller waits for the transcript of the agent's turn after the turn ended (the
 # ASR worker is usually a few hundred ms behind); past it, it decides on what it has.

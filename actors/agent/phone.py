@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from aiohttp import WSMsgType, web
 
+from turnscope.actors.agent.core import AgentBehaviour, AgentCore
 from turnscope.asr.settings import Settings, load_settings
-from turnscope.capture.agent.core import AgentBehaviour, AgentCore
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, SAMPLE_RATE, PcmFrame
 from turnscope.capture.player import ClipPlayer, ClipQueue, SendRecord

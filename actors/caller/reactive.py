@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.actors.caller.scenario import Branch, Condition, Fact, Scenario
 from turnscope.asr.normalise import normalise
-from turnscope.capture.script.decisions import DecisionKind
-from turnscope.capture.script.scenario import Branch, Condition, Fact, Scenario
+from turnscope.scoring.caller_decisions import DecisionKind
 
 __all__ = [
     "Decision",

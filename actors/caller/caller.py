@@ -27,19 +27,19 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from turnscope.actors.caller.caller_report import CallerReport
+from turnscope.actors.caller.conversation import Reactions
+from turnscope.actors.caller.ear import AgentEar, AgentSpeech
+from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, quote
+from turnscope.actors.caller.llm import LlmEndpoint
+from turnscope.actors.caller.llm_driver import LlmDriver
+from turnscope.actors.caller.llm_listen import LlmListener
+from turnscope.actors.caller.phrase import PhraseTriggers
+from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
-from turnscope.capture.script.caller_report import CallerReport
-from turnscope.capture.script.conversation import Reactions
-from turnscope.capture.script.ear import AgentEar, AgentSpeech
-from turnscope.capture.script.lines import CallerLine, LineRecord, caller_lines, quote
-from turnscope.capture.script.llm import LlmEndpoint
-from turnscope.capture.script.llm_driver import LlmDriver
-from turnscope.capture.script.llm_listen import LlmListener
-from turnscope.capture.script.phrase import PhraseTriggers
-from turnscope.capture.script.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.capture.source import SourceInfo
 
 # How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is

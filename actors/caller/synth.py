@@ -37,10 +37,11 @@ from typing import Any, Literal
 import numpy as np
 import soundfile as sf
 
-from turnscope.capture.script import speech as tts
-from turnscope.capture.script.conditions import pink_noise, telephone_channel
-from turnscope.capture.script.placement import Renderer
-from turnscope.capture.script.scenario import Kind, Scenario
+from turnscope.actors.caller import speech as tts
+from turnscope.actors.caller.conditions import pink_noise, telephone_channel
+from turnscope.actors.caller.placement import Renderer
+from turnscope.actors.caller.scenario import Kind, Scenario
+from turnscope.actors.caller.scenario_contract import scenario_task
 from turnscope.errors import InputError, OutputError
 from turnscope.jsonio import check_output, native_path, write_json
 
@@ -183,8 +184,6 @@ def render(
     then passes both channels through a mu-law telephone channel. Ground truth always comes
     from the clean clips' placement, so it is identical across these settings.
     """
-    from turnscope.scoring.contract import scenario_task
-
     if snr_db is not None and not np.isfinite(snr_db):
         raise InputError(f"--snr-db must be a finite number of dB, not {snr_db}")
     if scenario.dtmf_lines:

@@ -20,13 +20,13 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from turnscope.actors.caller import llm
+from turnscope.actors.caller.lines import LineRecord, quote
 from turnscope.asr.normalise import normalise
-from turnscope.capture.script import llm
-from turnscope.capture.script.lines import LineRecord, quote
 
 if TYPE_CHECKING:
-    from turnscope.capture.script.caller import ScriptedCaller
-    from turnscope.capture.script.ear import AgentSpeech
+    from turnscope.actors.caller.caller import ScriptedCaller
+    from turnscope.actors.caller.ear import AgentSpeech
 
 # How alike the agent's words must be to the recorded call's for its recorded line to be replayed
 # (difflib's ratio on the normalised text, see ``alike``).
