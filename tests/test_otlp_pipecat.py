@@ -47,6 +47,10 @@ def test_the_bots_spans_are_kept_placed_and_each_reply_reconciled(tmp_path):
     names = {s["name"] for s in spans["spans"]}
     assert {"conversation", "turn", "tts", "end_of_turn", "llm"} <= names, names
     assert spans["received"]["batches"] >= 1 and not spans["problems"], spans["problems"]
+    # the agent's id for the call (SmallWebRTC's pc_id) is recorded, and names the spans kept
+    session = next(r["session"] for r in truth if r["event"] == "client_connected")
+    assert session and call.info.details["session_id"] == session, call.info.details
+    assert {s["attributes"].get("conversation.id") for s in spans["spans"]} <= {session, None}
     b = run.breakdown
     assert b is not None and b.reliable, b
     split = [r for r in b.replies if r.missing is None]
@@ -80,6 +84,18 @@ def test_the_bots_spans_are_kept_placed_and_each_reply_reconciled(tmp_path):
     exported.write_text("\n".join(json.dumps(_otlp_json(s)) for s in spans["spans"]))
     again = latency_breakdown(run.result, exported)
     assert again is not None and again.to_dict()["replies"] == b.to_dict()["replies"]
+    # another call's spans in the same file, over the same minutes (an agent serving two
+    # callers): this call's session id keeps its own, with no choice to report
+    other = [
+        {**s, "trace_id": "f" * 32, "attributes": {**s["attributes"], "conversation.id": "other"}}
+        for s in spans["spans"]
+    ]
+    exported.write_text(
+        "\n".join(json.dumps(_otlp_json(s)) for s in [*other, *spans["spans"], *other])
+    )
+    mixed = latency_breakdown(run.result, exported)
+    assert mixed is not None and mixed.to_dict()["replies"] == b.to_dict()["replies"]
+    assert mixed.reasons == again.reasons, mixed.reasons
 
 
 def _otlp_json(span: dict) -> dict:

@@ -301,6 +301,9 @@ class WebRTCCall(CallSource):
             {
                 "url": public_url(self.options.url),
                 "signaling": self.options.signaling,
+                # the agent's id for this call (SmallWebRTC's pc_id): its spans carry it as
+                # their conversation.id, so --otlp keeps this call's and no other's
+                "session_id": self.session.pc_id if self.session else None,
                 "header_names": sorted(self.options.headers),  # values are secrets: never written
                 "ice_servers": [public_url(u) for u in self.options.ice_servers],
                 "loopback_only": self.options.loopback_only,
