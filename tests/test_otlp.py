@@ -176,10 +176,14 @@ def test_no_span_at_all_is_one_line_in_the_file(tmp_path):
 
 
 def test_a_port_in_use_or_a_bad_endpoint_is_one_line(tmp_path):
-    assert parse_endpoint("") == ("127.0.0.1", 4318)
-    assert parse_endpoint("127.0.0.1:4319") == ("127.0.0.1", 4319)
+    assert parse_endpoint("") == ("http", "127.0.0.1", 4318)
+    assert parse_endpoint("127.0.0.1:4319") == ("http", "127.0.0.1", 4319)
+    assert parse_endpoint("grpc://") == ("grpc", "127.0.0.1", 4317)
+    assert parse_endpoint("grpc://0.0.0.0:5317") == ("grpc", "0.0.0.0", 5317)
     with pytest.raises(InputError, match="HOST:PORT"):
         parse_endpoint("127.0.0.1:http")
+    with pytest.raises(InputError, match="grpc://"):
+        parse_endpoint("https://127.0.0.1:4318")
 
     async def go():
         port = free_port()
@@ -192,6 +196,60 @@ def test_a_port_in_use_or_a_bad_endpoint_is_one_line(tmp_path):
             await first.stop()
 
     asyncio.run(go())
+
+
+def test_the_sdks_grpc_exporter_is_received_and_garbage_refused(tmp_path):
+    """OTLP over gRPC: the OpenTelemetry SDK's own gRPC exporter sends the spans; a request
+    that is not a trace export is refused (INVALID_ARGUMENT) and said once; a second receiver
+    on the same port is one line."""
+    import grpc
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from turnscope.otlp.grpc_listener import EXPORT
+
+    def export(port: int) -> None:
+        provider = TracerProvider()
+        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracer = provider.get_tracer("agent")
+        for name, start, end, attrs in SPANS:
+            span = tracer.start_span(name, start_time=_ns(start), attributes={
+                "conversation.id": "call-1", **attrs})  # fmt: skip
+            span.end(end_time=_ns(end))
+        provider.shutdown()
+
+    def garbage(port: int) -> grpc.StatusCode:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary(EXPORT)
+            try:
+                call(b"garbage \xff\x00", timeout=5)
+            except grpc.RpcError as exc:
+                return exc.code()
+        return grpc.StatusCode.OK
+
+    async def go():
+        port = free_port()
+        receiver = OtlpReceiver(f"grpc://127.0.0.1:{port}", tmp_path)
+        await receiver.start()
+        try:
+            await asyncio.to_thread(export, port)  # the SDK blocks: not on the receiver's loop
+            code = await asyncio.to_thread(garbage, port)
+            with pytest.raises(InputError, match="cannot listen"):
+                await OtlpReceiver(f"grpc://127.0.0.1:{port}", tmp_path).start()
+        finally:
+            await receiver.stop()
+        return receiver, code
+
+    receiver, code = asyncio.run(go())
+    receiver.write()
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    doc = json.loads(receiver.path.read_text())
+    assert doc["endpoint"].startswith("grpc://127.0.0.1:")
+    assert doc["received"]["spans"] == len(SPANS) and doc["received"]["refused_batches"] == 1
+    assert len(doc["problems"]) == 1 and "not OTLP traces" in doc["problems"][0]
+    assert len(read_agent_trace(receiver.path, TIMES).events) == len(SPANS)
 
 
 def test_call_with_otlp_on_a_port_in_use_is_one_line_and_no_call(tmp_path, cli):

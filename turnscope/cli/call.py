@@ -141,8 +141,9 @@ def call(
         None,
         "--otlp",
         help="Receive the agent's OpenTelemetry spans (OTLP/HTTP, protobuf or JSON, POST "
-        "/v1/traces) on HOST:PORT during the call (127.0.0.1:4318 with --otlp ''); kept as "
-        "agent_spans.json, they split each reply's latency hop by hop.",
+        "/v1/traces) on HOST:PORT during the call (127.0.0.1:4318 with --otlp ''; OTLP/gRPC "
+        "with grpc://HOST:PORT, the otlp-grpc extra); kept as agent_spans.json, they split "
+        "each reply's latency hop by hop.",
     ),
     caller_llm: str | None = typer.Option(
         None,

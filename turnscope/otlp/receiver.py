@@ -1,4 +1,5 @@
-"""An OTLP/HTTP trace receiver that runs for one call: ``POST /v1/traces`` in protobuf or JSON,
+"""An OTLP trace receiver that runs for one call: OTLP/HTTP (``POST /v1/traces`` in protobuf or
+JSON), or OTLP/gRPC (``grpc://HOST:PORT``, with the ``otlp-grpc`` extra),
 on loopback unless told otherwise, bounded (a body limit, a span limit), its spans written to
 the bundle as ``agent_spans.json`` once the call has ended and a short grace has passed.
 
@@ -17,11 +18,18 @@ from aiohttp import web
 
 from turnscope.errors import InputError
 from turnscope.jsonio import MESSAGE_LIMITS, loads, write_json
+from turnscope.otlp.grpc_listener import GrpcListener
 from turnscope.pipeline import Sink
-from turnscope.scoring.otlp_spans import AgentSpans, from_otlp_json, from_otlp_protobuf
+from turnscope.scoring.otlp_spans import (
+    AgentSpan,
+    AgentSpans,
+    from_otlp_json,
+    from_otlp_protobuf,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT = "127.0.0.1:4318"
+GRPC_PORT = 4317
 SPANS_FILE = "agent_spans.json"
 MAX_BODY = 4 * 1024 * 1024  # an exporter's batch (512 spans by default) is far below
 MAX_SPANS = 50_000  # per call: past this, spans are counted, not kept
@@ -29,28 +37,39 @@ GRACE_S = 3.0  # after the call: the exporter's last batch (BatchSpanProcessor: 
 QUIET_S = 1.0  # ... or this long without a batch, once one came after the call ended
 
 
-def parse_endpoint(text: str | None) -> tuple[str, int]:
-    """HOST:PORT (either may be left out: 127.0.0.1, 4318)."""
+def parse_endpoint(text: str | None) -> tuple[str, str, int]:
+    """``[grpc://|http://]HOST:PORT`` (either part may be left out: 127.0.0.1; 4318 over HTTP,
+    4317 over gRPC) -> (protocol, host, port)."""
     text = text or DEFAULT
-    host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    protocol, sep, rest = text.partition("://")
+    if not sep:
+        protocol, rest = "http", text
+    if protocol not in ("http", "grpc"):
+        raise InputError(
+            f"--otlp {text!r}: the protocol is http:// (the default) or grpc://, "
+            f"e.g. {DEFAULT} or grpc://127.0.0.1:{GRPC_PORT}"
+        )
+    host, _, port = rest.rpartition(":") if ":" in rest else (rest, "", "")
     host = host or "127.0.0.1"
     try:
-        number = int(port) if port else 4318
+        number = int(port) if port else (GRPC_PORT if protocol == "grpc" else 4318)
     except ValueError:
         number = -1
     if not 0 < number < 65536:
         raise InputError(f"--otlp {text!r}: give HOST:PORT, e.g. {DEFAULT}")
-    return host, number
+    return protocol, host, number
 
 
 class OtlpReceiver(Sink):
     """The receiver; a pipeline sink too, so it knows when the call's audio ends."""
 
     def __init__(self, endpoint: str | None, outdir: Path):
-        self.host, self.port = parse_endpoint(endpoint)
+        self.protocol, self.host, self.port = parse_endpoint(endpoint)
         self.path = outdir / SPANS_FILE
-        self.doc = AgentSpans(endpoint=f"{self.host}:{self.port}")
+        where = f"{self.host}:{self.port}"
+        self.doc = AgentSpans(endpoint=where if self.protocol == "http" else f"grpc://{where}")
         self._runner: web.AppRunner | None = None
+        self._grpc: GrpcListener | None = None
         self._last_batch = 0.0
         self._ended: float | None = None
         self._written: asyncio.Task[None] | None = None
@@ -58,6 +77,9 @@ class OtlpReceiver(Sink):
 
     async def start(self) -> None:
         """Listen (InputError when the port is taken: say which, and how to pick another)."""
+        if self.protocol == "grpc":
+            self._grpc = await GrpcListener.start(self.host, self.port, self.accept)
+            return
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/v1/traces", self._traces)
         self._runner = web.AppRunner(app, access_log=None)
@@ -78,6 +100,9 @@ class OtlpReceiver(Sink):
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._grpc is not None:
+            await self._grpc.stop()
+            self._grpc = None
 
     def on_audio_end(self) -> None:
         self._ended = time.monotonic()
@@ -97,9 +122,39 @@ class OtlpReceiver(Sink):
         if not self.doc.spans and not self.doc.problems:
             self.doc.problems.append(
                 f"no span arrived at {self.doc.endpoint} during the call: is the agent's OTLP "
-                f"exporter pointed at http://{self.doc.endpoint}/v1/traces?"
+                f"exporter pointed at {self._exporter_url()}?"
             )
         return write_json(self.path, self.doc.model_dump(mode="json"))
+
+    def _exporter_url(self) -> str:
+        if self.protocol == "grpc":
+            return f"{self.host}:{self.port} (its gRPC exporter)"
+        return f"http://{self.host}:{self.port}/v1/traces"
+
+    def refuse(self, line: str) -> None:
+        """A batch refused: counted, and said once per kind."""
+        self.doc.received.refused_batches += 1
+        self._warn(line)
+
+    def accept(self, body: bytes) -> bool:
+        """One protobuf ExportTraceServiceRequest (from either protocol): kept, or refused."""
+        try:
+            spans = from_otlp_protobuf(body)
+        except ValueError as exc:
+            self.refuse(f"a batch that is not OTLP traces (protobuf) was refused: {exc}"[:200])
+            return False
+        self._keep(spans)
+        return True
+
+    def _keep(self, spans: list[AgentSpan]) -> None:
+        self._last_batch = time.monotonic()
+        self.doc.received.batches += 1
+        room = MAX_SPANS - len(self.doc.spans)
+        self.doc.spans += spans[: max(0, room)]
+        self.doc.received.spans += len(spans)
+        if len(spans) > room:
+            self.doc.received.dropped_spans += len(spans) - max(0, room)
+            self._warn(f"more than {MAX_SPANS} spans: the rest are counted, not kept")
 
     def _warn(self, line: str) -> None:
         """One line per kind of bad input, in the log and in the file."""
@@ -111,38 +166,28 @@ class OtlpReceiver(Sink):
     async def _traces(self, request: web.Request) -> web.Response:
         size = request.content_length
         if size is not None and size > MAX_BODY:  # refused before a byte of it is read
-            self.doc.received.refused_batches += 1
-            self._warn(f"a batch of {size} bytes was refused (over {MAX_BODY // 1048576} MiB)")
+            self.refuse(f"a batch of {size} bytes was refused (over {MAX_BODY // 1048576} MiB)")
             return web.Response(status=413, text="batch too large")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            self.doc.received.refused_batches += 1
-            self._warn(f"a batch over {MAX_BODY // 1048576} MiB was refused")
+            self.refuse(f"a batch over {MAX_BODY // 1048576} MiB was refused")
             return web.Response(status=413, text="batch too large")
         kind = request.content_type
+        if kind != "application/json":
+            ok = self.accept(body)
+            return web.Response(
+                status=200 if ok else 400,
+                body=b"" if ok else b"not an OTLP trace request",
+                content_type="application/x-protobuf" if ok else "text/plain",
+            )
         try:
-            if kind == "application/json":
-                data = loads(body.decode("utf-8"), limits=MESSAGE_LIMITS)
-                if not isinstance(data, dict):
-                    raise ValueError("not an object")
-                spans, _bad = from_otlp_json(data)
-            else:
-                spans = from_otlp_protobuf(body)
+            data = loads(body.decode("utf-8"), limits=MESSAGE_LIMITS)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            spans, _bad = from_otlp_json(data)
         except (ValueError, UnicodeDecodeError) as exc:
-            self.doc.received.refused_batches += 1
-            self._warn(f"a batch that is not OTLP traces ({kind}) was refused: {exc}"[:200])
+            self.refuse(f"a batch that is not OTLP traces ({kind}) was refused: {exc}"[:200])
             return web.Response(status=400, text="not an OTLP trace request")
-        self._last_batch = time.monotonic()
-        self.doc.received.batches += 1
-        room = MAX_SPANS - len(self.doc.spans)
-        self.doc.spans += spans[: max(0, room)]
-        self.doc.received.spans += len(spans)
-        if len(spans) > room:
-            self.doc.received.dropped_spans += len(spans) - max(0, room)
-            self._warn(f"more than {MAX_SPANS} spans: the rest are counted, not kept")
-        json_reply = kind == "application/json"
-        return web.Response(
-            body=b"{}" if json_reply else b"",
-            content_type="application/json" if json_reply else "application/x-protobuf",
-        )
+        self._keep(spans)
+        return web.Response(body=b"{}", content_type="application/json")
