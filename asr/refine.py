@@ -5,7 +5,9 @@ boundaries are quantised and late. Within the neighbourhood of a VAD boundary, t
 point where a short RMS envelope rises above a threshold is a much better estimate. The threshold
 is relative to the utterance's own peak (so it means "audible relative to this speech") but never
 below the channel's noise floor plus a margin (so noise does not extend the boundary).
-``SpanRefiner`` applies this to the endpointer's utterances, its final spans and its live guesses.
+``SpanRefiner`` applies this to the endpointer's utterances, its final spans and its live guesses;
+where the noise, not the speech, sets the threshold, a turn's end then follows the speech's
+spectral shape past it (tail.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from turnscope.asr.settings import RefineSettings
+from turnscope.asr.tail import spectral_end
 from turnscope.capture.frames import SAMPLE_RATE
 
 HOP = SAMPLE_RATE // 1000  # 1 ms
@@ -269,6 +272,11 @@ class SpanRefiner:
             prev_end = re_
         if self._params.weak_db > 0:
             out = self._drop_weak_lead(envelope, base, out, thresh, strong)
+        p = self._params
+        if p.tail_band_db > 0 and out and thresh > peak - p.below_peak_db:  # noise-bound end
+            end = spectral_end(pcm, out[-1][1] - base, spans[-1][1] - base, p.tail_band_db,
+                               p.tail_below_db)  # fmt: skip
+            out[-1][1] = out[-1][1] if end is None else base + end
         return merge_touching(out)
 
     def _drop_weak_lead(

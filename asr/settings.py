@@ -52,6 +52,8 @@ class RefineSettings(_Strict):
     max_dip_ms: float = Field(ge=0)
     stretch_search_ms: int = Field(default=0, ge=0)  # 0: no per-stretch background (stretch.py)
     stretch_weak_db: float = Field(default=0.0, ge=0)  # a stretch's lead this far under: not speech
+    tail_band_db: float = Field(default=0.0, ge=0)  # 0: a turn's end by its envelope alone
+    tail_below_db: float = Field(default=20.0, ge=0)  # tail.py: within this of the words' level
 
 
 class ConfirmSettings(_Strict):
