@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 
 import numpy as np
 
 from turnscope.capture.frames import SAMPLE_RATE
+from turnscope.reasons import Findings
 
 _SILENCE_S = 2.0  # a run of exact zeros at least this long, between sounds
 # Inside one of the channel's own turns (same-speaker pauses are shorter than the assembly's
@@ -30,6 +31,15 @@ BLOCK = SAMPLE_RATE // 100  # the envelope's block: 10 ms
 MAX_LAG_MS = 150.0  # one channel a copy of the other delayed by up to this is caught
 ALIKE = 0.9  # envelope correlation from which two channels are one recording
 _MIN_SOUND_S = 1.0  # each channel needs this much sound before it is compared
+
+
+class AudioNote(StrEnum):
+    """What the checks warn about a channel's audio, as counted (the words are the message)."""
+
+    ALL_SILENT = "digital_silence_whole_call"  # nothing but exact zeros
+    SILENCE_RUN = "digital_silence"  # a long run of exact zeros (a recording from elsewhere)
+    SILENCE_IN_TURN = "digital_silence_in_turn"  # exact zeros inside the party's own turn
+    LOUD_BACKGROUND = "loud_background"
 
 
 class ChannelsAlike(str, Enum):
@@ -46,6 +56,10 @@ class Alike:
     code: ChannelsAlike
     correlation: float
     lag_ms: float  # the agent channel behind the caller's by this much (negative: ahead)
+
+    def to_dict(self) -> dict[str, object]:
+        """As result.json's ``source.details.channels_alike`` says it."""
+        return {"code": self.code.value, "correlation": self.correlation, "lag_ms": self.lag_ms}
 
     def message(self, files: str = "") -> str:
         what = (
@@ -142,40 +156,53 @@ class AudioChecks:
         *,
         turns: Sequence[tuple[float, float]] | None = None,
     ) -> list[str]:
-        """Warnings about this channel's audio (empty when nothing was odd). ``background_db`` is
+        """``findings``' messages."""
+        return self.findings(background_db, turns=turns).warnings
+
+    def findings(
+        self,
+        background_db: float | None = None,
+        *,
+        turns: Sequence[tuple[float, float]] | None = None,
+    ) -> Findings:
+        """Warnings about this channel's audio (none when nothing was odd). ``background_db`` is
         the endpointer's background level, when known. ``turns``: the channel's own turns
         (start_ms, end_ms) where exact zeros between them are how the party is idle (a live
         agent sends zeros while it listens; turnscope's recordings keep them): then only zeros
         inside a turn are warned about. A channel of nothing but zeros always is."""
-        out = []
+        out = Findings()
         ch = f"the {self.channel} channel"
         if not self._heard and self._samples >= _SILENCE_S * SAMPLE_RATE:
-            out.append(
+            out.warn(
+                AudioNote.ALL_SILENT,
                 f"{ch} holds only digital silence (exact zeros) for the whole call "
-                f"({self._samples / SAMPLE_RATE:.1f} s): a muted line or a dead audio path?"
+                f"({self._samples / SAMPLE_RATE:.1f} s): a muted line or a dead audio path?",
             )
         if turns is None:
             longest = max(self._runs, key=lambda r: r.length, default=None)
             if longest is not None and longest.length >= _SILENCE_S * SAMPLE_RATE:
-                out.append(
+                out.warn(
+                    AudioNote.SILENCE_RUN,
                     f"{ch} holds {longest.length / SAMPLE_RATE:.1f} s of digital silence "
                     f"(exact zeros) from {longest.start / SAMPLE_RATE:.1f} s: lost audio or a "
-                    "muted line?"
+                    "muted line?",
                 )
         else:
             inside = [r for r in self._runs if _within(r, turns)]
             if inside:
                 worst = max(inside, key=lambda r: r.length)
-                out.append(
+                out.warn(
+                    AudioNote.SILENCE_IN_TURN,
                     f"{ch} drops to digital silence (exact zeros) inside its own turn: "
                     f"{worst.length / SAMPLE_RATE:.1f} s from {worst.start / SAMPLE_RATE:.1f} s"
                     f"{f' ({len(inside)} such gaps)' if len(inside) > 1 else ''}: lost audio or "
-                    "a reply that stalled?"
+                    "a reply that stalled?",
                 )
         if background_db is not None and background_db > _LOUD_DB:
-            out.append(
+            out.warn(
+                AudioNote.LOUD_BACKGROUND,
                 f"{ch} has a loud constant background ({background_db:.0f} dBFS): quiet speech "
-                "under it is not heard, boundaries may be late or early"
+                "under it is not heard, boundaries may be late or early",
             )
         return out
 

@@ -120,7 +120,7 @@ def one_call(sc, scenario: Path, outdir: Path, *, calibrate: bool) -> dict:
         "out_delay_ms": devices["caller-out"]["buffer_delay_ms"],
         "in_delay_ms": devices["agent-in"]["buffer_delay_ms"],
         "passed": run.outcome.passed,
-        "degraded": list(call.info.degraded),
+        "degraded": list(run.result.degraded),  # every stage's, as the run assembled them
         "reanchors": sum(len(c["reanchors"]) for c in call.info.details["clock"].values()),
     }
 

@@ -130,7 +130,7 @@ async def one_call(url: str, scenario: Path, outdir: Path) -> dict[str, Any]:
         CallOptions(url, loopback_only=True), sc, load_settings(), contract, outdir, console=None
     )
     dialogue = run.result.assembly.dialogue()
-    facts = verifier_facts(dialogue, budgets=contract.budgets)
+    facts = verifier_facts(dialogue, budgets=contract.verifier_budgets)
     turns = run.result.assembly.turns
     return {
         "origin": call.clock.origin,
@@ -139,7 +139,7 @@ async def one_call(url: str, scenario: Path, outdir: Path) -> dict[str, Any]:
         "barge": caller.report()["barge_ins"],
         "yielded": sum(1 for b in facts.barge_ins if b.handled),
         "connect_ms": call.connect_ms,
-        "degraded": list(call.info.degraded),
+        "degraded": list(run.result.degraded),  # every stage's, as the run assembled them
     }
 
 

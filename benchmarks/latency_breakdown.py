@@ -3,6 +3,7 @@ pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latenc
 
     .venv/bin/python benchmarks/latency_breakdown.py [--calls 3]
     .venv/bin/python benchmarks/latency_breakdown.py --otlp [--calls 2]
+    .venv/bin/python benchmarks/latency_breakdown.py --load-otlp [--calls 8] [--rounds 2]
 
 For every bot setting (Silero VAD stop 0.2 / 0.8 s x reply latency 300 / 1200 ms) and every
 reply the split covers: each part (endpointing, processing, delivery) against the bot's own log
@@ -14,6 +15,13 @@ turnscope's receiver (--otlp) instead; for llm delay 300 / 1200 ms x tts delay 1
 median of each hop (caller end heard -> turn end -> llm first token -> tts first byte -> first
 sample heard: the last is the unaccounted part), and how far each hop moved against the change
 configured (target: within 15 ms; the unaccounted part steady).
+
+--load-otlp: the receiver's cost on the call (target: no caller frame more than 20 ms late with
+8 calls at once each exporting its spans). `turnscope load` places --calls calls at once against
+the pipecat bot exporting its spans over OTLP/HTTP, without --otlp and with it (the run's one
+receiver, each call taking its spans from it), alternating, --rounds times each: the worst
+caller send lag of the run, the caller frames sent more than 20 ms late, the replies split hop
+by hop, and the machine's load average beside (a timing under load is a ceiling).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import argparse
 import asyncio
 import itertools
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -173,16 +182,86 @@ def otlp_table(work: Path, calls: int) -> None:
           f"spread {max(un) - min(un):.1f} |")  # fmt: skip
 
 
+def load_round(work: Path, url: str, port: int, calls: int, otlp: bool, k: int) -> dict:
+    """One `turnscope load` run of ``calls`` calls at once (all dialled within 0.1 s)."""
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.load.plan import LoadPlan
+    from turnscope.load.run import load_test
+
+    name = f"load-{'otlp' if otlp else 'plain'}-{k}"
+    before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    run = load_test(CallOptions(url, loopback_only=True), work / "s.yaml",
+                    LoadPlan(calls=calls, rate=calls * 10.0), outdir=work / name,
+                    otlp=f"127.0.0.1:{port}" if otlp else None)  # fmt: skip
+    after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = [
+        a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime
+        for a, b in zip(after, before, strict=True)
+    ]
+    r = run.report
+    lags = [c.caller_max_send_lag_ms for c in r.calls if c.caller_max_send_lag_ms is not None]
+    return {
+        "otlp": otlp, "completed": r.completed, "calls": len(r.calls),
+        "max_lag": max(lags) if lags else float("nan"),
+        "late": r.harness.caller_late_frames, "up": r.harness.max_calls_up,
+        "split": r.hops.replies if r.hops else 0,
+        "replies": sum(len(c.replies) for c in r.calls),
+        "load": os.getloadavg()[0],
+        "driver_cpu": cpu[0], "workers_cpu": cpu[1],
+    }  # fmt: skip
+
+
+def load_otlp_table(work: Path, calls: int, rounds: int) -> None:
+    from tests.interop.pipecat import free_port
+
+    port = free_port()
+    rows = []
+    with pipecat_bot(work / "bot", greeting=False, reply="short", latency_ms=300,
+                     otlp=f"http://127.0.0.1:{port}") as bot:  # fmt: skip
+        for k in range(rounds):
+            for otlp in (False, True):
+                rows.append(load_round(work, bot.url, port, calls, otlp, k))
+    print()
+    print(f"`turnscope load`: {calls} calls at once against the pipecat bot exporting its spans "
+          f"(OTLP/HTTP), {rounds} round(s) each, alternating; cores {os.cpu_count()}")  # fmt: skip
+    print("| --otlp | round | completed | most calls up | caller send lag max | caller frames "
+          "> 20 ms late | replies split hop by hop | driver CPU | workers CPU "
+          "| load avg (1 min) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for k, r in enumerate(rows):
+        print(f"| {'yes' if r['otlp'] else 'no'} | {k // 2 + 1} | {r['completed']} of "
+              f"{r['calls']} | {r['up']} | {r['max_lag']:.1f} ms | {r['late']} | "
+              f"{r['split']} of {r['replies']} | {r['driver_cpu']:.2f} s | "
+              f"{r['workers_cpu']:.1f} s | {r['load']:.2f} |")  # fmt: skip
+    for otlp in (False, True):
+        mine = [r for r in rows if r["otlp"] is otlp]
+        print(
+            f"| {'yes' if otlp else 'no'} | all | | | "
+            f"{max(r['max_lag'] for r in mine):.1f} ms | {sum(r['late'] for r in mine)} | | "
+            f"{sum(r['driver_cpu'] for r in mine):.2f} s | "
+            f"{sum(r['workers_cpu'] for r in mine):.1f} s | |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--otlp", action="store_true", help="the bot's OTLP spans, hop by hop")
+    parser.add_argument(
+        "--load-otlp",
+        action="store_true",
+        help="the run's receiver's cost on the caller's audio, --calls at once",
+    )
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-split-"))
     (work / "s.yaml").write_text(SCENARIO)
     if args.otlp:
         otlp_table(work, args.calls)
+        return
+    if args.load_otlp:
+        load_otlp_table(work, args.calls if args.calls != 3 else 8, args.rounds)
         return
     rows = [
         asyncio.run(one_setting(work, stop, lat, args.calls))

@@ -87,7 +87,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "caller_lag_ms": call.caller_track.max_lag_ms,
         "late_frames": call.caller_track.late_frames,
         "duration_s": run.result.audio_ms / 1000,
-        "degraded": list(call.info.degraded),
+        "degraded": list(run.result.degraded),  # every stage's, as the run assembled them
     }
 
 

@@ -94,7 +94,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "texts": [t.text for t in run.result.assembly.turns if t.speaker == "agent"],
         "media": d["agent_media"],
         "clears": d["clears"],
-        "degraded": list(call.info.degraded),
+        "degraded": list(run.result.degraded),  # every stage's, as the run assembled them
     }
 
 

@@ -83,10 +83,10 @@ def instrument() -> None:
 
 async def one_call(url: str, sc, settings: Settings, outdir: Path) -> dict:  # type: ignore[no-untyped-def]
     options = CallOptions(url, loopback_only=True)
-    _run, call, _ = await place_call(
+    run, call, _ = await place_call(
         options, sc, settings, scenario_contract(sc), outdir, console=None
     )
-    return {"late_frames": call.caller_track.late_frames, "degraded": list(call.info.degraded)}
+    return {"late_frames": call.caller_track.late_frames, "degraded": list(run.result.degraded)}
 
 
 async def run_group(url: str, sc, settings: Settings, n: int, root: Path) -> list[dict]:  # type: ignore[no-untyped-def]

@@ -1,14 +1,21 @@
 """Turn-taking events (scoring/turn_taking.py) found by the replay pipeline against the same
-metrics computed on the synthetic corpus's exact truth. Prints one table.
+metrics computed on the synthetic corpus's exact truth; then, with --pipecat, the stock pipecat
+bot in four settings side by side (benchmarks/turn_taking_pipecat.py). Prints tables.
 
     .venv/bin/python benchmarks/turn_taking.py [--quick] [--settings FILE] [--corpus DIR]
+    .venv/bin/python benchmarks/turn_taking.py --pipecat [--work DIR]
 
-Per event kind (FDB's conditions: smooth turn-taking, user interruption, backchannel, pause):
-precision / recall of the events (a found event matches a truth event of the same kind starting
-within MATCH_MS), agreement of the takeover decision on matched events, and the median / p95
-absolute error of the timings (latency, t_stop, t_resp) on matched events. The synthetic truth
-places whole lines (no planned pauses inside a caller line yet), so pause events have no truth:
-they are counted, not scored. The pipecat bot's four settings (issue 32, item 4) are not run here.
+Per event kind (FDB's conditions: smooth turn-taking, user interruption, backchannel, pause;
+and the events inside them: a pause takeover, a false yield): precision / recall of the events
+(a found event matches a truth event of the same kind starting within MATCH_MS; a smooth
+turn-taking event, ending within it), agreement of
+the takeover decision on matched events, and the median / p95 absolute error of the timings
+(latency, t_stop, t_resp, talk-over) on matched events. The corpus adds the two pause scenarios
+(pauses.yaml: the agent waits; pause-takeover.yaml: it jumps in once in three) to the usual
+five; the replay is handed the pauses the rendered caller made (truth.json), as a live caller
+reports its own. The synthetic agent never stops at a backchannel (synth refuses one its agent
+turn does not outlast by the yield window), so false yields have no truth events: any found is
+a false positive.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CONDITIONS, SCENARIOS, VOICE_PAIRS, build_corpus, prf, stat
+from turn_taking_pipecat import main as pipecat_main
 
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import Transcriber
@@ -28,22 +36,45 @@ from turnscope.capture.file.source import FileSource
 from turnscope.offline import ensure_offline
 from turnscope.pipeline import run_pipeline
 from turnscope.scoring.turn_taking import from_dicts, measure, turn_taking_section
-from turnscope.scoring.turn_taking_model import TurnTakingEvent
+from turnscope.scoring.turn_taking_input import truth_pauses
+from turnscope.scoring.turn_taking_model import Behaviour, TurnTakingEvent
 
 MATCH_MS = 500.0
-KINDS = ("smooth_turn_taking", "user_interruption", "backchannel", "pause_handling")
-TIMINGS = ("latency_ms", "t_stop_ms", "t_resp_ms")
+KINDS = (
+    "smooth_turn_taking", "user_interruption", "backchannel", "pause_handling",
+    "pause_takeover", "false_yield",
+)  # fmt: skip
+TIMINGS = ("latency_ms", "t_stop_ms", "t_resp_ms", "overlap_ms")
+PAUSE_SCENARIOS = ["pauses", "pause-takeover"]
+
+
+def _derived(events: list[TurnTakingEvent]) -> list[TurnTakingEvent]:
+    """The events inside the conditions, as kinds of their own: a pause the agent took, a
+    backchannel it stopped at."""
+    out = list(events)
+    for e in events:
+        if e.kind == "pause_handling" and e.takeover:
+            out.append(e.model_copy(update={"kind": "pause_takeover"}))
+        if e.kind == "backchannel" and e.behaviour not in (None, Behaviour.KEPT_TALKING):
+            out.append(e.model_copy(update={"kind": "false_yield"}))
+    return out
+
+
+def _at(e: TurnTakingEvent) -> float:
+    """Where an event is anchored: a smooth turn-taking event at the caller's end of turn (the
+    line a pause split begins at its resumption in the pipeline's turns), the others at start."""
+    return e.end_ms if e.kind == "smooth_turn_taking" else e.start_ms
 
 
 def _pair(truth: list[TurnTakingEvent], found: list[TurnTakingEvent]):
-    """Each truth event with the unused found event of its kind starting nearest (<= MATCH_MS)."""
+    """Each truth event with the unused found event of its kind anchored nearest (<= MATCH_MS)."""
     used: set[int] = set()
     out = []
     for t in truth:
         near = [
-            (abs(f.start_ms - t.start_ms), i)
+            (abs(_at(f) - _at(t)), i)
             for i, f in enumerate(found)
-            if i not in used and f.kind == t.kind and abs(f.start_ms - t.start_ms) <= MATCH_MS
+            if i not in used and f.kind == t.kind and abs(_at(f) - _at(t)) <= MATCH_MS
         ]
         best = min(near)[1] if near else None
         if best is not None:
@@ -59,9 +90,6 @@ def _score(call, found, expected, counts, errors, misses) -> None:
         f_k = [e for e in found if e.kind == kind]
         for key in ((call.condition, kind), ("all", kind)):
             c = counts[key]
-            if kind == "pause_handling":
-                c[4] += len(f_k)
-                continue
             paired = _pair(t_k, f_k)
             tp = sum(1 for _, f in paired if f is not None)
             c[0] += tp
@@ -75,12 +103,12 @@ def _score(call, found, expected, counts, errors, misses) -> None:
                     a, b = getattr(t, name), getattr(f, name)
                     if a is not None and b is not None:
                         errors[(key, name)].append(abs(a - b))
-        if kind != "pause_handling":
-            misses += [
-                f"{call.name}: {kind} at {t.start_ms:.0f} ms not found"
-                for t, f in _pair(t_k, f_k)
-                if f is None
-            ]
+        paired = _pair(t_k, f_k)
+        misses += [f"{call.name}: {kind} at {t.start_ms:.0f} ms not found"
+                   for t, f in paired if f is None]  # fmt: skip
+        hit = {id(f) for _, f in paired if f is not None}
+        misses += [f"{call.name}: {kind} at {f.start_ms:.0f} ms found, not in truth"
+                   for f in f_k if id(f) not in hit]  # fmt: skip
 
 
 def main() -> None:
@@ -89,33 +117,43 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=Path(".turnscope/bench-corpus"))
     parser.add_argument("--settings", type=Path, default=None)
     parser.add_argument("--misses", action="store_true", help="list the truth events missed")
+    parser.add_argument("--pipecat", action="store_true", help="the pipecat bot's four settings")
+    parser.add_argument("--work", type=Path, default=Path(".turnscope/bench-pipecat-tt"))
     args = parser.parse_args()
     ensure_offline()
+    if args.pipecat:
+        pipecat_main(args.work)
+        return
     settings = load_settings(args.settings)
     pairs = VOICE_PAIRS[:1] if args.quick else VOICE_PAIRS
     conditions = ["clean"] if args.quick else list(CONDITIONS)
-    calls = build_corpus(args.corpus, scenarios=SCENARIOS, conditions=conditions, voice_pairs=pairs)
+    scenarios = [*SCENARIOS, *PAUSE_SCENARIOS]
+    calls = build_corpus(args.corpus, scenarios=scenarios, conditions=conditions, voice_pairs=pairs)
     transcriber = Transcriber(settings.asr, settings.confirm)
-    counts = defaultdict(lambda: [0, 0, 0, 0, 0])  # tp, fp, fn, takeover agree, pause found
+    counts = defaultdict(lambda: [0, 0, 0, 0])  # tp, fp, fn, takeover agree
     errors: dict = defaultdict(list)
     misses: list[str] = []
     for call in calls:
         src = FileSource.stereo(call.wav, chunk_ms=max(settings.audio.chunk_ms, 200))
         result = asyncio.run(run_pipeline(src, settings, transcriber=transcriber))
-        found = turn_taking_section(result.assembly, result.heard, result.audio_ms).events
         tr = call.truth
-        expected = measure(
-            from_dicts(tr["turns"], tr.get("backchannels") or [], (), tr.get("duration_ms"))
+        planned = truth_pauses(tr)  # what the rendered caller made, as a live caller reports it
+        found = _derived(
+            turn_taking_section(result.assembly, result.heard, result.audio_ms, planned).events
         )
+        expected = measure(
+            from_dicts(tr["turns"], tr.get("backchannels") or [], planned, tr.get("duration_ms"))
+        )
+        expected.events = _derived(expected.events)
         _score(call, found, expected, counts, errors, misses)
     print(f"{len(calls)} calls ({', '.join(conditions)}; {len(pairs)} voice pair(s))")
     head = f"{'condition':<10}{'event':<20}{'P':>6}{'R':>6}{'TOR agree':>11}"
     print(f"{head}   timing |error| median / p95 ms (n)")
     for cond in [*conditions, "all"]:
         for kind in KINDS:
-            tp, fp, fn, agree, pauses = counts[(cond, kind)]
-            if kind == "pause_handling":
-                print(f"{cond:<10}{kind:<20}{'n/a':>6}{'n/a':>6}{pauses:>11}   found, no truth")
+            tp, fp, fn, agree = counts[(cond, kind)]
+            if tp + fp + fn == 0:
+                print(f"{cond:<10}{kind:<20}{'-':>6}{'-':>6}{'-':>11}   none in truth, none found")
                 continue
             p, r = prf(tp, fp, fn)
             timing = "  ".join(

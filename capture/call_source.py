@@ -113,8 +113,8 @@ class CallSource:
         self._flush()
         self._closed = True
         self.end_reason, self.end_kind = reason, kind
-        if degraded:
-            self.info.degraded.append(reason)
+        if degraded:  # the end is the note's code
+            self.info.degrade(kind, reason)
         self._queue.put_nowait(None)
         self._release()
         if self.ended is not None and not self.ended.done():

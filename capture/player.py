@@ -52,6 +52,9 @@ class Playback:
     stop_at: int | None = None  # sample index into audio where to stop (barge-in yield)
     rate: int = SAMPLE_RATE  # of ``audio``
     due: int | None = None  # call-clock sample it starts at, not before (None: the next frame)
+    # What the room adds after the clip (a caller's reverberation): goes out after it, through
+    # the queue's bed, outside its send record (the clip is the speech's own extent).
+    tail: np.ndarray | None = None
 
     def stop(self, after_ms: float = 0.0) -> None:
         """Stop sending this clip ``after_ms`` from now (0: at the next frame)."""
@@ -77,6 +80,15 @@ def count_late(track: LateFrames, at_ms: float, lag_ms: float) -> None:
         track.late_frames += 1
         if len(track.late_at) < MAX_LATE_LOGGED:
             track.late_at.append((round(at_ms, 1), round(lag_ms, 1)))
+
+
+class Bed(Protocol):
+    """What a caller's channel carries besides its clips (actors/caller/acoustics.py): a
+    background, the clips' tails, lost packets; prepared before the call, mixed per frame."""
+
+    def mix(self, frame: np.ndarray, position: int) -> np.ndarray: ...
+
+    def after(self, tail: np.ndarray, at: int) -> None: ...
 
 
 class Player(Protocol):
@@ -116,6 +128,7 @@ class ClipQueue:
         self.log: list[SendRecord] = []
         self.current: Playback | None = None
         self._queue: list[Playback] = []
+        self.bed: Bed | None = None
 
     def play(self, pcm: np.ndarray, label: str, due: int | None = None) -> Playback:
         """Queue an int16 clip at ``rate``, to start at call-clock sample ``due``."""
@@ -168,8 +181,10 @@ class ClipQueue:
                 item.record.stopped_early = limit < len(item.audio)
                 if not item.done.done():
                     item.done.set_result(not item.record.stopped_early)
+                if self.bed is not None and item.tail is not None and limit == len(item.audio):
+                    self.bed.after(item.tail, item.record.end)
                 self.current = None
-        return out
+        return out if self.bed is None else self.bed.mix(out, position)
 
     def stamp(
         self, open_before: SendRecord | None, log_from: int, position: int, now: float
@@ -209,7 +224,11 @@ class ClipPlayer:
     def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
         """Queue a clip (float or int16, 16 kHz mono), to start ``at_ms`` on the call clock."""
         start = None if at_ms is None else round(at_ms * SAMPLE_RATE / 1000)
-        return self.clips.play(self._clip(audio), label, start)
+        item = self.clips.play(self._clip(audio), label, start)
+        tail = getattr(audio, "tail", None)  # a caller line's room (actors/caller/acoustics)
+        if tail is not None:
+            item.tail = self._clip(tail)
+        return item
 
     def silence(self) -> None:
         """Drop whatever is queued and stop the current clip now."""

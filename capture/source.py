@@ -4,16 +4,56 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from turnscope.capture.frames import PcmFrame
+from turnscope.reasons import Findings
 
 Transport = Literal["file", "webrtc", "desktop_audio", "telephony"]
 
 
+class SourceNote(StrEnum):
+    """What a source warns about or why its evidence is degraded, as counted (the words are the
+    note's message). A call's end, when it degrades the evidence, is its ``CallEnd`` code."""
+
+    # a recording
+    MIXED_DOWN = "recording_mixed_down"  # a file of more channels mixed to one party
+    LENGTHS_DIFFER = "channel_lengths_differ"
+    CHANNEL_SHORT = "channel_short"  # one channel's sound ends long before the other's
+    TRUNCATED = "recording_truncated"  # decoding stopped early (a warning and a degradation)
+    NAN_SAMPLES = "nan_samples"
+    CUT_OFF = "recording_cut_off"  # the header declares more audio than the data holds
+    CLIPPED = "clipped"
+    LOW_RATE = "low_sample_rate"
+    DC_OFFSET = "dc_offset"
+    MAINS_HUM = "mains_hum"
+    STOPPED = "replay_stopped"  # a signal or a full disk ended the replay
+    # a call
+    CALLER_AUDIO_LATE = "caller_audio_late"  # over MAX_SEND_LAG_MS: latencies off by that
+    AGENT_AUDIO_LOST = "agent_audio_lost"  # frames lost in transit
+    NO_AGENT_AUDIO = "no_agent_audio"
+    AGENT_DELAY_ROSE = "agent_delay_rose"  # re-anchored: later audio placed where it arrived
+    FOREIGN_SESSION = "foreign_session"  # WHIP session on another origin: no DELETE sent
+    REFUSED_MESSAGES = "refused_messages"  # messages turnscope would not read
+    NOT_JSON = "not_json"
+    UNKNOWN_EVENTS = "unknown_events"
+    BAD_BASE64 = "bad_base64"
+    NOT_AUDIO = "payload_not_audio"
+    CLEAR_STORM = "clear_storm"
+    AGENT_UNDERRUN = "agent_underrun"  # the agent sent slower than real time
+    UNCALIBRATED = "uncalibrated"  # sound devices whose timing was not measured
+    INPUT_OVERFLOW = "input_overflow"
+    OUTPUT_UNDERFLOW = "output_underflow"
+    DEVICE_TIMING_MOVED = "device_timing_moved"
+    LINE_LATE = "caller_line_late"  # the output buffer is longer than the lead
+
+
 @dataclass
-class SourceInfo:
-    """What a source says about itself: for the result, the bundle and the degraded flag."""
+class SourceInfo(Findings):
+    """What a source says about itself: for the result, the bundle and the degraded flag. Its
+    warnings and degraded reasons (``warn``, ``degrade``: a ``SourceNote`` code and a message)
+    are the source's own; what later stages find they return (``turnscope.reasons``)."""
 
     transport: Transport
     description: str
@@ -22,8 +62,6 @@ class SourceInfo:
     # How the source placed audio on the call clock, in words (the bundle's timing evidence):
     # each source states its own, so a new transport needs no table downstream.
     timing_evidence: str = ""
-    warnings: list[str] = field(default_factory=list)
-    degraded: list[str] = field(default_factory=list)  # reasons the evidence is incomplete
     # What happened on the call besides audio (a DTMF key press: type, channel, at_ms, digit),
     # on the call clock; the transcript lists them with the endpointer's events.
     events: list[dict[str, Any]] = field(default_factory=list)

@@ -7,12 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from turnscope.capture.channels import CHANNELS
 from turnscope.configs import config_path
 from turnscope.errors import InputError
-from turnscope.jsonio import read_json
+from turnscope.jsonio import every_problem, read_json
+from turnscope.scoring.budgets import Budgets
 from turnscope.scoring.exercise import Plan
-from turnscope.scoring.suites.suite import find_task, load_suite
+from turnscope.scoring.suites.suite import Suite, SuiteTask, find_task, load_suite
 from turnscope.scoring.transcript import validate_dialogue
 from turnscope.scoring.wer import channel_texts
 
@@ -24,20 +27,37 @@ class Reference:
     texts: dict[str, str]
     turns: list[dict[str, Any]] | None = None
     source: str = ""
+    # The caller's lines of a scenario's script (a reacting caller's are replaced by those it
+    # really spoke): decided where the reference is made, never read from ``source``'s words.
+    scripted: bool = False
 
 
 @dataclass(frozen=True)
 class Contract:
-    """Budgets and required content of a task, where they came from, and its reference."""
+    """Budgets and required content of a task, where they came from, and its reference.
+    ``budgets`` is the one ``Budgets`` model (a dict given is read into it)."""
 
-    budgets: dict[str, Any] | None = None
+    budgets: Budgets | None = None
     required_content: list[Any] | None = None
     task_id: str | None = None
-    suite: dict[str, Any] | None = field(default=None, repr=False)
+    suite: Suite | None = field(default=None, repr=False)
     suite_path: str | None = None
     reference: Reference | None = None
     plan: Plan | None = None  # what the task meant to exercise (a scenario's barge-ins ...)
     expect: dict[str, Any] | None = None  # the outcome its fixture expects (suites' ``expect``)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.budgets, Mapping):  # frozen: set once, here
+            object.__setattr__(self, "budgets", _budgets(self.budgets))
+
+    @property
+    def verifier_budgets(self) -> dict[str, Any] | None:
+        """The budgets as the verifier reads them (None when none are set)."""
+        return None if self.budgets is None else self.budgets.as_verifier()
+
+    @property
+    def max_latency_ms(self) -> int | None:
+        return None if self.budgets is None else self.budgets.max_latency_ms
 
     @property
     def planned(self) -> Plan | None:
@@ -50,13 +70,20 @@ class Contract:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "suite": (self.suite or {}).get("name"),
+            "suite": self.suite.name if self.suite else None,
             "suite_path": self.suite_path,
             "task_id": self.task_id,
-            "budgets": self.budgets,
+            "budgets": self.verifier_budgets,
             "required_content": self.required_content,
             "reference_source": self.reference.source if self.reference else None,
         }
+
+
+def _budgets(raw: Mapping[str, Any]) -> Budgets:
+    try:
+        return Budgets.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise InputError(every_problem(exc, prefix="budgets")) from None
 
 
 def reference_from_obj(obj: Any, *, source: str) -> Reference:
@@ -93,9 +120,9 @@ def load_reference(path: str | Path) -> Reference:
 
 
 def task_contract(
-    task: Mapping[str, Any],
+    task: SuiteTask,
     *,
-    suite: dict[str, Any] | None = None,
+    suite: Suite | None = None,
     suite_path: str | Path | None = None,
     reference: Reference | None = None,
     plan: Plan | None = None,
@@ -103,13 +130,13 @@ def task_contract(
     """A suite task's contract: its budgets and required content, its reference_dialogue as
     the reference unless another is given. Every entry path (a replay against a suite task, a
     fixture, a scenario naming a suite) builds its contract here."""
-    if reference is None and task.get("reference_dialogue"):
-        turns = list(task["reference_dialogue"])
-        reference = Reference(channel_texts(turns), turns, f"{suite_path or 'suite'}#{task['id']}")
+    if reference is None and task.reference_dialogue:
+        turns = list(task.reference_dialogue)
+        reference = Reference(channel_texts(turns), turns, f"{suite_path or 'suite'}#{task.id}")
     return Contract(
-        budgets=task.get("budgets"),
-        required_content=task.get("required_content"),
-        task_id=str(task["id"]),
+        budgets=task.budgets,
+        required_content=task.required_content,
+        task_id=task.id,
         suite=suite,
         suite_path=None if suite_path is None else str(suite_path),
         reference=reference,
@@ -118,11 +145,10 @@ def task_contract(
     )
 
 
-def _expect(task: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The outcome the task's fixture expects, when it says (parse_fixture checks its shape)."""
-    fixture = task.get("fixture")
-    expect = fixture.get("expect") if isinstance(fixture, Mapping) else None
-    return dict(expect) if isinstance(expect, Mapping) else None
+def _expect(task: SuiteTask) -> dict[str, Any] | None:
+    """The outcome the task's fixture expects, when it says."""
+    expect = task.fixture.expect if task.fixture is not None else None
+    return None if expect is None else expect.model_dump(mode="json")
 
 
 def contract_from_suite(suite_path: str | Path, task_id: str) -> Contract:
@@ -155,11 +181,11 @@ def resolve_contract(
     if (suite is None) != (task is None):
         raise InputError("--suite and --task go together: give both or neither")
     contract = contract_from_suite(suite, task) if suite is not None else Contract()
-    budgets = dict(contract.budgets or {})
+    budgets = contract.budgets
     if max_latency_ms is not None:
-        budgets["max_latency_ms"] = max_latency_ms
+        budgets = _budgets({**(contract.verifier_budgets or {}), "max_latency_ms": max_latency_ms})
     return Contract(
-        budgets=budgets or None,
+        budgets=budgets,
         required_content=list(require) if require else contract.required_content,
         task_id=contract.task_id,
         suite=contract.suite,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.scoring.channel_swap import ChannelsSwapped, channels_swapped
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import bench_result, scored_row, void_row
@@ -24,6 +25,8 @@ class Outcome:
     # Why the call failed beyond the verifier's floors (an agent that never spoke passes every
     # floor of a task without required content: the verifier has nothing to hold against it).
     failures: list[str] = field(default_factory=list)
+    # A recording whose channels are the wrong way round (told by the reference's words).
+    swapped: ChannelsSwapped | None = None
 
     @property
     def passed(self) -> bool:
@@ -42,7 +45,9 @@ class Outcome:
 def verify(dialogue: Sequence[Mapping[str, Any]], contract: Contract) -> dict[str, Any]:
     """The unchanged verifier on the dialogue, with the contract's budgets and keywords."""
     return score_voice_episode(
-        list(dialogue), budgets=contract.budgets, required_content=contract.required_content
+        list(dialogue),
+        budgets=contract.verifier_budgets,
+        required_content=contract.required_content,
     )
 
 
@@ -53,7 +58,7 @@ def score_outcome(
     contract names a suite task."""
     verifier = verify(dialogue, contract)
     facts = verifier_facts(
-        dialogue, budgets=contract.budgets, required_content=contract.required_content
+        dialogue, budgets=contract.verifier_budgets, required_content=contract.required_content
     )
     failures = []
     callers = sum(1 for t in dialogue if t.get("speaker") == "caller")
@@ -61,16 +66,20 @@ def score_outcome(
         failures.append(
             f"the agent never spoke: every caller turn went unanswered ({callers} of {callers})"
         )
-    wer = None
+    wer = swapped = None
     if contract.reference is not None:
-        wer = measure_wer(contract.reference.texts, channel_texts(dialogue))
+        heard = channel_texts(dialogue)
+        wer = measure_wer(contract.reference.texts, heard)
+        swapped = channels_swapped(contract.reference.texts, heard)
+        if swapped is not None:
+            failures.append(swapped.message())
     bench = None
     if contract.suite is not None and contract.task_id is not None:
         rows = []
-        for task in contract.suite.get("tasks") or []:
-            if str(task.get("id")) == contract.task_id:
+        for task in contract.suite.tasks:
+            if task.id == contract.task_id:
                 rows.append(scored_row(task, list(dialogue), evidence_class))
             else:
                 rows.append(void_row(task, evidence_class))
         bench = bench_result(contract.suite, rows)
-    return Outcome(verifier, wer, bench, exercise(facts, contract.planned), failures)
+    return Outcome(verifier, wer, bench, exercise(facts, contract.planned), failures, swapped)

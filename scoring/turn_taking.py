@@ -38,13 +38,19 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from turnscope.asr.assembly import Assembly, Heard, normalise_words
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.scoring.stats import median
+from turnscope.scoring.turn_taking_input import (  # noqa: F401 (this module's input, one import)
+    PAUSE_MIN_MS,
+    CallTurns,
+    Pauses,
+    Speech,
+    from_assembly,
+    from_dicts,
+)
 from turnscope.scoring.turn_taking_model import (
     LOWER_IS_BETTER,
     Behaviour,
@@ -58,98 +64,8 @@ TAKEOVER_MS = 1000.0  # FDB turn_duration_threshold (1 s)
 TAKEOVER_WORDS = 3  # FDB turn_num_words_threshold: more than this many words takes the turn
 AGENT_BACKCHANNEL_WORDS = 2  # eval_backchannel.py: < 1 s and <= 2 words is a backchannel
 YIELD_MS = 600  # the verifier's BARGE_IN_YIELD_MS: stopping later than this is not yielding
-PAUSE_MIN_MS = 300.0
 REPEAT_WORDS = 4  # a reply opening with this many words of the cut turn repeats it
-
-
-@dataclass(frozen=True)
-class Speech:
-    """A turn or backchannel of one party: its extent, text and (when timed) word extents."""
-
-    speaker: str
-    start_ms: float
-    end_ms: float
-    text: str = ""
-    interrupt: bool = False
-    words: tuple[tuple[float, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class CallTurns:
-    """What the metrics read: both parties' turns, the caller's backchannels, the silences inside
-    caller utterances, and the call's length (None: unknown)."""
-
-    turns: tuple[Speech, ...]
-    backchannels: tuple[Speech, ...] = ()
-    caller_pauses: tuple[tuple[float, float], ...] = ()
-    duration_ms: float | None = None
-
-
-def from_assembly(
-    assembly: Assembly,
-    heard: Iterable[Heard] = (),
-    duration_ms: float | None = None,
-    pause_min_ms: float = PAUSE_MIN_MS,
-    planned_pauses: Iterable[tuple[float, float]] = (),
-) -> CallTurns:
-    """The metrics' input from a run: turns, backchannels, and the pauses inside the caller's
-    floor-taking utterances (from ``heard``: backchannels and rejected ones have none), plus
-    ``planned_pauses`` (call-clock ms) a scripted caller says it made inside one line: those
-    may outlast the end-of-turn silence and split the utterance, so only the caller knows."""
-    turns = tuple(
-        Speech(
-            t.speaker,
-            t.start_ms,
-            t.end_ms,
-            t.text,
-            t.interrupt,
-            tuple((w.start_ms, w.end_ms) for w in t.words),
-        )
-        for t in assembly.turns
-    )
-    bcs = tuple(Speech(b.speaker, b.start_ms, b.end_ms, b.text) for b in assembly.backchannels)
-    on_floor = {u for t in assembly.turns if t.speaker == CALLER for u in t.utterances}
-    pauses = sorted(
-        (a.end_ms, b.start_ms)
-        for h in heard
-        if h.channel == CALLER and h.key in on_floor
-        for a, b in zip(h.spans, h.spans[1:], strict=False)
-        if b.start_ms - a.end_ms >= pause_min_ms
-    )
-    planned = [p for p in planned_pauses if not any(_meet(p, q) for q in pauses)]
-    return CallTurns(turns, bcs, tuple(sorted([*pauses, *planned])), duration_ms)
-
-
-def _meet(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return min(a[1], b[1]) > max(a[0], b[0])
-
-
-def from_dicts(
-    turns: Sequence[Mapping[str, Any]],
-    backchannels: Sequence[Mapping[str, Any]] = (),
-    caller_pauses: Sequence[tuple[float, float]] = (),
-    duration_ms: float | None = None,
-) -> CallTurns:
-    """The metrics' input from verifier-shape turns (a synthetic call's truth.json, a test)."""
-
-    def speech(d: Mapping[str, Any]) -> Speech:
-        words = tuple((float(w["start_ms"]), float(w["end_ms"])) for w in d.get("words") or ())
-        return Speech(
-            str(d.get("speaker", "caller")),
-            float(d["start_ms"]),
-            float(d["end_ms"]),
-            str(d.get("text") or ""),
-            bool(d.get("interrupt", False)),
-            words,
-        )
-
-    ordered = sorted((speech(t) for t in turns), key=lambda s: (s.start_ms, s.end_ms))
-    return CallTurns(
-        tuple(ordered),
-        tuple(speech(b) for b in backchannels),
-        tuple(sorted(caller_pauses)),
-        duration_ms,
-    )
+RESUME_MS = 150.0  # caller speech starting this near a pause's end resumes the paused line
 
 
 def _extent(speech: Sequence[Speech]) -> tuple[float, int]:
@@ -204,12 +120,26 @@ class _Call:
         return d is not None and d - t < grace_ms
 
 
+def _resumed_until(c: _Call, lo: float, hi: float) -> float:
+    """The end of the caller's speech going on after the pause (lo, hi), at most to its next
+    pause: an agent starting in that window took the floor from a caller who had not finished
+    (FDB's pause handling counts any takeover in the sample after the pause)."""
+    ends = [s.end_ms for s in c.caller if s.start_ms <= hi + RESUME_MS and s.end_ms > hi]
+    later = [p for p, _ in c.call.caller_pauses if p > lo]
+    return min([max(ends, default=hi), *later])
+
+
+def _at_resumption(c: _Call, t: float) -> bool:
+    """Caller speech starting at ``t`` resumes its line after a pause (not a new turn)."""
+    return any(abs(t - hi) <= RESUME_MS for _, hi in c.call.caller_pauses)
+
+
 def _pause_events(c: _Call) -> list[TurnTakingEvent]:
     out = []
     for lo, hi in c.call.caller_pauses:
         if _in_progress(c.agent, lo + 1e-6) is not None:
             continue  # the agent already held the floor: not a pause it could take
-        started = c.replies(lo - 1e-6, hi)
+        started = c.replies(lo - 1e-6, _resumed_until(c, lo, hi))
         took = takes_over(started)
         over = 0.0
         for a in started:
@@ -264,11 +194,16 @@ def _end_of_turn_events(c: _Call) -> list[TurnTakingEvent]:
     out = []
     for turn in c.caller:
         talking = _in_progress(c.agent, turn.end_ms)
-        if turn.interrupt or (talking is not None and talking.start_ms < turn.start_ms):
+        resumed = _at_resumption(c, turn.start_ms)  # the rest of a paused line: its end counts
+        if not resumed and (
+            turn.interrupt or (talking is not None and talking.start_ms < turn.start_ms)
+        ):
             continue  # a barge-in, or the agent talking since before the caller began
         if any(lo - 100.0 <= turn.end_ms < hi for lo, hi in c.call.caller_pauses):
             continue  # it ends at a pause the caller resumed after: pause handling's event
-        replies = c.replies(turn.start_ms, c.next_caller_start(turn.end_ms))
+        # An agent turn begun in one of the line's pauses is that pause's event, not an answer.
+        inside = [hi for lo, hi in c.call.caller_pauses if turn.start_ms <= lo < turn.end_ms]
+        replies = c.replies(max([turn.start_ms, *inside]), c.next_caller_start(turn.end_ms))
         if not replies and c.ended_before(turn.end_ms, 2 * TAKEOVER_MS):
             continue  # the call ended: no chance to answer
         took = takes_over(replies)
@@ -291,8 +226,8 @@ def _barge_in_events(c: _Call) -> list[TurnTakingEvent]:
     out = []
     for b in c.caller:
         a = _in_progress(c.agent, b.start_ms) if b.interrupt else None
-        if a is None:
-            continue
+        if a is None or _at_resumption(c, b.start_ms):
+            continue  # no agent speech cut, or the caller going on after its pause
         stopped = a.end_ms <= b.end_ms + YIELD_MS
         replies = c.replies(b.start_ms, c.next_caller_start(b.start_ms), but=a)
         replies = [r for r in replies if r.start_ms >= a.end_ms]
@@ -328,8 +263,9 @@ def _barge_in_events(c: _Call) -> list[TurnTakingEvent]:
 def _agent_backchannels(c: _Call) -> list[TurnTakingEvent]:
     out = []
     for a in c.agent:
-        if not any(t.start_ms < a.start_ms < t.end_ms for t in c.caller):
-            continue
+        floor = [(t.start_ms, t.end_ms) for t in c.caller] + list(c.call.caller_pauses)
+        if not any(lo < a.start_ms < hi for lo, hi in floor):
+            continue  # not inside a caller turn, nor inside a pause of one
         duration, n = _extent([a])
         if 0 < n <= AGENT_BACKCHANNEL_WORDS and duration < TAKEOVER_MS:
             out.append(
@@ -405,7 +341,11 @@ def measure(call: CallTurns) -> TurnTaking:
 
 
 def turn_taking_section(
-    assembly: Assembly, heard: Iterable[Heard] = (), duration_ms: float | None = None
+    assembly: Assembly,
+    heard: Iterable[Heard] = (),
+    duration_ms: float | None = None,
+    planned_pauses: Pauses | None = None,
 ) -> TurnTaking:
-    """result.json's ``turn_taking`` for a run."""
-    return measure(from_assembly(assembly, heard, duration_ms))
+    """result.json's ``turn_taking`` for a run; ``planned_pauses``: the pauses a scripted
+    caller made (``[]``: none, pause handling not exercised; None: no caller said, detect)."""
+    return measure(from_assembly(assembly, heard, duration_ms, planned_pauses=planned_pauses))

@@ -42,7 +42,7 @@ FORMATS = (
     ("redaction_metadata.json", "turnscope.scoring.evidence.results", "RedactionMetadata"),
     ("the bundle's manifest", "turnscope.scoring.evidence.manifest", "Manifest"),
     ("load.json (turnscope load)", "turnscope.load.report", "LoadReport"),
-    ("a suite task's fixture block", "turnscope.scoring.suites.fixtures", "Fixture"),
+    ("a voice suite", "turnscope.scoring.suites.suite", "Suite"),
 )
 _BOUNDS = {
     annotated_types.Ge: (">=", "ge"),
@@ -285,7 +285,7 @@ def formats_page() -> str:
     parts = [
         "# Result and bundle formats",
         "Generated from the models each document is written from (`scoring/evidence/`, "
-        "`turnscope/load/report.py`, `scoring/suites/fixtures.py`). Where a field is "
+        "`turnscope/load/report.py`, `scoring/suites/`). Where a field is "
         "`dict[str, Any]`, another module owns its shape. What a bundle holds and how it is "
         "checked: [Bundles and reports](../guide/bundles.md).",
     ]

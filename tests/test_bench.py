@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from tests.conftest import STARTER
+from tests.conftest import ROOT, STARTER
 from turnscope.errors import InputError
 from turnscope.scoring import BenchError, run_bench
+from turnscope.scoring.contract import Contract
+from turnscope.scoring.wer import channel_texts
 
 SUITE = json.loads(STARTER.read_text())
 REF = SUITE["tasks"][0]["reference_dialogue"]
@@ -139,3 +141,102 @@ def test_suite_of_another_kind_is_input_error():
     suite = dict(SUITE, control="coding")
     with pytest.raises(InputError, match="control is 'coding'"):
         run_bench(suite, submission={})
+
+
+# --- suites as typed models: every problem at once, one Budgets model, the same JSON ----------
+
+
+def test_a_suite_is_typed_and_reads_back_as_the_json_on_disk():
+    from turnscope.actors.caller.scenario import Budgets as ScenarioBudgets
+    from turnscope.scoring.budgets import Budgets
+    from turnscope.scoring.suites.suite import Suite, SuiteTask, load_suite
+
+    suite = load_suite(STARTER)
+    assert isinstance(suite, Suite) and isinstance(suite.tasks[0], SuiteTask)
+    assert ScenarioBudgets is Budgets  # one model: the suite task's and the scenario's
+    assert suite.tasks[0].budgets == Budgets(max_latency_ms=1200)
+    assert suite.title == "voice_starter v1"
+    for path in (ROOT / "configs" / "suites").glob("*.json"):
+        on_disk = json.loads(path.read_text())
+        assert load_suite(path).model_dump(mode="json", exclude_unset=True) == on_disk, path
+    # readers that still take the dict on disk read the same values by key
+    task = suite["tasks"][0]
+    assert task["id"] == "refund-call" and task.get("budgets") == {"max_latency_ms": 1200}
+    assert task.get("fixture") is None and task["guards"]["no_gold_in_prompt"] is True
+
+
+def test_every_suite_problem_is_listed_at_once(tmp_path):
+    from turnscope.scoring.suites.suite import load_suite
+
+    bad = copy.deepcopy(SUITE)
+    del bad["version"]
+    bad["tasks"].append(dict(bad["tasks"][0]))  # the same id twice
+    bad["tasks"][0]["budgets"] = {"max_latency_ms": -5}
+    bad["tasks"][0]["budget"] = {"max_latency_ms": 900}  # a misspelt key
+    bad["tasks"][1]["fixture"] = {"source": "recorded", "audio": "a.wav", "tags": ["loud"]}
+    bad["_comment"] = "keys starting with _ are notes"
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError) as exc:
+        load_suite(path)
+    said = str(exc.value)
+    assert said.startswith(f"{path}: 5 problems: ") and "\n" not in said, said
+    assert 'no "version": add one, e.g. "version": "1"' in said
+    assert "tasks[0].budgets.max_latency_ms: Input should be greater than 0" in said
+    assert "tasks[0].budget: Extra inputs are not permitted (remove it" in said
+    assert "tasks[1].fixture.tags[0]" in said and "'loud'" in said
+    assert "task id 'refund-call' appears 2 times" in said
+
+
+def test_a_suite_without_a_version_is_one_line_naming_the_file_and_the_fix(tmp_path, cli):
+    suite = {k: v for k, v in SUITE.items() if k != "version"}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(suite))
+    code, _, err = cli("bench", str(path), "--use-reference")
+    line = " ".join(err.split())
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert line.startswith(f'turnscope: error: {path}: no "version": add one'), err
+
+
+def test_fixture_files_missing_in_several_tasks_are_listed_together(tmp_path):
+    from turnscope.scoring.suites.fixtures import check_fixtures
+    from turnscope.scoring.suites.suite import load_suite
+
+    suite = copy.deepcopy(SUITE)
+    second = copy.deepcopy(suite["tasks"][0])
+    second["id"] = "other"
+    suite["tasks"].append(second)
+    for i, t in enumerate(suite["tasks"]):
+        t["fixture"] = {"source": "recorded", "audio": f"gone-{i}.wav", "tags": ["acoustic"]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(suite))
+    with pytest.raises(InputError) as exc:
+        check_fixtures(load_suite(path), path)
+    said = str(exc.value)
+    assert "2 problems" in said and "gone-0.wav" in said and "gone-1.wav" in said
+
+
+def test_a_recording_with_its_channels_swapped_fails_saying_so(sample_bundle):
+    """The sample call as heard, and with its parties the wrong way round: the reference's
+    words tell the two apart (without a reference nothing can, docs/guide/replay.md)."""
+    from turnscope.scoring.channel_swap import channels_swapped
+    from turnscope.scoring.contract import load_reference
+    from turnscope.scoring.outcome import score_outcome
+
+    reference = load_reference(ROOT / "recordings" / "refund-call.reference.json")
+    turns = json.loads((sample_bundle / "transcript.json").read_text())["turns"]
+    other = {"caller": "agent", "agent": "caller"}
+    swapped = [{**t, "speaker": other[t["speaker"]]} for t in turns]
+    assert channels_swapped(reference.texts, channel_texts(turns)) is None
+    found = channels_swapped(reference.texts, channel_texts(swapped))
+    assert found is not None and found.wer_swapped < 0.5 < 0.8 < found.wer_as_given
+    outcome = score_outcome(
+        swapped, Contract(reference=reference), evidence_class="captured_fixture"
+    )
+    assert not outcome.passed and outcome.swapped == found
+    assert outcome.failures == [found.message()]
+    assert "the channels look swapped" in found.message() and "--caller-channel" in found.message()
+    # only the caller's words known (a scenario's lines): still told apart
+    caller_only = {"caller": reference.texts["caller"]}
+    assert channels_swapped(caller_only, channel_texts(swapped)) is not None
+    assert channels_swapped(caller_only, channel_texts(turns)) is None

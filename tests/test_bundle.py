@@ -458,7 +458,7 @@ def test_a_failed_set_up_writes_the_same_models_with_empty_values(tmp_path):
     _round_trip(tmp_path)
     result = ResultDocument.model_validate_json((tmp_path / "result.json").read_text())
     assert result.verdict == "error" and result.degraded == ["cannot reach the agent"]
-    assert result.counts is None and result.verifier == {} and result.source.realtime
+    assert result.counts is None and result.verifier.model_dump() == {} and result.source.realtime
     assert result.turnscope_version and result.error == "cannot reach the agent"
     structured = json.loads((tmp_path / "structured_output.json").read_text())["output"]
     assert structured["continuity"]["status"] == "degraded"

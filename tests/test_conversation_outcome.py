@@ -128,6 +128,7 @@ def test_the_decision_kinds_are_the_ones_the_caller_writes():
 SUITE = {
     "kind": "agent-learning.bench-suite.v1",
     "name": "orders",
+    "version": "1",
     "control": "voice",
     "tasks": [
         {

@@ -196,7 +196,7 @@ def _sent(truth: dict, origin: float) -> list[tuple[float, float]]:
 
 def test_device_call_passes_and_records_desktop_audio(device_call):
     d = device_call
-    assert d.call.info.degraded == [], d.call.info.degraded
+    assert d.run.result.degraded == [], d.run.result.degraded
     assert d.caller.finished_reason == "scenario finished"
     assert d.run.outcome.passed, d.run.outcome.verifier
     speakers = [t.speaker for t in d.run.result.assembly.turns]
@@ -291,7 +291,7 @@ def test_stereo_input_records_both_parties(virtual_devices, tmp_path):
         )
     finally:
         stop_agent(agent)
-    assert call.info.degraded == [], call.info.degraded
+    assert run.result.degraded == [], run.result.degraded
     details = call.info.details
     assert details["caller_channel"] == "captured (stereo input)"
     assert details["calibration"]["applied"] and details["calibration"]["input"] == "mix_in"

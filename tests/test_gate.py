@@ -86,6 +86,73 @@ def test_junit_has_a_case_per_dimension_and_tag():
     assert cases[("turnscope.acoustic", "content")].find("failure") is None
 
 
+def test_a_task_that_moved_against_its_baseline_fails_by_name():
+    """Ten tasks on one tag; one slips from 1.0 to 0.8 (above its floor, the tag's mean moves
+    0.02, inside the tolerance): the gate fails naming that task, from the pinned baseline."""
+    from turnscope.scoring.suites.gate import baseline_of
+
+    rows = [(f"t{i}", ["acoustic"], "pass", GOOD) for i in range(10)]
+    base = json.loads(json.dumps(baseline_of(card(rows))))  # as pinned on disk
+    assert [t["task_id"] for t in base["tasks"]] == [f"t{i}" for i in range(10)]
+    assert set(base["tasks"][0]) == {"task_id", "tags", "verdict", "dims"}
+    rows[3] = ("t3", ["acoustic"], "pass", {**GOOD, "latency": 0.8})
+    result = gate(card(rows), base, tolerance=0.05)
+    assert all(c.passed for c in result.cells)  # no mean moved past the tolerance
+    assert [t.task_id for t in result.failed_tasks()] == ["t3"]
+    (failure,) = result.failed_tasks()[0].failures
+    assert failure.startswith("latency 1.000 -> 0.800 (-0.200), worse than its baseline")
+    assert [(m.dim, m.baseline, m.value) for m in result.tasks[3].moved] == [("latency", 1.0, 0.8)]
+    # a task the baseline scored that is void now (its call degraded): no evidence, no pass
+    lost = scorecard(
+        [
+            TaskScores("t0", ["acoustic"], "void", {}, note="degraded call: audio went out late"),
+            *(TaskScores(f"t{i}", ["acoustic"], "pass", GOOD) for i in range(1, 10)),
+        ]
+    )
+    (check,) = gate(lost, base).failed_tasks()
+    assert check.task_id == "t0" and check.failures == (
+        "void in this run (degraded call: audio went out late), scored in the baseline: nothing "
+        "shows it still passes",
+    )
+    assert gate(lost, None).passed  # without a baseline a void task is counted apart, as ever
+    # a task gone from the run is said, not silently dropped
+    assert any("task t9: in the baseline but not in this run" in p
+               for p in gate(card(rows[:9]), base).problems)  # fmt: skip
+
+
+def test_junit_has_a_case_per_task_with_its_time_and_failure_reason():
+    tasks = [
+        TaskScores("quick", ["acoustic"], "pass", GOOD, duration_s=1.25),
+        TaskScores("slow", ["acoustic"], "fail", {**GOOD, "latency": 0.0}, duration_s=12.5,
+                   reason="2 of 2 replies outside the 1500 ms latency budget (slowest 2610 ms)"),
+    ]  # fmt: skip
+    xml = ET.fromstring(junit_xml(gate(scorecard(tasks), None)))
+    cases = {
+        c.get("name"): c for c in xml.iter("testcase") if c.get("classname") == "turnscope.task"
+    }
+    assert cases["quick"].get("time") == "1.250" and cases["quick"].find("failure") is None
+    assert cases["slow"].get("time") == "12.500" and xml.get("time") == "13.750"
+    message = cases["slow"].find("failure").get("message")
+    assert message == (
+        "task slow: verdict fail; latency 0.000 below its floor 0.750 (2 of 2 replies outside "
+        "the 1500 ms latency budget (slowest 2610 ms))"
+    )
+
+
+def test_failure_reason_reads_the_verifiers_facts():
+    from turnscope.scoring.suites.why import failure_reason
+    from turnscope.scoring.verifier import verifier_facts
+
+    dialogue = [
+        {"speaker": "caller", "start_ms": 0, "end_ms": 1000, "text": "hi", "interrupt": False},
+        {"speaker": "agent", "start_ms": 3600, "end_ms": 4000, "text": "hello", "interrupt": False},
+    ]
+    facts = verifier_facts(dialogue, budgets={"max_latency_ms": 1500}, required_content=["refund"])
+    assert failure_reason(facts) == (
+        "1 of 1 replies outside the 1500 ms latency budget (slowest 2600 ms); never said 'refund'"
+    )
+
+
 def test_outcome_dimensions_follow_seed_002():
     expect = {
         "intent": "order",
@@ -261,6 +328,15 @@ def test_fixture_add_turns_a_captured_call_into_a_fixture(tmp_path, cli):
     assert [r["verdict"] for r in rows] == ["void", "pass"]  # the starter task has no fixture
     code, _, err = cli("fixture", "add", str(run), "--suite", str(suite), "--tags", "loud")
     assert code == 2 and "unknown tag" in err
+    # the same call added twice (under another id): one line naming the suite, the task and fix
+    code, _, err = cli(
+        "fixture", "add", str(run), "--suite", str(suite), "--tags", "acoustic", "--id", "again"
+    )
+    said = " ".join(err.split())
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{suite}: already holds this call, as task 'missed-call'" in said, said
+    assert "remove it from the suite" in said
+    assert [t["id"] for t in json.loads(suite.read_text())["tasks"]][-1] == "missed-call"
 
 
 @pytest.mark.parametrize(

@@ -125,7 +125,7 @@ def _one_way(got: dict[str, Any]) -> tuple[float, list[float]]:
 def test_well_behaved_bot_passes_with_its_greeting_and_barge_in_exercised(calls):
     got = calls["good"]
     run, caller = got["run"], got["caller"]
-    assert got["call"].info.degraded == [], got["call"].info.degraded
+    assert run.result.degraded == [], run.result.degraded
     assert caller.finished_reason == "scenario finished"
     assert run.outcome.passed, (run.outcome.verifier, run.outcome.failures)
     script = _result(got)["script"]

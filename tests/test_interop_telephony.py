@@ -235,7 +235,7 @@ def _boundary_errors(got: dict[str, Any]) -> list[float]:
 
 
 def _completed(got: dict[str, Any]) -> None:
-    assert got["call"].info.degraded == [], got["call"].info.degraded
+    assert got["run"].result.degraded == [], got["run"].result.degraded
     assert got["caller"].finished_reason == "scenario finished", got["caller"].finished_reason
     assert _result(got)["source"]["transport"] == "telephony"
 

@@ -15,6 +15,7 @@ SHARED = (
     "turnscope.offload",
     "turnscope.offline",
     "turnscope.configs",
+    "turnscope.reasons",
 )
 ALLOWED = {
     # transports: PCM on the call clock, nothing about what is said in it

@@ -107,7 +107,7 @@ def floors(run):
 def test_well_behaved_agent_passes(calls):
     results, root = calls
     run, call, caller, _ = results["good"]
-    assert call.info.degraded == [] and caller.finished_reason == "scenario finished"
+    assert run.result.degraded == [] and caller.finished_reason == "scenario finished"
     assert floors(run)["voice"] is True, run.outcome.verifier
     assert call.options.signaling == "whip"
     assert [t.speaker for t in run.result.assembly.turns].count("caller") == 3

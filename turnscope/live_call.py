@@ -24,6 +24,7 @@ from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals
 from turnscope.offload import offload_stoppable
 from turnscope.otlp.call import start_receiver, stop_receiver
+from turnscope.otlp.shared import SharedSpans
 from turnscope.partials import AgentPartials
 from turnscope.pipeline import Sink
 from turnscope.records import bundle_documents, timeline_channels
@@ -42,9 +43,12 @@ AnyCallOptions = TransportOptions
 AnyCall = Any
 
 
-def write_setup_failure(outdir: Path, options: TransportOptions, error: str) -> Path:
+def write_setup_failure(
+    outdir: Path, options: TransportOptions, error: str, code: SetupFailure | None = None
+) -> Path:
     """A call that never started still leaves a readable, valid bundle that says why: the run's
-    own documents with their empty values, the error and the degraded continuity beside."""
+    own documents with their empty values, the error (``code``: its kind) and the degraded
+    continuity beside."""
     outdir.mkdir(parents=True, exist_ok=True)
     transport, details = transports.failed_setup(options)
     result = ResultDocument(
@@ -52,6 +56,7 @@ def write_setup_failure(outdir: Path, options: TransportOptions, error: str) -> 
         verdict="error",
         error=error,
         degraded=[error],
+        degraded_codes=[code.value] if code is not None else None,
         evidence_class=LIVE_EVIDENCE,
         source=SourceRecord(transport=transport, realtime=True, details=details),
     )
@@ -83,14 +88,15 @@ async def place_call(
     on_connected: Callable[[AnyCall], None] | None = None,
     caller_llm: LlmEndpoint | None = None,
     caller_from: list[dict[str, Any]] | None = None,
-    otlp: str | None = None,
+    otlp: str | SharedSpans | None = None,
 ) -> tuple[RunOutput, Any, ScriptedCaller]:
     """Connect (CallSetupError if that fails), run the scenario, record and score the call.
 
     WebRTC, sound devices or a phone line: only the source differs. ``lines``: the caller's
     lines already spoken (many calls of one scenario speak them once); ``on_connected``: told
     when the call is up; ``otlp``: HOST:PORT to receive the agent's OpenTelemetry spans on
-    (OTLP/HTTP) for the call, kept as agent_spans.json and splitting each reply's latency.
+    (OTLP/HTTP) for the call, kept as agent_spans.json and splitting each reply's latency (a
+    load run's ``SharedSpans``: its one receiver's batches, this call's taken from them).
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
     if scenario.dtmf_lines and transports.spec(options.transport).source != "telephony":
@@ -112,7 +118,7 @@ async def place_call(
         try:
             lines = await _set_up(call, scenario, transcriber, lines)
         except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
-            write_setup_failure(outdir, options, str(exc))
+            write_setup_failure(outdir, options, str(exc), exc.kind)
             raise
         if on_connected is not None:
             on_connected(call)
@@ -124,6 +130,7 @@ async def place_call(
         if receiver is not None:  # its spans file is the call's agent trace
             sinks.append(receiver)
             agent_trace = receiver.path
+            receiver.clock = call.clock  # the live view places spans as they come by it
         partials = AgentPartials(caller, settings.asr, call.clock)
         if (
             scenario.needs_partials
@@ -157,6 +164,7 @@ async def place_call(
                 agent_trace=agent_trace,
                 extra_sinks=sinks,
                 final_contract=lambda c: spoken_reference(c, scenario, caller),
+                stages=[caller.found],
             )
         except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
             exc.call, exc.caller = call, caller
@@ -173,7 +181,7 @@ def spoken_reference(contract: Contract, scenario: Scenario, caller: ScriptedCal
     reference is the lines it really spoke, not the script's (the scenario's reference only)."""
     ref = contract.reference
     dynamic = scenario.reactive or scenario.caller.driver == "llm"
-    if not dynamic or ref is None or not ref.source.startswith("scenario "):
+    if not dynamic or ref is None or not ref.scripted:
         return contract
     spoken = sorted(
         (r.sent["start_ms"], r.text)

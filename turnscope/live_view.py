@@ -6,24 +6,39 @@ pipes) only the turn lines are printed.
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from turnscope.asr.assembly import Turn
+from turnscope.asr.assembly import Assembly, Turn
 from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
-from turnscope.explain import rtvi_breakdown
+from turnscope.explain import hops_line, rtvi_breakdown, span_breakdown
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
-from turnscope.scoring.latency import summary_line
+from turnscope.reasons import Findings, Note, Severity, assembled
+from turnscope.scoring.latency import Breakdown, summary_line
+from turnscope.scoring.otlp_spans import AgentSpan
+from turnscope.scoring.turn_taking_live import LiveTurnTaking
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
 
 _STYLE = {CALLER: "cyan", AGENT: "magenta"}
+SPANS_EVERY_S = 0.5  # the spans received so far are reconciled at most this often
+
+
+@runtime_checkable
+class SpanFeed(Protocol):
+    """The agent's OpenTelemetry spans as they arrive (the call's OTLP receiver)."""
+
+    def spans_so_far(self) -> Sequence[AgentSpan]: ...
+
+    def origin_unix(self) -> float | None: ...
 
 
 def _clock(ms: float) -> str:
@@ -68,7 +83,13 @@ class LiveView(Sink):
     """Prints final turns as they come; on a terminal also a one-line live status."""
 
     def __init__(
-        self, console: Console, verifier: LiveVerifier | None = None, budget_ms: int | None = None
+        self,
+        console: Console,
+        verifier: LiveVerifier | None = None,
+        budget_ms: int | None = None,
+        *,
+        watch: Sequence[Findings] = (),
+        spans: SpanFeed | None = None,
     ):
         self.console = console
         self.verifier = verifier
@@ -80,6 +101,14 @@ class LiveView(Sink):
         self._live: Live | None = None
         self._info: SourceInfo | None = None
         self._told: dict[str, int] = {}  # warnings and degraded reasons already printed
+        self._turn_taking = LiveTurnTaking()  # pause takeovers and false yields, once each
+        self._watch = list(watch)  # other stages' findings (the scripted caller's), told too
+        self._spans = spans
+        self._seen = 0  # spans reconciled so far
+        self._looked = 0.0  # when (monotonic)
+        self._dialogue: list[dict[str, Any]] = []
+        self._agent_turns: dict[int, float] = {}  # printed agent turns: index -> start ms
+        self._hops_told: set[int] = set()
 
     def on_start(self, info: SourceInfo, settings: Settings) -> None:
         self.info = info
@@ -102,14 +131,15 @@ class LiveView(Sink):
             t.append(" ".join(f"{k} {v:.2f}" for k, v in comps.items()), style="dim")
         return t
 
-    def _tell(self) -> None:
+    def _tell(self, more: Sequence[Note] = ()) -> None:
         """Print what the source reported since the last look (an agent that did not greet, a
         caller line that went unanswered, lost audio ...) the moment it is known."""
         if self._info is None:
             return
+        found = assembled([self._info, *self._watch, Findings(notes=list(more))])
         for kind, items, style in (
-            ("warning", self._info.warnings, "yellow"),
-            ("degraded", self._info.degraded, "bold red"),
+            ("warning", found.of(Severity.WARNING), "yellow"),
+            ("degraded", found.of(Severity.DEGRADED), "bold red"),
         ):
             for text in items[self._told.get(kind, 0) :]:
                 self.console.print(Text(f"{_clock(self.position_ms)} {kind}: {text}", style=style))
@@ -122,6 +152,7 @@ class LiveView(Sink):
             self.speaking[event.channel] = False
         self.position_ms = max(self.position_ms, getattr(event, "decided_ms", 0.0))
         self._tell()
+        self._tell_hops()
         if self._live:
             self._live.update(self._status())
 
@@ -137,25 +168,69 @@ class LiveView(Sink):
             line = describe_turn(turn, index, facts, splits.get(index, ""))
             self.console.print(line, soft_wrap=True)
             self.printed.append(turn)
+            if turn.speaker == AGENT:
+                self._agent_turns[index] = turn.start_ms
         for bc in update.new_backchannels:
             self.console.print(
                 Text(f"{_clock(bc.start_ms)}-{_clock(bc.end_ms)} {bc.speaker:<6} ", style="dim")
                 + Text(f"{bc.text}  [backchannel]", style="dim"),
                 soft_wrap=True,
             )
+        self._tell_turn_taking(update.assembly, update.final_until_ms)
+        self._tell_hops()
         if self._live:
             self._live.update(self._status())
 
-    def _splits(self, update: TurnUpdate) -> dict[int, str]:
-        """Each reply's latency split by the agent's RTVI events so far (agent turn -> line)."""
+    def _tell_turn_taking(self, assembly: Assembly, final_until_ms: float) -> None:
+        """A pause takeover or a false yield, once settled (the caller's pauses: the source's)."""
         details = self.info.details if self.info is not None else {}
-        b = rtvi_breakdown(details, update.assembly.dialogue())
+        for note in self._turn_taking.new(assembly, final_until_ms, details):
+            self.console.print(Text(note, style="yellow"), soft_wrap=True)
+
+    def _splits(self, update: TurnUpdate) -> dict[int, str]:
+        """Each reply's latency split by the agent's spans so far (its hops), else by its RTVI
+        events so far (agent turn -> line)."""
+        details = self.info.details if self.info is not None else {}
+        self._dialogue = update.assembly.dialogue()
+        b = self._span_split(force=True)
+        if b is not None and any(r.hops for r in b.replies):
+            told = {r.agent_turn: hops_line(r) for r in b.replies if r.missing is None and r.hops}
+            self._hops_told |= set(told)
+            return told
+        b = rtvi_breakdown(details, self._dialogue)
         if b is None:
             return {}
         return {r.agent_turn: summary_line(r) for r in b.replies if r.missing is None}
 
+    def _span_split(self, *, force: bool = False) -> Breakdown | None:
+        """The spans so far reconciled, when new ones came (at most every SPANS_EVERY_S unless
+        ``force``: a turn being printed); None when nothing new."""
+        if self._spans is None or self.info is None:
+            return None
+        spans = self._spans.spans_so_far()
+        now = time.monotonic()
+        if len(spans) == self._seen and not force:
+            return None
+        if not force and now - self._looked < SPANS_EVERY_S:
+            return None
+        self._seen, self._looked = len(spans), now
+        return span_breakdown(self.info.details, self._dialogue, spans, self._spans.origin_unix())
+
+    def _tell_hops(self) -> None:
+        """A reply printed before its spans came: its hops, the moment they are known."""
+        b = self._span_split() if self._agent_turns.keys() - self._hops_told else None
+        for r in b.replies if b is not None else []:
+            known = r.missing is None and r.hops and r.agent_turn in self._agent_turns
+            if known and r.agent_turn not in self._hops_told:
+                self._hops_told.add(r.agent_turn)
+                at = _clock(self._agent_turns[r.agent_turn])
+                text = f"{_clock(self.position_ms)} reply at {at}: {hops_line(r)}"
+                self.console.print(Text(text, style="cyan"), soft_wrap=True)
+
     def on_finish(self, result: PipelineResult) -> None:
-        self._tell()
+        # The pipeline's degraded reasons too (a silent channel); its warnings the run prints.
+        self._tell(result.found.of(Severity.DEGRADED))
+        self._tell_turn_taking(result.assembly, float("inf"))  # all final now
         if self._live:
             self._live.stop()
             self._live = None

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
 from turnscope.asr.audio_checks import Alike, AudioChecks, channels_alike, own_recording
@@ -21,8 +22,22 @@ from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber, Transcription
 from turnscope.capture.frames import AGENT, CALLER, CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
+from turnscope.reasons import Findings, assembled
 
 FINALITY_CHECK_MS = 100.0
+
+
+class RunNote(StrEnum):
+    """What the pipeline and the runner find about a run, as counted (the words are the
+    message); the source's, the audio checks' and the caller's codes are their own."""
+
+    NO_SPEECH = "no_speech"  # one party never spoke: no evidence of turn-taking
+    CHANNEL_MISSING = "channel_missing"  # no audio captured on a channel
+    RECORDING_FAILED = "recording_failed"  # the channel recorder could not write
+    OUTPUT_LOST = "output_folder_lost"  # the run's folder was removed or replaced
+    BREAKDOWN_UNRELIABLE = "latency_breakdown_unreliable"
+    REPORT_FAILED = "report_failed"  # report.html could not be made
+    NOT_SCORED = "not_scored"  # the run was captured and could not be scored (a bug)
 
 
 @dataclass
@@ -73,20 +88,32 @@ class PipelineResult:
     asr_compute_s: float
     events: int
     gaps_ms: dict[str, float] = field(default_factory=dict)
-    findings: list[str] = field(default_factory=list)  # the pipeline's own warnings
+    found: Findings = field(default_factory=Findings)  # the pipeline's own findings
     # The two channels hold one recording (a mono mix given as both parties): not scorable.
     channels_alike: Alike | None = None
+    # What the other stages of the run found (the scripted caller's, the runner's), as the
+    # runner assembles them (``add``): none of them writes into another's findings.
+    stages: list[Findings] = field(default_factory=list)
+
+    def add(self, found: Findings) -> None:
+        """A stage's findings, part of the run's evidence from now on."""
+        if all(found is not s for s in self.stages):
+            self.stages.append(found)
+
+    @property
+    def findings(self) -> Findings:
+        """Every stage's findings, in the order found: the source's (a live call's, up to the
+        moment this is read), the caller's, the pipeline's and the runner's."""
+        return assembled([self.info, *self.stages, self.found])
 
     @property
     def warnings(self) -> list[str]:
-        """The source's warnings (a live call's, up to the moment this is read) and the
-        pipeline's own."""
-        return [*self.info.warnings, *self.findings]
+        return self.findings.warnings
 
     @property
     def degraded(self) -> list[str]:
-        """Why the evidence is incomplete (the source says, up to the moment this is read)."""
-        return list(self.info.degraded)
+        """Why the evidence is incomplete."""
+        return self.findings.degraded
 
     @property
     def realtime_factor(self) -> float:
@@ -196,21 +223,21 @@ class _Stages:
             s.on_update(update)
 
 
-def _audio_findings(stages: _Stages, info: SourceInfo) -> list[str]:
+def _audio_findings(stages: _Stages, info: SourceInfo) -> Findings:
     """What is odd about each channel's audio. Exact zeros between a party's turns are an idle
     party where turnscope knows it: a live agent sends zeros while it listens, and turnscope's
     own recordings keep them; there only zeros inside a turn (or a whole call of them) count.
     A recording from elsewhere has no reason to hold any."""
     files = (info.details.get("files") or {}).values() if info.transport == "file" else ()
     own = bool(files) and all(own_recording(f) for f in files)
-    out: list[str] = []
+    out = Findings()
     for ch in CHANNELS:
         if ch in info.generated:
             continue
         idle = own or (info.transport != "file" and ch == AGENT)
         turns = [(t.start_ms, t.end_ms) for t in stages.assembly.turns if t.speaker == ch]
         bg = stages.endpointers[ch].background_db
-        out += stages.checks[ch].problems(bg, turns=turns if idle else None)
+        out.notes += stages.checks[ch].findings(bg, turns=turns if idle else None).notes
     return out
 
 
@@ -261,21 +288,18 @@ async def run_pipeline(
     stages.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
-    findings = _audio_findings(stages, source.info)
+    found = _audio_findings(stages, source.info)
     alike = None
     if source.info.transport == "file":  # a recording: both parties' audio came from outside
         alike = channels_alike(stages.checks[CALLER], stages.checks[AGENT])
     if alike is not None:
         files = sorted({str(f) for f in (source.info.details.get("files") or {}).values()})
-        source.info.details["channels_alike"] = {
-            "code": alike.code.value, "correlation": alike.correlation, "lag_ms": alike.lag_ms
-        }  # fmt: skip
-        source.info.degraded.append(alike.message(", ".join(files)))
+        found.degrade(alike.code, alike.message(", ".join(files)))
     for ch in CHANNELS:
         if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or
             # file in a replay, a mute agent or a dead audio path in a call.
-            source.info.degraded.append(f"no speech found on the {ch} channel")
+            found.degrade(RunNote.NO_SPEECH, f"no speech found on the {ch} channel")
     result = PipelineResult(
         assembly=stages.assembly,
         heard=sorted(stages.heard, key=lambda h: (h.start_ms, h.channel)),
@@ -286,7 +310,7 @@ async def run_pipeline(
         asr_compute_s=sum(h.transcription.asr_ms for h in stages.heard) / 1000.0,
         events=stages.events,
         gaps_ms=gaps,
-        findings=findings,
+        found=found,
         channels_alike=alike,
     )
     for s in stages.sinks:

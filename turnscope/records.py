@@ -23,7 +23,8 @@ from pydantic import BaseModel
 
 from turnscope import __version__
 from turnscope.capture.frames import CHANNELS
-from turnscope.pipeline import PipelineResult
+from turnscope.pipeline import PipelineResult, RunNote
+from turnscope.reasons import Severity
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.conversation import call_conversation
 from turnscope.scoring.evidence.documents import (
@@ -55,6 +56,7 @@ from turnscope.scoring.evidence.results import (
 )
 from turnscope.scoring.outcome import Outcome
 from turnscope.scoring.turn_taking import turn_taking_section
+from turnscope.scoring.turn_taking_input import pauses_of
 from turnscope.scoring.verifier import verifier_facts
 
 
@@ -161,6 +163,7 @@ def unscored_document(
     error``, with everything about the run that is known."""
     fields = _run_fields(result, contract, evidence_class=evidence_class, extra=extra)
     fields["degraded"] = [*fields["degraded"], error]
+    fields["degraded_codes"] = [*fields["degraded_codes"], RunNote.NOT_SCORED.value]
     return ResultDocument(verdict="error", error=error, **fields)
 
 
@@ -177,6 +180,10 @@ def _run_fields(
     script = (extra or {}).get("script")
     reported = info.details.get("reported_outcome")
     conversation = call_conversation(script, contract, a.dialogue(), reported) if script else None
+    details = info.details
+    if result.channels_alike is not None:  # its code beside the transport's own details
+        details = {**details, "channels_alike": result.channels_alike.to_dict()}
+    found = result.findings
     return dict(
         turnscope_version=__version__,
         task=contract.to_dict(),
@@ -186,7 +193,7 @@ def _run_fields(
             description=info.description,
             realtime=info.realtime,
             duration_ms=_r(info.duration_ms),
-            details=info.details,
+            details=details,
         ),
         counts=Counts(
             turns=len(a.turns),
@@ -202,10 +209,12 @@ def _run_fields(
             realtime_factor=round(result.realtime_factor, 4),
         ),
         gaps_ms={k: _r(v) for k, v in result.gaps_ms.items()},
-        warnings=result.warnings,
-        degraded=list(info.degraded),
+        warnings=found.warnings,
+        warning_codes=found.codes(Severity.WARNING),
+        degraded=found.degraded,
+        degraded_codes=found.codes(Severity.DEGRADED),
         settings=result.settings.model_dump(mode="json"),
-        turn_taking=turn_taking_section(a, result.heard, result.audio_ms),
+        turn_taking=turn_taking_section(a, result.heard, result.audio_ms, pauses_of(info, script)),
         **(extra or {}),
         **({"conversation": conversation} if conversation is not None else {}),
     )

@@ -23,9 +23,10 @@ from turnscope.errors import TurnscopeError
 from turnscope.explain import await_trace, latency_breakdown
 from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
-from turnscope.live_view import LiveView
+from turnscope.live_view import LiveView, SpanFeed
 from turnscope.offload import offload_bundle
-from turnscope.pipeline import PipelineResult, Sink, run_pipeline
+from turnscope.pipeline import PipelineResult, RunNote, Sink, run_pipeline
+from turnscope.reasons import Findings
 from turnscope.records import (
     bundle_documents,
     producer_metadata,
@@ -46,6 +47,7 @@ from turnscope.scoring.evidence.documents import (
     LiveContinuityReport,
 )
 from turnscope.scoring.evidence.manifest import ManifestMetadata
+from turnscope.scoring.evidence.result_parts import BreakdownRecord
 from turnscope.scoring.evidence.results import ResultDocument
 from turnscope.scoring.latency import Breakdown
 from turnscope.scoring.outcome import Outcome, score_outcome
@@ -119,18 +121,23 @@ async def run_and_record(
     transcriber: Transcriber | None = None,
     agent_trace: Path | None = None,
     final_contract: Callable[[Contract], Contract] | None = None,
+    stages: Sequence[Findings] = (),
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end;
     ``agent_trace``: the agent's own event log, to split each reply's latency by;
-    ``final_contract``: the contract as the finished run settles it (scored with that)."""
+    ``final_contract``: the contract as the finished run settles it (scored with that);
+    ``stages``: what the run's other stages find as it goes (the scripted caller's), assembled
+    with the source's and the pipeline's into the run's evidence (and printed as found)."""
     stop = getattr(source, "stop", None) or (lambda reason: None)
     recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
     verifier = LiveVerifier(contract)
     sinks: list[Sink] = [recorder, ReportAudio(outdir), events, verifier, *extra_sinks]
     if console is not None:
-        budget = (contract.budgets or {}).get("max_latency_ms")
-        sinks.append(LiveView(console, verifier, int(budget) if budget is not None else None))
+        budget = contract.max_latency_ms
+        cap = int(budget) if budget is not None else None
+        feed = next((s for s in extra_sinks if isinstance(s, SpanFeed)), None)  # --otlp
+        sinks.append(LiveView(console, verifier, cap, watch=stages, spans=feed))
     # A signal while the source streams stops it; one while the bundle is written (the source
     # has ended: stop does nothing) lets the bundle finish rather than leave it half written.
     with stop_on_signals(stop):
@@ -138,6 +145,8 @@ async def run_and_record(
             result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
         finally:
             recorder.close()
+        for found in stages:
+            result.add(found)
         # From here on the call is captured: a bug must not cost its evidence. One met on the
         # loop (reading the agent's trace, the scripted caller's report) is handed to the
         # bundle's writer, which keeps what it can before the run fails with it.
@@ -193,17 +202,7 @@ def record_run(
     BugAfterCapture ends the run (exit 3).
     """
     channel_ms = {ch: samples_to_ms(recorder.samples(ch)) for ch in CHANNELS}
-    for ch, ms in channel_ms.items():
-        if ms <= 0:
-            result.info.degraded.append(f"the {ch} channel is missing (no audio captured)")
-    if recorder.failure is not None:
-        result.info.degraded.append(recorder.failure)
-    gone = recorder.lost()
-    if gone:
-        result.info.degraded.append(
-            f"the output folder {outdir} lost {' and '.join(gone)} during the run (removed or "
-            "replaced): the audio captured in it is gone; the rest of the evidence is written"
-        )
+    result.add(recording_findings(recorder, channel_ms, outdir))
     try:
         if bug is not None:
             raise bug
@@ -223,6 +222,29 @@ def record_run(
         raise BugAfterCapture(outdir, exc) from exc
 
 
+def recording_findings(
+    recorder: ChannelRecorder, channel_ms: dict[str, float], outdir: Path
+) -> Findings:
+    """What the recording of the run lacks: a channel with no audio, a write that failed, the
+    output folder removed under it."""
+    found = Findings()
+    for ch, ms in channel_ms.items():
+        if ms <= 0:
+            found.degrade(
+                RunNote.CHANNEL_MISSING, f"the {ch} channel is missing (no audio captured)"
+            )
+    if recorder.failure is not None:
+        found.degrade(RunNote.RECORDING_FAILED, recorder.failure)
+    gone = recorder.lost()
+    if gone:
+        found.degrade(
+            RunNote.OUTPUT_LOST,
+            f"the output folder {outdir} lost {' and '.join(gone)} during the run (removed or "
+            "replaced): the audio captured in it is gone; the rest of the evidence is written",
+        )
+    return found
+
+
 def _score_and_write(
     result: PipelineResult,
     contract: Contract,
@@ -240,12 +262,17 @@ def _score_and_write(
         outcome.failures.append(result.channels_alike.message())
     breakdown = latency_breakdown(result, agent_trace)
     if breakdown is not None and not breakdown.reliable:
-        result.findings.append("latency breakdown unreliable: " + "; ".join(breakdown.reasons))
+        unreliable = Findings()
+        unreliable.warn(
+            RunNote.BREAKDOWN_UNRELIABLE,
+            "latency breakdown unreliable: " + "; ".join(breakdown.reasons),
+        )
+        result.add(unreliable)
     result_doc = result_document(
         result, contract, outcome, evidence_class=evidence_class, extra=extra
     )
     if breakdown is not None:
-        result_doc.latency_breakdown = breakdown.to_dict()
+        result_doc.latency_breakdown = BreakdownRecord.model_validate(breakdown.to_dict())
     writer = OrderedWriter(outdir)
     documents = run_documents(result, outcome, contract, result_doc, events, channel_ms)
     files = {"caller_audio": recorder.paths["caller"], "agent_audio": recorder.paths["agent"]}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -78,20 +79,25 @@ def spec(name: str) -> TransportSpec:
     return found
 
 
-def options(name: str, url: str | None, **given: Any) -> TransportOptions:
+def options(
+    name: str, url: str | None, *, flags: Mapping[str, str] | None = None, **given: Any
+) -> TransportOptions:
     """The ``name`` transport's options for a call to ``url``. An option left at None is not
-    given; one the transport does not take is bad input unless it is off (False, empty)."""
+    given; one the transport does not take is bad input unless it is off (False, empty).
+    ``flags``: how the caller spells each option (the CLI's flags, ``--ice-server`` for
+    ``ice_servers``), so that the one line of a misuse names what was typed."""
     t = spec(name)
     given = {k: v for k, v in given.items() if v is not None}
     extra = sorted(k for k, v in given.items() if k not in t.takes and v not in (False, [], {}))
     given = {k: v for k, v in given.items() if k in t.takes}
     if extra:
-        flags = ", ".join("--" + k.removesuffix("_s").replace("_", "-") for k in extra)
+        named = ", ".join(flags.get(k, _flag(k)) if flags else _flag(k) for k in extra)
         owners = sorted({n for n, o in _registry.items() for k in extra if k in o.takes})
         where = f" (an option of {', '.join(owners)})" if owners else ""
+        takes = sorted(flags.get(k, _flag(k)) for k in t.takes) if flags else sorted(t.takes)
         raise InputError(
-            f"{flags}: not an option of the {name} transport{where}",
-            fix=f"it takes {', '.join(sorted(t.takes))}",
+            f"{named}: not an option of the {name} transport{where}",
+            fix=f"it takes {', '.join(takes)}",
         )
     if not t.url_schemes:
         if url is not None:
@@ -105,6 +111,11 @@ def options(name: str, url: str | None, **given: Any) -> TransportOptions:
     made = t.make(url, given)
     register_secrets(made)
     return made
+
+
+def _flag(option: str) -> str:
+    """An option's name as a flag would spell it (``connect_timeout_s``: --connect-timeout)."""
+    return "--" + option.removesuffix("_s").replace("_", "-")
 
 
 def register_secrets(opts: TransportOptions) -> None:

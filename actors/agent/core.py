@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from turnscope.actors.agent.prompts import Prompt, Prompts
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.asr.endpointer import Endpointer
@@ -107,11 +108,13 @@ class AgentCore:
         clock: CallClock,
         player: Player,
         hangup: Callable[[], Any],
+        prompts: Prompts | None = None,
     ) -> None:
         self.behaviour = behaviour
         self.settings = settings
         self.clock = clock
         self.player = player
+        self.prompts = prompts or Prompts()  # which line each clip handed to the player is
         self.hangup = hangup  # ends the call (may return an awaitable)
         self.endpointer = Endpointer(
             CALLER, self.settings.vad, self.settings.refine, pad_ms=self.settings.asr.pad_ms
@@ -246,8 +249,10 @@ class AgentCore:
     # -- speaking -------------------------------------------------------------------------------
 
     def _line_of(self, playback: Playback) -> AgentLine | None:
-        k = int(playback.label.split(":", 1)[0])
-        return self.behaviour.lines[k] if k < len(self.behaviour.lines) else None
+        prompt = self.prompts.of(playback)
+        if prompt is None or prompt.index >= len(self.behaviour.lines):
+            return None
+        return self.behaviour.lines[prompt.index]
 
     def _audio(self, line: AgentLine) -> np.ndarray:
         if line.audio is not None:
@@ -261,7 +266,9 @@ class AgentCore:
             return
         k = self._next_line
         self._next_line += 1
-        playback = self.player.play(self.clips[k], f"{k}:{line.text}", at_ms)
+        prompt = Prompt(k, line.text)
+        playback = self.player.play(self.clips[k], prompt.label, at_ms)
+        self.prompts.add(playback, prompt)
         # Told as its audio starts and ends, as a pipecat agent tells them (without the end,
         # every started after the first is out of order and the caller cannot trust them).
         told = False
@@ -291,7 +298,8 @@ class AgentCore:
         utterances = []
         for rec in self.player.log:
             d = rec.to_dict()
-            d["text"] = rec.label.split(":", 1)[1]
+            prompt = self.prompts.of(rec)
+            d["text"] = prompt.text if prompt is not None else ""
             # Loop time is time.monotonic(): comparable with any process on this machine.
             d["start_monotonic"] = rec.start_sent_at
             d["end_monotonic"] = rec.end_sent_at

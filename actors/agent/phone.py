@@ -20,6 +20,7 @@ import numpy as np
 from aiohttp import WSMsgType, web
 
 from turnscope.actors.agent.core import AgentBehaviour, AgentCore
+from turnscope.actors.agent.prompts import Prompts
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, SAMPLE_RATE, PcmFrame
@@ -48,8 +49,10 @@ class PhoneVoice(ClipPlayer):
         ids: CallIds,
         send: Callable[[dict[str, Any]], Any],
         drop: Callable[[int], bool] | None = None,
+        prompts: Prompts | None = None,
     ) -> None:
         self.clock = clock
+        self.prompts = prompts or Prompts()  # the agent's: which prompt a clip that ended is
         self.dialect = dialect
         self.codec: Codec = dialect.codec
         self.ids = ids
@@ -123,7 +126,9 @@ class PhoneVoice(ClipPlayer):
                 edges[1] = now
             self._cursor = min(self._cursor, now)
             await self.send(self.dialect.agent_clear(self.ids))
-        await self.send(self.dialect.agent_mark(self.ids, rec.label.split(":", 1)[0]))
+        prompt = self.prompts.of(rec)
+        if prompt is not None:
+            await self.send(self.dialect.agent_mark(self.ids, prompt.mark))
 
     async def close(self) -> None:
         self.stop()
@@ -207,8 +212,9 @@ class PhoneSession:
         assert self.ws is not None and self.dialect is not None and self.ids is not None
         b = self.behaviour
         drop = (lambda i: (i + 1) % b.drop_every == 0) if b.drop_every else None
-        self.voice = PhoneVoice(self.clock, self.dialect, self.ids, self._send, drop)
-        self.core = AgentCore(b, self.settings, self.clock, self.voice, self._hang_up)
+        prompts = Prompts()
+        self.voice = PhoneVoice(self.clock, self.dialect, self.ids, self._send, drop, prompts)
+        self.core = AgentCore(b, self.settings, self.clock, self.voice, self._hang_up, prompts)
         await self.core.prepare()
         async for msg in self.ws:
             if msg.type != WSMsgType.TEXT:

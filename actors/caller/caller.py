@@ -16,9 +16,9 @@ Per caller line:
   agent's turn ends first, the line is spoken as an ordinary reply after the think time and is
   reported as not exercised.
 After the last line (and the agent's answer, if the script expects one) it waits
-hangup_after_ms and hangs up; timeout_s bounds the whole call. Every warning goes to the call's
-``info.warnings`` as it happens (the live view prints it), and ``report()`` says, per line, what
-was spoken, how, and what was not.
+hangup_after_ms and hangs up; timeout_s bounds the whole call. Every warning and degraded reason
+goes to the caller's own ``found`` as it happens (the runner assembles it with the call's, the
+live view prints it), and ``report()`` says, per line, what was spoken, how, and what was not.
 """
 
 from __future__ import annotations
@@ -27,32 +27,38 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from turnscope.actors.caller.acoustics import attach
 from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
-from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, quote
+from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, line_pauses, quote
 from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
 from turnscope.actors.caller.llm_listen import LlmListener
+from turnscope.actors.caller.notes import CallerNote
+from turnscope.actors.caller.pauses import note_sent
 from turnscope.actors.caller.phrase import PhraseTriggers
+from turnscope.actors.caller.reply_gap import after_stop, reply_context
 from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, Line, Scenario
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
 from turnscope.capture.source import SourceInfo
+from turnscope.reasons import Findings, Note, Severity
+from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 
 # How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is
 # decided one VAD hangover (100 ms by default) after the agent goes quiet, plus a frame or two.
 STOP_SETTLE_MS = 200
-# How long after a barge-in starts an agent may go on and still have yielded: the verifier's
-# BARGE_IN_YIELD_MS (tests/test_conversation.py holds the two equal).
-YIELD_WAIT_MS = 600
+# How long after a barge-in starts an agent may go on and still have yielded: the verifier's.
+YIELD_WAIT_MS = BARGE_IN_YIELD_MS
 
 
 class CallControl(Protocol):
     """What the caller needs of a live call: its clock, its caller track, its frames as they
-    are placed, a way to hang up, and the call's ``info`` to report warnings in."""
+    are placed, a way to hang up, and the call's ``info`` (its details; what the caller
+    finds is its own ``found``)."""
 
     clock: CallClock
     caller_track: Player
@@ -93,8 +99,10 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         self.ear = AgentEar(call.clock, settings)
         # Everything is spoken before the call starts: synthesis must not delay a barge-in.
         self.lines = caller_lines(scenario) if lines is None else lines
+        # The caller's line: its background and the rooms' tails (acoustics.py), made already.
+        self.bed = attach(scenario, self.track, [audio for _, _, audio in self.lines])
         self.records: list[LineRecord] = []
-        self.warnings: list[str] = []
+        self.found = Findings()  # what it warned about and why the evidence is degraded
         self.greeting: dict[str, Any] | None = None
         self.finished_reason: str | None = None
         self.timed_out = False
@@ -128,13 +136,16 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
 
     # -- the script ---------------------------------------------------------------------------
 
-    def _warn(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-            self.call.info.warnings.append(message)
+    @property
+    def warnings(self) -> list[str]:
+        return self.found.warnings
 
-    def _degrade(self, reason: str) -> None:
-        self.call.info.degraded.append(reason)
+    def _warn(self, code: CallerNote, message: str) -> None:
+        if Note(code, message, Severity.WARNING) not in self.found.notes:  # said once
+            self.found.warn(code, message)
+
+    def _degrade(self, code: CallerNote, reason: str) -> None:
+        self.found.degrade(code, reason)
 
     async def _run(self) -> None:
         spec = self.scenario.caller
@@ -144,7 +155,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         except (asyncio.TimeoutError, TimeoutError):
             self.timed_out = True
             self.finished_reason = f"scenario timed out after {spec.timeout_s:g} s"
-            self._warn(self._timeout_line())
+            self._warn(CallerNote.TIMED_OUT, self._timeout_line())
             talking = self.ear.current()
             if (
                 talking is not None
@@ -152,8 +163,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             ):
                 self._nonstop = True
                 self._degrade(
+                    CallerNote.AGENT_NONSTOP,
                     f"the agent talked without a pause from {talking.start_ms / 1000:.1f} s "
-                    "until the call's timeout; the caller could not take its turns as planned"
+                    "until the call's timeout; the caller could not take its turns as planned",
                 )
         self._conclude()
         self._hanging_up = True
@@ -166,8 +178,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         self._concluded = True
         if not any(r.status == "spoken" for r in self.records):
             self._degrade(
+                CallerNote.NEVER_SPOKE,
                 f"the caller never got to speak ({self.finished_reason or 'the call ended'}); "
-                "the script could not be carried out"
+                "the script could not be carried out",
             )
 
     def _timeout_line(self) -> str:
@@ -193,11 +206,13 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             self.records.append(rec)
             previous = script[index - 1].speaker if index > 0 else None
             spoken_as = line.kind
+            if trigger == "reply_gap_ms":  # answers the agent's turn, not a backchannel before
+                previous, last_end = reply_context(script, index, self.records)
             if trigger == "at_ms":
                 await self.ear.until(ms)
-            elif trigger == "after_agent_ms" and previous != "agent":
+            elif trigger in ("after_agent_ms", "reply_gap_ms") and previous != "agent":
                 await self.ear.until(last_end + ms)
-            elif trigger == "after_agent_ms":
+            elif trigger in ("after_agent_ms", "reply_gap_ms"):
                 await self._after_agent(index, line, ms, last_end, spoken_any, rec)
             else:
                 spoken_as = await self._into_agent(index, line, last_end, rec)
@@ -221,6 +236,8 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             sent = playback.record
             rec.status = "spoken"
             rec.sent = sent.to_dict() if sent else None
+            planned = line_pauses(self.scenario, line)[1] if text == line.text else []
+            note_sent(self.call.info, planned, sent)  # a branch taken says its own words
             last_end = sent.end_ms if sent and sent.end is not None else self.clock.now_ms()
         said_end = last_end  # the end of the caller's own last words
         llm_driven = self.scenario.caller.driver == "llm"
@@ -231,8 +248,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
             if speech is None:
                 self._warn(
+                    CallerNote.LAST_UNANSWERED,
                     f"the agent did not answer the last caller line (script[{self.lines[-1][0]}]) "
-                    f"within {self.scenario.caller.reply_timeout_ms} ms"
+                    f"within {self.scenario.caller.reply_timeout_ms} ms",
                 )
             else:
                 await self._end_of(speech)
@@ -263,8 +281,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         if speech.forced and not self._nonstop:
             self._nonstop = True
             self._degrade(
+                CallerNote.AGENT_NONSTOP,
                 "the agent talked without a pause until the endpointer cut its turn at "
-                "vad.max_utterance_ms; the caller could not take its turns as planned"
+                "vad.max_utterance_ms; the caller could not take its turns as planned",
             )
         return speech
 
@@ -303,14 +322,19 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         if speech is None:
             if greeting:
                 self._warn(
+                    CallerNote.NO_GREETING,
                     f"the agent did not greet: nothing heard from it within {timeout} ms of "
-                    "media starting; the caller went on with its first line"
+                    "media starting; the caller went on with its first line",
                 )
             else:
                 self._warn(
+                    CallerNote.UNANSWERED,
                     f"script[{index}] {quote(line.text)}: the agent did not answer within "
-                    f"{timeout} ms; the caller went on (an unanswered caller turn)"
+                    f"{timeout} ms; the caller went on (an unanswered caller turn)",
                 )
+            return
+        if rec.trigger == "reply_gap_ms":  # from the agent's voice stopping (reply_gap.py)
+            await after_stop(self.ear, speech, think_ms)
             return
         speech = await self._end_of(speech)
         await self._quiet_then((speech.decided_ms or self.clock.now_ms()) + think_ms, think_ms, rec)
@@ -355,8 +379,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         speech = self.ear.current() or await self._agent_turn(last_end, timeout, rec)
         if speech is None:
             self._warn(
+                CallerNote.INTO_SILENCE,
                 f"script[{index}] {quote(line.text)}: planned as a {what}, but the agent did "
-                f"not speak within {timeout} ms; spoken into silence"
+                f"not speak within {timeout} ms; spoken into silence",
             )
             return "line"
         if line.phrase is not None:  # when the agent says it (``phrase.py``)
@@ -372,9 +397,10 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             return line.kind
         rec.agent_turn_ms = round(speech.length_ms, 1)
         self._warn(
+            CallerNote.NOT_EXERCISED,
             f"script[{index}] {quote(line.text)}: planned as a {what} {offset} ms into the "
             f"agent's turn, but that turn lasted {speech.length_ms:.0f} ms; spoken as an "
-            f"ordinary reply (the {what} was not exercised)"
+            f"ordinary reply (the {what} was not exercised)",
         )
         await self._quiet_then(speech.decided_ms + DEFAULT_THINK_MS, DEFAULT_THINK_MS, rec)
         return "line"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnscope.actors.caller.acoustics import acoustics_of
 from turnscope.actors.caller.lines import LineRecord
+from turnscope.actors.caller.recorded import recorded_of
 from turnscope.actors.caller.voices.record import caller_voices
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class CallerReport:
             "unanswered_lines": [r.line for r in records if r.agent_answered is False],
             "warnings": list(self.warnings),
             "voices": caller_voices(self.scenario),
+            **acoustics_of(self.scenario, self.bed),
+            **recorded_of(self.scenario),
             **self.reactions_report(),
             **self.llm_report(),
         }

@@ -15,6 +15,7 @@ import numpy as np
 
 from turnscope.actors.caller import reactive
 from turnscope.actors.caller.lines import LineRecord, is_said, quote, said
+from turnscope.actors.caller.notes import CallerNote
 from turnscope.actors.caller.reactive import Decision, DecisionKind
 from turnscope.actors.caller.scenario import Line
 from turnscope.offload import offload
@@ -53,9 +54,10 @@ class Reactions:
         ended = [end for end in ends if end > since_ms]
         if ended and not await self.ear.transcripts_until(max(ended), TRANSCRIPT_WAIT_MS):
             self._warn(
+                CallerNote.TRANSCRIPT_LATE,
                 f"the transcript of the agent's turn ending at {max(ended) / 1000:.1f} s took "
                 f"over {TRANSCRIPT_WAIT_MS} ms; the caller decided on what it had (a caller "
-                "delay, not the agent's)"
+                "delay, not the agent's)",
             )
         text = self.ear.said_since(since_ms)
         self._check_goal(text)
@@ -154,8 +156,9 @@ class Reactions:
             heard_end = max((s.end_ms or 0.0 for s in self.ear.speeches), default=last_end)
             if waited > MAX_WAIT_TURNS or not await self._next_turn(heard_end, rec):
                 self._warn(
+                    CallerNote.CONDITION_NEVER_MET,
                     f"script[{index}].when: the agent never said what the line waits for "
-                    f"({waited} turn(s)); spoken anyway"
+                    f"({waited} turn(s)); spoken anyway",
                 )
                 self._decide(DecisionKind.WHEN, index, heard, "condition never met: spoken")
                 return line.text, audio, last_end

@@ -15,7 +15,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from turnscope.actors.caller.acoustic_keys import Acoustics, Dysfluency
 from turnscope.actors.caller.voices.spec import Engine, parse_voice, voice_field
+from turnscope.scoring.budgets import Budgets  # one model: the suite task's and the scenario's
 
 CALLER_TRIGGERS = (
     "at_ms",
@@ -26,9 +28,10 @@ CALLER_TRIGGERS = (
     "backchannel_at",
     "barge_in_on",
     "backchannel_on",
+    "reply_gap_ms",  # a recorded caller's own reply gap (from_recording.py)
 )
 PHRASE_TRIGGERS = ("barge_in_on", "backchannel_on")  # spoken when the agent's words reach it
-AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms")
+AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms", "at_pause_ms")
 DEFAULT_THINK_MS = 500
 # ``barge_in_at: early`` (and ``backchannel_at``): this long into the agent's turn. Long enough
 # that the agent is clearly under way (its speech start is decided 50-100 ms after it), short
@@ -54,12 +57,6 @@ Voice = Annotated[str, AfterValidator(voice_field)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Budgets(_Strict):
-    """Task budgets. ``max_latency_ms``: the verifier's latency budget (its default is 1200)."""
-
-    max_latency_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
 
 
 class TaskSpec(_Strict):
@@ -125,6 +122,9 @@ class CallerSpec(_Strict):
     - ``driver``: ``script`` (the lines, reacting as the scenario says) or ``llm`` (after the
       script's caller lines, an LLM chooses each next line: ``--caller-llm URL``).
     - ``persona``: who the LLM caller is; ``llm``: how it asks its model.
+    - ``acoustics``: the caller's line (noise bed, room, telephone codec, loss, level), live and
+      seeded (acoustic_keys.py, acoustics.py); ``dysfluency``: fillers, restarts,
+      self-corrections in its words (dysfluency.py).
     """
 
     voice: Voice = "en-us"
@@ -141,6 +141,8 @@ class CallerSpec(_Strict):
     driver: Literal["script", "llm"] = "script"
     persona: Annotated[str, Field(max_length=4000)] = ""
     llm: LlmCallerSpec = LlmCallerSpec()
+    acoustics: Acoustics | None = None
+    dysfluency: Dysfluency | None = None
 
     @model_validator(mode="after")
     def _pitch_is_espeaks(self) -> CallerSpec:

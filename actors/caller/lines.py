@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from turnscope.actors.caller.acoustics import as_sent, prepare
+from turnscope.actors.caller.dysfluency import spoken_text
+from turnscope.actors.caller.pauses import joined
 from turnscope.actors.caller.reactive import spoken_texts
 from turnscope.actors.caller.scenario import Line, Scenario
 from turnscope.actors.caller.speech import load_clip, speak
+from turnscope.actors.caller.voices.default import caller_voice
 from turnscope.capture.frames import SAMPLE_RATE
 
 if TYPE_CHECKING:
@@ -31,32 +35,37 @@ def caller_lines(scenario: Scenario, *, stop: threading.Event | None = None) -> 
         if stop is not None and stop.is_set():
             raise CancelledError(f"stopped before script[{i}]")
         if line.speaker == "caller":
-            out.append((i, line, line_audio(scenario, line)))
+            out.append((i, line, as_sent(scenario, line, line_audio(scenario, line))))
     for text, voice in spoken_texts(scenario):  # branches and facts: ready before the call too
         if stop is not None and stop.is_set():
             raise CancelledError("stopped before the branches and facts")
         said(scenario, text, voice)
+    prepare(scenario, [audio for _, _, audio in out])  # the caller's background, made now
     return out
 
 
 # What a reactive caller may say besides its lines, spoken once per process (a load run's
-# calls share them): (text, voice, rate, pitch) -> audio.
-_said: dict[tuple[str, str, int | None, int | None], np.ndarray] = {}
+# calls share them): (text, voice, rate, pitch, acoustics) -> audio.
+_said: dict[tuple[Any, ...], np.ndarray] = {}
 
 
 def said(scenario: Scenario, text: str, voice: str | None = None) -> np.ndarray:
     """``text`` in the caller's voice (``voice`` for this one), spoken once per process."""
-    spec = scenario.caller
-    key = (text, voice or spec.voice, spec.rate_wpm, spec.pitch)
+    key = said_key(scenario, text, voice)
     if key not in _said:
-        _said[key] = speak(text, voice=key[1], rate_wpm=spec.rate_wpm, pitch=spec.pitch)
+        x = speak(text, voice=key[1], rate_wpm=key[2], pitch=key[3])
+        _said[key] = as_sent(scenario, None, x, text)  # through the caller's line
     return _said[key]
 
 
 def is_said(scenario: Scenario, text: str, voice: str | None = None) -> bool:
     """Whether ``said`` has ``text`` ready (no synthesis on the call's event loop)."""
+    return said_key(scenario, text, voice) in _said
+
+
+def said_key(scenario: Scenario, text: str, voice: str | None) -> tuple[Any, ...]:
     spec = scenario.caller
-    return (text, voice or spec.voice, spec.rate_wpm, spec.pitch) in _said
+    return (text, voice or caller_voice(scenario), spec.rate_wpm, spec.pitch, spec.acoustics)
 
 
 def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
@@ -67,9 +76,24 @@ def line_audio(scenario: Scenario, line: Line) -> np.ndarray:
     if line.audio is not None:
         return load_clip(line.audio, SAMPLE_RATE)
     spec = scenario.caller
-    return speak(
-        line.text, voice=line.voice or spec.voice, rate_wpm=spec.rate_wpm, pitch=spec.pitch
+    if line.pauses:  # spoken in pieces, joined by the pauses' silence
+        return line_pauses(scenario, line)[0]
+    return speak(  # as the caller says it (dysfluency.py)
+        spoken_text(scenario, line),
+        voice=line.voice or caller_voice(scenario),
+        rate_wpm=spec.rate_wpm,
+        pitch=spec.pitch,
     )
+
+
+def line_pauses(scenario: Scenario, line: Line) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """A caller line with ``pauses``: its audio and each pause's samples in it (``pauses.py``;
+    synthesis is cached, so asking again after the line went out costs nothing)."""
+    if not line.pauses:
+        return np.zeros(0, np.float32), []
+    spec = scenario.caller
+    voice = line.voice or caller_voice(scenario)
+    return joined(line, lambda t: speak(t, voice=voice, rate_wpm=spec.rate_wpm, pitch=spec.pitch))
 
 
 def quote(text: str, limit: int = 40) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller import llm
 from turnscope.actors.caller.lines import LineRecord, quote
+from turnscope.actors.caller.notes import CallerNote
 from turnscope.asr.normalise import normalise
 
 if TYPE_CHECKING:
@@ -119,8 +120,9 @@ class LlmDriver:
             answering = None
             if speech is None:
                 self._warn(
+                    CallerNote.LLM_AGENT_QUIET,
                     f"the agent said nothing within {spec.reply_timeout_ms} ms of the caller's "
-                    "last line; the LLM caller hung up"
+                    "last line; the LLM caller hung up",
                 )
                 break
             if await self._llm_hear_out(speech) is not None:  # the LLM barged in on it
@@ -151,7 +153,10 @@ class LlmDriver:
             last_end = await self._llm_line(turn, heard_end)
         else:
             if not self.ended_early:
-                self._warn(f"the LLM caller reached caller.llm.max_turns ({spec.llm.max_turns})")
+                self._warn(
+                    CallerNote.LLM_MAX_TURNS,
+                    f"the LLM caller reached caller.llm.max_turns ({spec.llm.max_turns})",
+                )
         return last_end
 
     async def _next_action(self: ScriptedCaller, heard: str, heard_end: float) -> LlmTurn | None:
@@ -167,16 +172,21 @@ class LlmDriver:
                 mid_turn) else f"said {quote(heard, 60)} where the recording heard " + quote(
                 str(recorded.get("heard", "")), 60)  # fmt: skip
             self._warn(
+                CallerNote.REPLAY_DIVERGED,
                 f"the agent diverged from the recorded call at LLM turn {index}: it {where}; "
-                "the LLM is asked from here on"
+                "the LLM is asked from here on",
             )
         elif self._replay and not self._diverged and index >= len(self._replay):
             self._diverged = True
-            self._warn(f"the recorded call's caller had no LLM turn {index}; the LLM is asked")
+            self._warn(
+                CallerNote.REPLAY_SHORT,
+                f"the recorded call's caller had no LLM turn {index}; the LLM is asked",
+            )
         if self.llm_endpoint is None:
             self._degrade(
+                CallerNote.LLM_MISSING,
                 "the caller needed its LLM and none was given (--caller-llm URL): the caller's "
-                "part ended there (the caller's failure, not the agent's)"
+                "part ended there (the caller's failure, not the agent's)",
             )
             return None
         messages = self._messages()
@@ -185,9 +195,10 @@ class LlmDriver:
             reply = await llm.ask(self.llm_endpoint, spec, messages)
         except llm.CallerLlmError as exc:
             self._degrade(
+                CallerNote.LLM_FAILED,
                 f"the caller's LLM at {self.llm_endpoint.describe()} failed ({exc}); the caller's "
                 "part ended there (the caller's failure, not the agent's): check the endpoint "
-                "and caller.llm in the scenario"
+                "and caller.llm in the scenario",
             )
             return None
         turn = LlmTurn(index, heard, heard_end, reply.action.model_dump(), "llm",
@@ -215,8 +226,9 @@ class LlmDriver:
         deadline = self.scenario.caller.llm.deadline_ms
         if turn.source == "llm" and rec.queued_ms - heard_end > deadline:
             self._warn(
+                CallerNote.LLM_SLOW,
                 f"the LLM caller took {rec.queued_ms - heard_end:.0f} ms to answer (over "
-                f"caller.llm.deadline_ms {deadline}): the caller's delay, not the agent's"
+                f"caller.llm.deadline_ms {deadline}): the caller's delay, not the agent's",
             )
         await playback.done
         sent = playback.record

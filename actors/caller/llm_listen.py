@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from turnscope.actors.caller import llm
 from turnscope.actors.caller.lines import quote
 from turnscope.actors.caller.llm_driver import REPLAY_MATCH, LlmTurn, alike
+from turnscope.actors.caller.notes import CallerNote
 from turnscope.actors.caller.phrase import START_SLACK_MS, Partial
 from turnscope.asr.normalise import normalise
 
@@ -120,9 +121,10 @@ class LlmListener:
                                upto_offset_ms=point)  # fmt: skip
             self._diverged = True
             self._warn(
+                CallerNote.REPLAY_DIVERGED,
                 f"the agent diverged from the recorded call at LLM turn {index} (mid-turn): it "
                 f"said {quote(heard.text, 60)} where the recording heard "
-                f"{quote(str(recorded.get('heard', '')), 60)}; the LLM is asked from here on"
+                f"{quote(str(recorded.get('heard', '')), 60)}; the LLM is asked from here on",
             )
         if self._replay and not self._diverged:
             return None  # replaying: the recorded caller did not speak here
@@ -140,8 +142,9 @@ class LlmListener:
             )
         except llm.CallerLlmError as exc:
             self._warn(
+                CallerNote.LLM_FAILED,
                 f"the caller's LLM at {self.llm_endpoint.describe()} failed mid-turn ({exc}); "
-                "the caller waits for the agent's turn to end"
+                "the caller waits for the agent's turn to end",
             )
             return None
         if reply.action.action not in SPOKEN_MID_TURN or speech.decided_ms is not None:

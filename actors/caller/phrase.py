@@ -15,6 +15,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.lines import LineRecord, quote
+from turnscope.actors.caller.notes import CallerNote
 from turnscope.actors.caller.reactive import test
 from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, PHRASE_TRIGGERS, Condition, Line
 
@@ -130,10 +131,11 @@ class PhraseTriggers:
         heard = mine()
         rec.agent_turn_ms = round(speech.length_ms, 1)
         self._warn(
+            CallerNote.NOT_EXERCISED,
             f"script[{index}] {quote(line.text)}: planned as a {what} when the agent says "
             f"{phrase!r}, but its turn ended without it ({len(heard)} partial transcripts, last "
             f"{quote(heard[-1].text if heard else '')}); spoken as an ordinary reply (the {what} "
-            "was not exercised)"
+            "was not exercised)",
         )
         decided = speech.decided_ms or self.clock.now_ms()
         await self._quiet_then(decided + DEFAULT_THINK_MS, DEFAULT_THINK_MS, rec)

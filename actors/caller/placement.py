@@ -9,9 +9,12 @@ from typing import Literal
 import numpy as np
 
 from turnscope.actors.caller import speech as tts
+from turnscope.actors.caller.dysfluency import spoken_text
+from turnscope.actors.caller.pauses import rendered
 from turnscope.actors.caller.phrase import words_through
-from turnscope.actors.caller.scenario import Line, Scenario
+from turnscope.actors.caller.scenario import CALLER_TRIGGERS, Line, Scenario
 from turnscope.errors import InputError
+from turnscope.scoring.turn_taking import YIELD_MS
 
 Speaker = Literal["caller", "agent"]
 FADE_S = 0.005
@@ -52,6 +55,10 @@ def _where(i: int, key: str | None = None) -> str:
     return f"script[{i}]" + (f".{key}" if key else "")
 
 
+def _trigger_key(line: Line) -> str:
+    return next(k for k in CALLER_TRIGGERS if getattr(line, k) is not None)
+
+
 def _fail(scenario: Scenario, where: str, message: str) -> InputError:
     return InputError(f"{where}: {message}", path=scenario.source)
 
@@ -62,6 +69,8 @@ class Renderer:
         self.voices = voices  # a command-line voice per side replaces every voice on that side
         self.sr = sr
         self.clips: list[_Placed] = []
+        # A caller line's pauses: (first, end) samples from its voiced start (pauses.py).
+        self.pauses: dict[int, list[tuple[int, int]]] = {}
 
     def voice_of(self, line: Line) -> _Voice:
         spec = self.scenario.caller if line.speaker == "caller" else self.scenario.agent
@@ -73,10 +82,16 @@ class Renderer:
             if line.audio is not None:
                 return tts.read_clip(line.audio, self.sr), None
             v = self.voice_of(line)
-            clip = tts.synthesize(
-                line.text, voice=v.voice, rate_wpm=v.rate_wpm, pitch=v.pitch, sample_rate=self.sr
-            )
-            return clip, v.voice
+
+            def say(text: str) -> tts.Clip:
+                return tts.synthesize(
+                    text, voice=v.voice, rate_wpm=v.rate_wpm, pitch=v.pitch, sample_rate=self.sr
+                )
+
+            if line.pauses:
+                clip, self.pauses[i] = rendered(line, say, self.sr)
+                return clip, v.voice
+            return say(spoken_text(self.scenario, line)), v.voice  # dysfluency.py
         except InputError as exc:
             raise _fail(self.scenario, _where(i), str(exc)) from None
 
@@ -91,6 +106,8 @@ class Renderer:
 
     def start_of(self, i: int, line: Line) -> int:
         if line.speaker == "agent":
+            if line.at_pause_ms is not None:  # taking the floor at the caller's first pause
+                return self.clips[-1].start + self.pauses[i - 1][0][0] + self.ms(line.at_pause_ms)
             if line.talk_over_ms is not None:
                 return self.clips[-1].end - self.ms(line.talk_over_ms)
             latency = line.latency_ms
@@ -180,7 +197,8 @@ class Renderer:
             if yield_ms is not None:
                 self.cut(agent, start + self.ms(yield_ms), i)
         peak = tts.peak_window_rms(clip.audio, self.sr)
-        self.clips.append(_Placed(line.speaker, start, clip, i, line.text, voice, peak, size))
+        said = spoken_text(self.scenario, line)  # a dysfluent caller's words as spoken
+        self.clips.append(_Placed(line.speaker, start, clip, i, said, voice, peak, size))
 
     def check_backchannels(self) -> None:
         for k, clip in enumerate(self.clips):
@@ -192,6 +210,19 @@ class Renderer:
                     self.scenario,
                     _where(clip.line, "backchannel_ms"),
                     f"a barge-in cut script[{agent.line}] before this backchannel starts",
+                )
+            # An agent going quiet within the yield window after it would look like a false yield:
+            # "kept talking" needs the agent's turn to outlast it by that much.
+            if clip.end + self.ms(YIELD_MS) >= agent.end:
+                gap = (agent.end - clip.end) * 1000 // self.sr
+                when = f"{gap} ms after" if gap >= 0 else f"{-gap} ms before"
+                raise _fail(
+                    self.scenario,
+                    _where(clip.line, _trigger_key(self.scenario.script[clip.line])),
+                    f"script[{agent.line}] ends {when} this backchannel ends (it must go on "
+                    f"more than {YIELD_MS} ms, else the "
+                    "agent finishing looks like yielding to it): the agent's turn is too short "
+                    "to hold it; place it earlier or lengthen the agent line",
                 )
 
     def spoken_text(self, clip: _Placed) -> str:

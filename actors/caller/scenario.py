@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from turnscope.actors.caller.acoustic_keys import Dysfluency, LineAcoustics
 from turnscope.actors.caller.fields import (  # noqa: F401 (the scenario's names, one import)
     AGENT_ONLY,
     CALLER_TRIGGERS,
@@ -41,6 +42,7 @@ from turnscope.actors.caller.fields import (  # noqa: F401 (the scenario's names
     Voice,
     _Strict,
 )
+from turnscope.actors.caller.pauses import Pause, line_problem, scenario_problem
 from turnscope.actors.caller.reactive_keys import (  # noqa: F401
     Branch,
     Condition,
@@ -49,6 +51,7 @@ from turnscope.actors.caller.reactive_keys import (  # noqa: F401
     Goal,
     Until,
 )
+from turnscope.actors.caller.recorded import Recorded
 from turnscope.asr.normalise import normalise
 
 
@@ -77,6 +80,9 @@ class Line(_Strict):
     - ``barge_in_on`` / ``backchannel_on``: a phrase; live, the moment a partial transcript of
       the agent's running turn holds it (normalised as WER is); synth places it where the phrase
       ends in the agent line's text.
+    - ``reply_gap_ms``: start this long after the agent's voice stops (not the end-of-turn
+      decision ``after_agent_ms`` waits for), as a recorded caller answered: a gap shorter than
+      the endpointer's end-of-turn silence; the agent speaking again first restarts it.
     Live, a barge-in or backchannel whose agent turn has ended before its moment is spoken as an
     ordinary reply (not an interruption) and reported as not exercised.
 
@@ -85,6 +91,9 @@ class Line(_Strict):
     - ``talk_over_ms``: start this long BEFORE the end of the caller line just before.
     - ``yield_ms``: how this line reacts to a barge-in (overrides ``agent.yield_ms``; null keeps
       talking).
+    A caller line's ``pauses`` and an agent line's ``at_pause_ms``: see ``pauses.py``.
+    A caller line's ``acoustics`` / ``dysfluency``: over ``caller.acoustics`` / ``.dysfluency``
+    for this line (acoustic_keys.py).
     """
 
     caller: str | None = None
@@ -102,9 +111,15 @@ class Line(_Strict):
     backchannel_at: Placement | None = None
     barge_in_on: Keyword | None = None
     backchannel_on: Keyword | None = None
+    reply_gap_ms: Ms | None = None
     latency_ms: Ms | None = None
     talk_over_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
     yield_ms: Ms | None = None
+    # The caller stops mid-line and goes on; an agent line may start inside it (pauses.py).
+    pauses: Annotated[list[Pause], Field(min_length=1, max_length=20)] | None = None
+    at_pause_ms: Ms | None = None
+    acoustics: LineAcoustics | None = None
+    dysfluency: Dysfluency | None = None
 
     @field_validator("caller", "agent")
     @classmethod
@@ -124,6 +139,15 @@ class Line(_Strict):
         if value is not None and not normalise(value):
             raise PydanticCustomError("phrase", "give the agent's words to wait for")
         return value
+
+    @model_validator(mode="after")
+    def _callers_acoustics(self) -> Line:
+        for key in ("acoustics", "dysfluency"):
+            if getattr(self, key) is not None and (self.speaker != "caller" or not self.spoken):
+                raise PydanticCustomError(
+                    "line_acoustics", "{key} is for a spoken caller line", {"key": key}
+                )
+        return self
 
     @field_validator("audio")
     @classmethod
@@ -203,9 +227,9 @@ class Line(_Strict):
                     "yield_ms",
                     {"key": wrong[0]},
                 )
-            if self.latency_ms is not None and self.talk_over_ms is not None:
+            if sum(k in given for k in ("latency_ms", "talk_over_ms", "at_pause_ms")) > 1:
                 raise PydanticCustomError(
-                    "two_triggers", "give latency_ms or talk_over_ms, not both"
+                    "two_triggers", "give one of latency_ms, talk_over_ms, at_pause_ms"
                 )
         else:
             wrong = [k for k in given if k in AGENT_ONLY]
@@ -223,6 +247,8 @@ class Line(_Strict):
                     "give one trigger per caller line, not both {a} and {b}",
                     {"a": given[0], "b": given[1]},
                 )
+        if problem := line_problem(self):
+            raise PydanticCustomError("pauses", "{problem}", {"problem": problem})
         return self
 
     @property
@@ -308,6 +334,7 @@ class Scenario(_Strict):
       for a fact is answered with it, scripted or not.
     - ``goal``: what the caller wants; ``reached_when`` the agent says so.
     - ``until``: when the caller ends the call early (live calls).
+    - ``recorded``: the recorded call this scenario re-drives (``scenario from-recording``).
     """
 
     name: Annotated[str, Field(min_length=1)]
@@ -319,11 +346,12 @@ class Scenario(_Strict):
     facts: Annotated[dict[str, FactValue], Field(default_factory=dict, max_length=100)]
     goal: Goal | None = None
     until: Until | None = None
+    recorded: Recorded | None = None
     _source: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _script_order(self) -> Scenario:
-        problem = script_problem(self.script)
+        problem = script_problem(self.script) or scenario_problem(self)
         if problem:
             raise PydanticCustomError("script_order", "{problem}", {"problem": problem})
         return self

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from turnscope.actors.caller.dysfluency import spoken_text
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.errors import InputError
 from turnscope.scoring.contract import Contract, Reference, contract_from_suite, suite_reference
@@ -35,8 +36,8 @@ def scenario_task(scenario: Scenario) -> dict[str, Any] | None:
             found = find_task(load_suite(path), str(task.id), source=path)
         except InputError as exc:
             raise InputError(f"task: {exc}", path=scenario.source) from None
-        budgets = dict(found.get("budgets") or {})
-        required = [str(k) for k in found.get("required_content") or []] or None
+        budgets = found.verifier_budgets() or {}
+        required = list(found.required_content or []) or None
     if task.budgets is not None:
         budgets.update(task.budgets.model_dump(exclude_none=True))
     if task.required_content is not None:
@@ -65,9 +66,13 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
     task = scenario_task(scenario) or {}
     plan = scenario_plan(scenario)
     caller_text = " ".join(
-        line.text for line in scenario.script if line.speaker == "caller" and line.spoken
+        spoken_text(scenario, line)  # as the caller says it (dysfluency.py)
+        for line in scenario.script
+        if line.speaker == "caller" and line.spoken
     )
-    ref = reference or Reference({"caller": caller_text}, None, f"scenario {scenario.name}")
+    ref = reference or Reference(
+        {"caller": caller_text}, None, f"scenario {scenario.name}", scripted=True
+    )
     if scenario.task is not None and scenario.task.suite is not None and task.get("id"):
         suite_path = suite_reference(scenario.task.suite, _base(scenario))
         base = contract_from_suite(suite_path, str(task["id"]))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,6 +82,8 @@ class SynthCall:
     utterances: list[PlacedLine]
     settings: dict[str, Any]
     task: dict[str, Any] | None = None
+    # The caller's pauses inside its lines (pauses.py): {line, start_ms, end_ms}, exact.
+    pauses: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def duration_ms(self) -> float:
@@ -125,6 +127,7 @@ class SynthCall:
             "task": self.task,
             "turns": self.turns(),
             "backchannels": self.backchannels(),
+            "pauses": self.pauses,
             "utterances": [
                 {
                     "speaker": u.speaker,
@@ -270,6 +273,15 @@ def render(
             "seed": seed,
         },
         task=scenario_task(scenario),  # resolving its suite is scoring's job
+        pauses=[
+            {
+                "line": c.line,
+                "start_ms": _ms(c.start + a, sample_rate),
+                "end_ms": _ms(c.start + b, sample_rate),
+            }
+            for c in r.clips
+            for a, b in r.pauses.get(c.line, ())
+        ],
     )
 
 

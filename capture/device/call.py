@@ -37,7 +37,7 @@ from turnscope.capture.device.io import Device, choose_rate, find_device, list_d
 from turnscope.capture.device.playback import DEFAULT_LEAD_MS, DevicePlayer
 from turnscope.capture.device.stream import DeviceStream, start_streams, watch_streams
 from turnscope.capture.frames import AGENT, CALLER
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.errors import InputError
 
 DEVICE_TIMING = "PortAudio stream time (ADC/DAC)"
@@ -178,7 +178,7 @@ class DeviceCall(CallSource):
             )
             await ring(self.caller_track, o.repeats)
         if self.uncalibrated:
-            self.info.degraded.append(f"{UNCALIBRATED} ({self.uncalibrated})")
+            self.info.degrade(SourceNote.UNCALIBRATED, f"{UNCALIBRATED} ({self.uncalibrated})")
 
     async def _measure(self) -> Calibration:
         o = self.options
@@ -246,29 +246,33 @@ class DeviceCall(CallSource):
         for stream in self.streams:
             flags = stream.xruns
             if flags.get("input_overflow"):
-                self.info.degraded.append(
+                self.info.degrade(
+                    SourceNote.INPUT_OVERFLOW,
                     f"{flags['input_overflow']} input overflow(s) on {stream.option} "
-                    f"{stream.name!r}: some captured audio was lost"
+                    f"{stream.name!r}: some captured audio was lost",
                 )
             if flags.get("output_underflow"):
-                self.info.warnings.append(
+                self.info.warn(
+                    SourceNote.OUTPUT_UNDERFLOW,
                     f"{flags['output_underflow']} output underflow(s) on {stream.option} "
-                    f"{stream.name!r}: the caller's audio had gaps"
+                    f"{stream.name!r}: the caller's audio had gaps",
                 )
             steps = stream.clock.to_dict(since=origin)["reanchors"]
             if steps:
                 largest = max(abs(s["step_ms"]) for s in steps)
-                self.info.warnings.append(
+                self.info.warn(
+                    SourceNote.DEVICE_TIMING_MOVED,
                     f"the {stream.option} {stream.name!r} stream's timing moved {len(steps)} "
                     f"time(s) during the call (largest step {largest:.0f} ms); later audio is "
-                    "placed by the new timing"
+                    "placed by the new timing",
                 )
         player = self.caller_track
         if player.late_starts:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.LINE_LATE,
                 f"{player.late_starts} caller line(s) started late (up to "
                 f"{player.max_lag_ms:.0f} ms): the output buffer is longer than the "
-                f"{self.options.lead_ms:.0f} ms lead"
+                f"{self.options.lead_ms:.0f} ms lead",
             )
         self.info.details.update(
             {

@@ -24,7 +24,7 @@ from turnscope.capture.file.health import (
     decoded,
 )
 from turnscope.capture.frames import AGENT, CALLER, SAMPLE_RATE, PcmFrame, to_int16
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.errors import InputError, UnusableRecording
 
 FILE_TIMING = "sample positions in the recording"
@@ -151,10 +151,10 @@ class FileSource:
                 f"({lengths[CALLER] / 1000:.1f} s): the two never overlap",
                 fix="give the agent recording's start relative to the caller's, in ms",
             )
-        warnings = []
+        mixed = []
         for name, r in readers.items():
             if r.channels > 1:
-                warnings.append(
+                mixed.append(
                     f"{r.path}: has {r.channels} channels; mixed down to mono for the {name}"
                 )
         info = SourceInfo(
@@ -168,13 +168,14 @@ class FileSource:
                 (_duration_ms(r) or 0.0) + (agent_offset_ms if n == AGENT else 0.0)
                 for n, r in readers.items()
             ),
-            warnings=warnings,
             details={
                 "files": {n: str(r.path) for n, r in readers.items()},
                 "agent_offset_ms": agent_offset_ms,
                 "decoder": {n: r.decoder for n, r in readers.items()},
             },
         )
+        for message in mixed:
+            info.warn(SourceNote.MIXED_DOWN, message)
         feeds = [(r, [0 if r.channels == 1 else -1], [n]) for n, r in readers.items()]
         return cls(
             feeds, info, chunk_ms=chunk_ms, realtime=realtime, offsets_ms={AGENT: agent_offset_ms}
@@ -223,9 +224,10 @@ class FileSource:
             diff_ms = abs(lengths[CALLER] - lengths[AGENT]) * 1000 / SAMPLE_RATE
             if diff_ms > MISMATCH_WARN_MS:
                 shorter = min(lengths, key=lengths.get)
-                self.info.warnings.append(
+                self.info.warn(
+                    SourceNote.LENGTHS_DIFFER,
                     f"channel lengths differ by {diff_ms:.0f} ms; the {shorter} channel was "
-                    "padded with silence"
+                    "padded with silence",
                 )
         # Where each channel's sound ends (a stereo file's short channel is padded with
         # digital silence): one that ends long before the other is missing most of the call.
@@ -234,10 +236,11 @@ class FileSource:
         gap = heard[longer] - heard[shorter]
         # (A channel with no sound at all is the pipeline's "no speech found".)
         if gap > SHORT_CHANNEL_MS and 0 < heard[shorter] < SHORT_SHARE * heard[longer]:
-            self.info.degraded.append(
+            self.info.degrade(
+                SourceNote.CHANNEL_SHORT,
                 f"the {shorter} channel is {gap / 1000:.1f} s shorter than the {longer} channel "
                 f"(its sound ends at {heard[shorter] / 1000:.1f} s of "
-                f"{heard[longer] / 1000:.1f} s): most of the call is missing from it"
+                f"{heard[longer] / 1000:.1f} s): most of the call is missing from it",
             )
         self.info.duration_ms = max(lengths.values()) * 1000 / SAMPLE_RATE
 
@@ -252,11 +255,12 @@ class FileSource:
     def _report_file(self, reader: AudioReader, names: list[str], health: Health) -> None:
         where = f"{reader.path}"
         if reader.truncated:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.TRUNCATED,
                 f"{where}: audio ends early, decoding stopped ({reader.truncated}); "
-                "replayed what was readable"
+                "replayed what was readable",
             )
-            self.info.degraded.append(f"{where} is truncated")
+            self.info.degrade(SourceNote.TRUNCATED, f"{where} is truncated")
         if health.samples == 0:
             raise UnusableRecording("contains no audio samples (zero-length audio)", path=where)
         if health.nan == health.samples:
@@ -264,38 +268,44 @@ class FileSource:
                 "every sample is NaN or infinite: there is no audio", path=where
             )
         if health.nan:
-            self.info.degraded.append(
+            self.info.degrade(
+                SourceNote.NAN_SAMPLES,
                 f"{where}: {health.nan} NaN/inf samples replaced by silence "
-                f"({health.nan / health.samples:.1%} of the file)"
+                f"({health.nan / health.samples:.1%} of the file)",
             )
         declared = reader.declared_frames
         got = health.samples // max(reader.channels, 1)
         if declared and got < declared * 0.99:
-            self.info.degraded.append(
+            self.info.degrade(
+                SourceNote.CUT_OFF,
                 f"{where}: its header declares {declared / reader.rate:.1f} s of audio but the "
-                f"data stops at {got / reader.rate:.1f} s (the file was cut off)"
+                f"data stops at {got / reader.rate:.1f} s (the file was cut off)",
             )
         share = health.clipped / health.samples
         if share > CLIP_WARN_SHARE:
-            self.info.warnings.append(
-                f"{where}: {share:.1%} of samples are clipped; ASR and boundaries may suffer"
+            self.info.warn(
+                SourceNote.CLIPPED,
+                f"{where}: {share:.1%} of samples are clipped; ASR and boundaries may suffer",
             )
         if reader.rate < MIN_RATE:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.LOW_RATE,
                 f"{where}: sampled at {reader.rate} Hz, below the 8 kHz telephone band; speech "
-                f"above {reader.rate // 2} Hz is missing, so turns and words are unreliable"
+                f"above {reader.rate // 2} Hz is missing, so turns and words are unreliable",
             )
         for name, col in zip(names, health.columns, strict=True):
             if col.removing:
-                self.info.warnings.append(
+                self.info.warn(
+                    SourceNote.DC_OFFSET,
                     f"{where}: the {name} channel has a DC offset of {col.dc:+.3f} (full "
-                    "scale 1), removed before the VAD"
+                    "scale 1), removed before the VAD",
                 )
             hum = col.hum_hz()
             if hum:
-                self.info.warnings.append(
+                self.info.warn(
+                    SourceNote.MAINS_HUM,
                     f"{where}: the {name} channel has a {hum[0]} Hz mains hum "
-                    f"({20 * np.log10(hum[1]):.0f} dBFS), filtered out before the VAD"
+                    f"({20 * np.log10(hum[1]):.0f} dBFS), filtered out before the VAD",
                 )
 
     async def frames(self) -> AsyncIterator[PcmFrame]:
@@ -304,8 +314,9 @@ class FileSource:
         for pos, chunks in self._chunks():
             if self._stop is not None:
                 total = f" of {self.info.duration_ms / 1000:.1f} s" if self.info.duration_ms else ""
-                self.info.degraded.append(
-                    f"{self._stop}: the replay stopped at {pos / SAMPLE_RATE:.1f} s{total}"
+                self.info.degrade(
+                    SourceNote.STOPPED,
+                    f"{self._stop}: the replay stopped at {pos / SAMPLE_RATE:.1f} s{total}",
                 )
                 return
             if self._realtime:

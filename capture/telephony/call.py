@@ -27,7 +27,7 @@ from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import count_late, sent_too_late
 from turnscope.capture.redirects import same_origin_only
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
 from turnscope.capture.telephony.dialects import CallIds, DialectName, dialect
 from turnscope.capture.telephony.inbound import Inbound
@@ -343,13 +343,11 @@ class TelephonyCall(CallSource):
         log, p = self.log, self.playout
         info = self.info
         info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
-        degraded, warnings = self.inbound.problems()
-        info.degraded += degraded
-        info.warnings += warnings
+        info.notes += self.inbound.problems().notes
         lag = self.caller_track.max_lag_ms
         late = sent_too_late(lag)
         if late is not None:
-            info.degraded.append(late)
+            info.degrade(SourceNote.CALLER_AUDIO_LATE, late)
         info.details.update(
             {
                 "url": public_url(self.options.url),

@@ -4,6 +4,7 @@ raw 16-bit PCM Exotel streams, all at 8 kHz."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from typing import Literal
 
@@ -20,6 +21,15 @@ _FFMPEG = {"mulaw": "pcm_mulaw", "alaw": "pcm_alaw"}
 # its PCM16 sent raw 1.65 median, 80% above. The call counts the messages over it.
 ROUGHNESS = 1.4
 CONTAINERS = (b"RIFF", b"OggS", b"ID3", b"fLaC", b"\xff\xf3", b"\xff\xfb")
+
+
+class NotAudio(StrEnum):
+    """Why a payload is not audio in the line's codec; all but NOISE are certain at once."""
+
+    EMPTY = "empty"
+    ODD_BYTES = "odd_bytes"
+    FILE_HEADER = "file_header"
+    NOISE = "noise"  # decodes as noise: a guess, trusted only when it is most of the media
 
 
 @cache
@@ -67,18 +77,26 @@ class Codec:
         return pcm if self.name == "pcm16" else self.decode(self.encode(pcm))
 
     def problem(self, payload: bytes) -> str | None:
-        """Why ``payload`` is not audio in this codec, or None."""
+        """Why ``payload`` is not audio in this codec, in words, or None."""
+        found = self.diagnose(payload)
+        return None if found is None else found[1]
+
+    def diagnose(self, payload: bytes) -> tuple[NotAudio, str] | None:
+        """Why ``payload`` is not audio in this codec (the code and the words), or None."""
         if not payload:
-            return "an empty payload"
+            return NotAudio.EMPTY, "an empty payload"
         if self.name == "pcm16" and len(payload) % 2:
-            return f"an odd byte count ({len(payload)}) for 16-bit PCM"
+            return NotAudio.ODD_BYTES, f"an odd byte count ({len(payload)}) for 16-bit PCM"
         if payload.startswith(CONTAINERS):
-            return "a file header (a WAV/Ogg/MP3/FLAC file sent instead of raw samples)"
+            return (
+                NotAudio.FILE_HEADER,
+                "a file header (a WAV/Ogg/MP3/FLAC file sent instead of raw samples)",
+            )
         if self.name != "pcm16" and len(payload) >= 80:
             x = self.decode(payload).astype(np.float32)
             level = float(np.mean(np.abs(x)))
             if level > 50 and float(np.mean(np.abs(np.diff(x)))) > ROUGHNESS * level:
-                return f"noise when decoded as {self.name} (16-bit PCM sent raw?)"
+                return NotAudio.NOISE, f"noise when decoded as {self.name} (16-bit PCM sent raw?)"
         return None
 
 

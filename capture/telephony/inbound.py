@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnscope.capture import tally
-from turnscope.capture.telephony.codec import LINE_RATE
+from turnscope.capture.source import SourceNote
+from turnscope.capture.telephony.codec import LINE_RATE, NotAudio
 from turnscope.capture.telephony.dialects import Dialect
 from turnscope.capture.telephony.playout import Playout
 from turnscope.errors import ParseError, ParseProblem
 from turnscope.jsonio import loads
+from turnscope.reasons import Findings
 
 CLEAR_STORM = 10  # this many clears within a second is a storm (the agent is misbehaving)
 MAX_TRACED = 400  # agent messages kept in the trace (counts cover the rest)
@@ -33,6 +35,7 @@ class AgentLog:
     refused: dict[str, int] = field(default_factory=dict)  # past jsonio's limits, by problem
     bad_base64: int = 0
     bad_payloads: dict[str, int] = field(default_factory=dict)
+    not_audio: set[NotAudio] = field(default_factory=set)  # the kinds of bad_payloads
     first_problem_ms: dict[str, float] = field(default_factory=dict)
     trace: list[dict[str, Any]] = field(default_factory=list)
     clears: list[dict[str, Any]] = field(default_factory=list)
@@ -112,8 +115,10 @@ class Inbound:
             log.bad_base64 += 1
             log.problem("bad_base64", at_ms)
             return
-        problem = self.codec.problem(raw)
-        if problem is not None:
+        found = self.codec.diagnose(raw)
+        if found is not None:
+            kind, problem = found
+            log.not_audio.add(kind)
             log.bad_payloads[problem] = log.bad_payloads.get(problem, 0) + 1
             log.problem("bad_payload", at_ms)
             if not raw:
@@ -140,51 +145,55 @@ class Inbound:
             self.log.storm_at_ms = round(at_ms, 1)
         return names
 
-    def problems(self) -> tuple[list[str], list[str]]:
+    def problems(self) -> Findings:
         """What makes the agent channel untrustworthy (degraded) and what to warn about."""
         log, p = self.log, self.playout
-        degraded: list[str] = []
-        warnings: list[str] = []
+        found = Findings()
         at = log.first_problem_ms
         if log.not_json:
-            degraded.append(
+            found.degrade(
+                SourceNote.NOT_JSON,
                 f"the agent sent {log.not_json} message(s) that are not JSON objects "
-                f"(first at {at['not_json'] / 1000:.1f} s)"
+                f"(first at {at['not_json'] / 1000:.1f} s)",
             )
         if log.refused:
-            degraded.append(
+            found.degrade(
+                SourceNote.REFUSED_MESSAGES,
                 f"the agent sent {sum(log.refused.values())} message(s) turnscope refused to "
-                f"read: {tally.summary(log.refused)} (first at {at['refused'] / 1000:.1f} s)"
+                f"read: {tally.summary(log.refused)} (first at {at['refused'] / 1000:.1f} s)",
             )
         if log.unknown:
-            degraded.append(
+            found.degrade(
+                SourceNote.UNKNOWN_EVENTS,
                 f"the agent sent events the {self.dialect.name} protocol does not have: "
-                f"{tally.summary(log.unknown)} (first at {at['unknown'] / 1000:.1f} s)"
+                f"{tally.summary(log.unknown)} (first at {at['unknown'] / 1000:.1f} s)",
             )
         if log.bad_base64:
-            degraded.append(
+            found.degrade(
+                SourceNote.BAD_BASE64,
                 f"{log.bad_base64} agent media message(s) had a payload that is not base64 "
-                f"(first at {at['bad_base64'] / 1000:.1f} s; that audio is lost)"
+                f"(first at {at['bad_base64'] / 1000:.1f} s; that audio is lost)",
             )
         bad = sum(log.bad_payloads.values())
-        if bad and (bad >= BAD_CODEC_SHARE * max(1, log.media) or any(
-            "empty" in k or "odd" in k or "header" in k for k in log.bad_payloads
-        )):  # fmt: skip
+        if bad and (bad >= BAD_CODEC_SHARE * max(1, log.media) or log.not_audio - {NotAudio.NOISE}):
             kinds = "; ".join(f"{k} x{v}" for k, v in log.bad_payloads.items())
-            degraded.append(
+            found.degrade(
+                SourceNote.NOT_AUDIO,
                 f"{bad} of {log.media} agent media payloads are not {self.codec.name} audio at "
-                f"8 kHz ({kinds}; first at {at['bad_payload'] / 1000:.1f} s)"
+                f"8 kHz ({kinds}; first at {at['bad_payload'] / 1000:.1f} s)",
             )
         if log.storm_at_ms is not None:
-            degraded.append(
+            found.degrade(
+                SourceNote.CLEAR_STORM,
                 f"a clear storm: the agent sent {CLEAR_STORM} or more clears within a second "
-                f"(from {log.storm_at_ms / 1000:.1f} s; {len(log.clears)} in all)"
+                f"(from {log.storm_at_ms / 1000:.1f} s; {len(log.clears)} in all)",
             )
         if log.media == 0:
-            degraded.append("the agent sent no audio on the websocket")
+            found.degrade(SourceNote.NO_AGENT_AUDIO, "the agent sent no audio on the websocket")
         if p.underruns:
-            warnings.append(
+            found.warn(
+                SourceNote.AGENT_UNDERRUN,
                 f"the agent's audio ran out {p.underruns} time(s) mid-speech (it sent slower "
-                "than real time; the caller heard gaps)"
+                "than real time; the caller heard gaps)",
             )
-        return degraded, warnings
+        return found

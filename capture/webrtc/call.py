@@ -24,7 +24,7 @@ from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import sent_too_late
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
@@ -167,10 +167,11 @@ class WebRTCCall(CallSource):
             raise
         self.connect_ms = (time.monotonic() - t0) * 1000
         if self.session.foreign_session:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.FOREIGN_SESSION,
                 "the WHIP endpoint put its session on another origin: the hang-up DELETE is not "
                 "sent there (it would carry your headers); the agent ends the session when the "
-                "media stops"
+                "media stops",
             )
         self.clock.start()
         self._timer = asyncio.ensure_future(self._max_duration(self.options.max_duration_s))
@@ -277,26 +278,29 @@ class WebRTCCall(CallSource):
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
         if st.lost_frames:
-            self.info.degraded.append(
-                f"{st.lost_frames} agent audio frames ({st.lost_ms:.0f} ms) were lost in transit"
+            self.info.degrade(
+                SourceNote.AGENT_AUDIO_LOST,
+                f"{st.lost_frames} agent audio frames ({st.lost_ms:.0f} ms) were lost in transit",
             )
         if st.late_reanchors:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.AGENT_DELAY_ROSE,
                 f"agent audio delay rose {len(st.late_reanchors)} time(s) during the call "
                 f"(largest step {max(r['step_ms'] for r in st.late_reanchors):.0f} ms); "
-                "later audio is placed where it arrived"
+                "later audio is placed where it arrived",
             )
         if st.frames == 0:
-            self.info.degraded.append("no audio was received from the agent")
+            self.info.degrade(SourceNote.NO_AGENT_AUDIO, "no audio was received from the agent")
         if self.rtvi.refused:
-            self.info.warnings.append(
+            self.info.warn(
+                SourceNote.REFUSED_MESSAGES,
                 f"the agent sent {sum(self.rtvi.refused.values())} data-channel message(s) "
-                f"turnscope refused to read: {tally.summary(self.rtvi.refused)}"
+                f"turnscope refused to read: {tally.summary(self.rtvi.refused)}",
             )
         lag = self.caller_track.max_lag_ms
         late = sent_too_late(lag)
         if late is not None:
-            self.info.degraded.append(late)
+            self.info.degrade(SourceNote.CALLER_AUDIO_LATE, late)
         self.info.details.update(
             {
                 "url": public_url(self.options.url),

@@ -4,7 +4,9 @@
 Fields are declared in the order they are written, and every field has its empty value as
 default: a failed set-up writes the same models with nothing measured, and a reader meets a
 missing piece as its empty value. Parts another module owns the shape of (the verifier's result,
-WER, settings, a source's details) are plain ``dict[str, Any]``.
+WER, settings, the latency split, a scripted call's report) are ``Open`` models
+(result_parts.py: the keys readers rely on typed, any other kept as given); a transport's own
+details stay a plain ``dict[str, Any]``.
 
 Two ways in: building (``Model(...)``) and ``model_validate`` are strict (an unknown key or a
 wrong type raises, so a document cannot drift from its model unnoticed); ``Model.read(data)``

@@ -16,6 +16,15 @@ from turnscope.scoring.evidence.documents import (
     Document,
     omitted,
 )
+from turnscope.scoring.evidence.result_parts import (
+    BreakdownRecord,
+    CalibrationRecord,
+    CallerTruth,
+    ScriptReport,
+    SettingsRecord,
+    VerifierRecord,
+    WerRecord,
+)
 from turnscope.scoring.turn_taking_model import TurnTaking
 
 # --- producer metadata, raw_provider_trace.json, redaction_metadata.json ----------------------
@@ -152,10 +161,10 @@ class ResultDocument(Document):
     error: str | None = omitted()
     failed_floors: list[str] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
-    verifier: dict[str, Any] = Field(default_factory=dict)
+    verifier: VerifierRecord = Field(default_factory=VerifierRecord)
     exercise: dict[str, ExerciseRecord] = Field(default_factory=dict)
     not_exercised: list[str] = Field(default_factory=list)
-    wer: dict[str, Any] | None = None
+    wer: WerRecord | None = None
     task: TaskRecord | None = None
     evidence_class: str | None = None
     source: SourceRecord | None = None
@@ -163,18 +172,22 @@ class ResultDocument(Document):
     timings: Timings | None = None
     gaps_ms: dict[str, float] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    # Each warning's and degraded reason's code, in the same order (turnscope.reasons): what a
+    # reader counts by. Left out by producers that do not give them.
+    warning_codes: list[str] | None = omitted()
     degraded: list[str] = Field(default_factory=list)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    degraded_codes: list[str] | None = omitted()
+    settings: SettingsRecord = Field(default_factory=SettingsRecord)
     scenario: str | None = omitted()
-    script: dict[str, Any] | None = omitted()
+    script: ScriptReport | None = omitted()
     # A reacting caller's view of the outcome (scoring/conversation.py), from ``script``.
     conversation: ConversationOutcome | None = omitted()
-    caller_truth: dict[str, Any] | None = omitted()
+    caller_truth: CallerTruth | None = omitted()
     call: CallRecord | None = omitted()
-    calibration: dict[str, Any] | None = omitted()
+    calibration: CalibrationRecord | None = omitted()
     # Each reply's latency split into endpointing / processing / delivery by the agent's own
     # events (scoring/latency.py), when the agent told any.
-    latency_breakdown: dict[str, Any] | None = omitted()
+    latency_breakdown: BreakdownRecord | None = omitted()
     # Turn-taking in Full-Duplex-Bench's terms (scoring/turn_taking.py).
     turn_taking: TurnTaking | None = omitted()
 
@@ -200,9 +213,9 @@ class StructuredResult(Document):
     error: str | None = omitted()
     failed_floors: list[str] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
-    verifier: dict[str, Any] = Field(default_factory=dict)
+    verifier: VerifierRecord = Field(default_factory=VerifierRecord)
     exercise: dict[str, ExerciseRecord] = Field(default_factory=dict)
-    wer: dict[str, Any] | None = None
+    wer: WerRecord | None = None  # with each channel's word alignment
     task: TaskRecord | None = None
     continuity: ContinuitySummary | None = None
     run: RunSummary | None = None

@@ -27,6 +27,7 @@ from turnscope.scoring.report.markup import e
 from turnscope.scoring.report.measures import continuity, wer
 from turnscope.scoring.report.model import ReportModel, read_report
 from turnscope.scoring.report.png import png_bytes
+from turnscope.scoring.report.redrive import redrive
 from turnscope.scoring.report.spans import span_lanes
 from turnscope.scoring.report.timeline import PLOT, row_figures
 from turnscope.scoring.report.turn_taking import turn_taking
@@ -111,7 +112,7 @@ def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{CSS}{SPLIT_CSS}</style></head><body><main>"
         f"{header(m)}{alerts(m)}{scores(m)}{player(m.bundle)}{timeline(m, legend, rows)}"
-        f"{breakdown(m)}{span_lanes(m)}{conversation(m)}{turn_taking(m)}{turn_table(m)}{wer(m)}{continuity(m)}"
+        f"{breakdown(m)}{span_lanes(m)}{conversation(m)}{redrive(m)}{turn_taking(m)}{turn_table(m)}{wer(m)}{continuity(m)}"
         "</main>"
         f"<script>{SEEK}</script></body></html>\n"
     )

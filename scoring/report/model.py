@@ -229,6 +229,10 @@ def _json(doc: Any) -> dict[str, Any]:
     return doc.model_dump(mode="json", exclude_unset=True) if doc is not None else {}
 
 
+def _json_or_none(doc: Any) -> dict[str, Any] | None:
+    return None if doc is None else _json(doc)
+
+
 def read_report(bundle: Path, plot_px: int) -> ReportModel:
     """Read everything the report needs; ``plot_px`` sets the envelope resolution (~1 bin/px).
     turnscope's documents and other producers' alike, through the models turnscope writes with;
@@ -250,7 +254,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
     envelopes = {ch: envelope(p, bin_ms, notes) for ch, p in wavs.items()}
 
     task = structured.task or result.task or TaskRecord()
-    verifier = structured.verifier or result.verifier or {}
+    verifier = _json(structured.verifier) or _json(result.verifier)
     budget = (task.budgets or {}).get("max_latency_ms")
     if budget is None:
         budget = (verifier.get("raw") or {}).get("max_latency_ms", DEFAULT_MAX_LATENCY_MS)
@@ -270,8 +274,10 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
         degraded = _dedupe([*degraded, *(continuity.get("caveats") or [])])
     agent_starts = [t.start_ms for t in turns if t.speaker == "agent"]
     return ReportModel(
-        latency_breakdown=result.latency_breakdown,
-        conversation=conversation_view(result.script, result.conversation, agent_starts),
+        latency_breakdown=_json(result.latency_breakdown) or None,
+        conversation=conversation_view(
+            _json_or_none(result.script), result.conversation, agent_starts
+        ),
         bundle=bundle,
         duration_ms=duration,
         max_latency_ms=max_latency,
@@ -312,7 +318,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
             or verifier_failed_floors(verifier.get("result") or {})
         ),
         required_content=required,
-        wer=structured.wer if "wer" in structured.model_fields_set else result.wer,
+        wer=_json_or_none(structured.wer if "wer" in structured.model_fields_set else result.wer),
         continuity=continuity,
         degraded=degraded,
         warnings=_dedupe(run.warnings or result.warnings),

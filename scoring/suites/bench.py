@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.errors import BenchError
-from turnscope.scoring.suites.suite import load_suite
+from turnscope.scoring.suites.suite import Suite, SuiteTask, load_suite
 from turnscope.scoring.verifier import score_voice_episode
 
 BENCH_RESULT_KIND = "agent-learning.bench-result.v1"
@@ -20,9 +20,9 @@ LIVE_EVIDENCE_CLASSES = ("live_lane", "live_stressed")
 NO_TRANSCRIPT = "no transcript submitted"
 
 
-def _row_head(task: Mapping[str, Any]) -> dict[str, Any]:
+def _row_head(task: SuiteTask) -> dict[str, Any]:
     return {
-        "task_id": str(task.get("id")),
+        "task_id": task.id,
         "modality": "voice",
         "world_kind": "voice_telephony",
         "control_mode": "artifact_in",
@@ -33,7 +33,7 @@ def _row_tail(evidence_class: str) -> dict[str, Any]:
     return {"execution_class": "executable", "evidence_class": evidence_class, "overclaim": False}
 
 
-def void_row(task: Mapping[str, Any], evidence_class: str) -> dict[str, Any]:
+def void_row(task: SuiteTask, evidence_class: str) -> dict[str, Any]:
     """The row of a task that has no transcript: never scored, never a failure."""
     return {
         **_row_head(task),
@@ -45,11 +45,11 @@ def void_row(task: Mapping[str, Any], evidence_class: str) -> dict[str, Any]:
 
 
 def scored_row(
-    task: Mapping[str, Any], dialogue: Sequence[Mapping[str, Any]], evidence_class: str
+    task: SuiteTask, dialogue: Sequence[Mapping[str, Any]], evidence_class: str
 ) -> dict[str, Any]:
     """Score one task's dialogue against the task's own budgets and required content."""
     scored = score_voice_episode(
-        dialogue, budgets=task.get("budgets"), required_content=task.get("required_content")
+        dialogue, budgets=task.verifier_budgets(), required_content=task.required_content
     )
     result = dict(scored["result"])
     return {
@@ -99,13 +99,13 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def bench_result(suite: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def bench_result(suite: Suite, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Wrap per-task rows into the bench result document."""
     return {
         "kind": BENCH_RESULT_KIND,
         "control_mode": "artifact_in",
-        "dataset_name": str(suite.get("name") or ""),
-        "dataset_version": str(suite.get("version") or ""),
+        "dataset_name": suite.name,
+        "dataset_version": suite.version,
         "modalities": sorted({r["modality"] for r in rows}),
         "per_task": list(rows),
         "aggregate": aggregate(rows),
@@ -121,7 +121,7 @@ def check_evidence_class(evidence_class: str) -> None:
 
 
 def run_bench(
-    suite: Mapping[str, Any] | str | Path,
+    suite: Suite | Mapping[str, Any] | str | Path,
     control_mode: str = "artifact_in",
     submission: Mapping[str, Sequence[Mapping[str, Any]] | None] | None = None,
     evidence_class: str = "captured_fixture",
@@ -139,8 +139,8 @@ def run_bench(
         raise BenchError("voice artifact_in requires submission={task_id: dialogue}")
     check_evidence_class(evidence_class)
     rows = []
-    for task in obj.get("tasks") or []:
-        dialogue = submission.get(str(task.get("id")))
+    for task in obj.tasks:
+        dialogue = submission.get(task.id)
         if dialogue is None:
             rows.append(void_row(task, evidence_class))
         else:

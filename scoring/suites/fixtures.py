@@ -22,16 +22,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from turnscope.errors import InputError
-from turnscope.jsonio import one_line
+from turnscope.jsonio import every_problem, joined_problems
+
+if TYPE_CHECKING:
+    from turnscope.scoring.suites.suite import Suite, SuiteTask
 
 Tag = Literal["acoustic", "speaker", "language", "complexity", "conversational", "adversarial"]
 TAGS: tuple[str, ...] = Tag.__args__  # type: ignore[attr-defined]
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3", ".m4a")
+SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 class Expect(BaseModel):
@@ -57,6 +62,8 @@ class SynthRecipe(BaseModel):
 
 
 class Fixture(BaseModel):
+    """What a task runs: a recording, a synthetic recipe, a live-call scenario or a transcript."""
+
     model_config = ConfigDict(extra="forbid")
     source: Literal["recorded", "synthetic"]
     audio: str | None = None
@@ -67,49 +74,102 @@ class Fixture(BaseModel):
     tags: list[Tag] = Field(min_length=1)
     expect: Expect | None = None
 
+    @model_validator(mode="after")
+    def _one_thing_to_run(self) -> Fixture:
+        if sum(x is not None for x in (self.audio, self.transcript, self.synth)) != 1:
+            raise PydanticCustomError(
+                "fixture_kind", "give exactly one of audio, synth or transcript"
+            )
+        if self.synth is not None and self.source != "synthetic":
+            raise PydanticCustomError(
+                "fixture_source", "a synth recipe makes a synthetic fixture (source: synthetic)"
+            )
+        if self.audio is not None and not self.audio.endswith(
+            (*AUDIO_SUFFIXES, *SCENARIO_SUFFIXES)
+        ):
+            raise PydanticCustomError(
+                "fixture_audio",
+                "audio {audio!r} is neither a recording nor a scenario",
+                {"audio": self.audio},
+            )
+        return self
+
     def kind(self) -> Literal["replay", "live", "transcript"]:
         if self.transcript is not None:
             return "transcript"
         if self.synth is not None:
             return "replay"
         assert self.audio is not None
-        return "live" if self.audio.endswith((".yaml", ".yml")) else "replay"
+        return "live" if self.audio.endswith(SCENARIO_SUFFIXES) else "replay"
+
+    def missing_files(self, base: Path) -> list[str]:
+        """Each file it names that does not exist under ``base`` (the suite's folder)."""
+        named = [("synth scenario", self.synth.scenario if self.synth else None)]
+        named += [(f"{n} file", getattr(self, n)) for n in ("audio", "transcript", "references")]
+        return [f"{what} {value!r} does not exist" for what, value in named
+                if value is not None and not (base / value).exists()]  # fmt: skip
 
 
-def parse_fixture(task: Mapping[str, Any], suite_path: Path | None) -> Fixture | None:
-    """The task's fixture, validated, with paths checked against the suite's folder."""
-    raw = task.get("fixture")
+def parse_fixture(task: SuiteTask | Mapping[str, Any], suite_path: Path | None) -> Fixture | None:
+    """The task's fixture, validated, with paths checked against the suite's folder (every
+    problem in one line)."""
+    raw = getattr(task, "fixture", None) if not isinstance(task, Mapping) else task.get("fixture")
     if raw is None:
         return None
-    where = f"task {task.get('id')!r} fixture"
+    tid = task.get("id") if isinstance(task, Mapping) else task.id
+    where = f"task {tid!r} fixture"
     try:
-        fx = Fixture.model_validate(raw)
+        fx = raw if isinstance(raw, Fixture) else Fixture.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(one_line(exc, prefix=where), path=suite_path) from None
-    if sum(x is not None for x in (fx.audio, fx.transcript, fx.synth)) != 1:
-        raise InputError(
-            f"{where}: give exactly one of audio, synth or transcript", path=suite_path
-        )
-    if fx.synth is not None and fx.source != "synthetic":
-        raise InputError(
-            f"{where}: a synth recipe makes a synthetic fixture (source: synthetic)",
-            path=suite_path,
-        )
-    if fx.audio is not None and not fx.audio.endswith((*AUDIO_SUFFIXES, ".yaml", ".yml")):
-        raise InputError(
-            f"{where}: audio {fx.audio!r} is neither a recording nor a scenario", path=suite_path
-        )
-    base = suite_path.parent if suite_path else Path.cwd()
-    if fx.synth is not None and not (base / fx.synth.scenario).exists():
-        raise InputError(
-            f"{where}: synth scenario {fx.synth.scenario!r} does not exist", path=suite_path
-        )
-    for name in ("audio", "transcript", "references"):
-        value = getattr(fx, name)
-        if value is not None and not (base / value).exists():
-            raise InputError(f"{where}: {name} file {value!r} does not exist", path=suite_path)
+        raise InputError(every_problem(exc, prefix=where), path=suite_path) from None
+    missing = fx.missing_files(suite_path.parent if suite_path else Path.cwd())
+    if missing:
+        raise InputError(f"{where}: " + "; ".join(missing), path=suite_path)
     return fx
+
+
+def check_fixtures(suite: Suite, suite_path: Path | None) -> None:
+    """Every task's fixture files checked before anything runs: one InputError listing every
+    file that is missing, in every task (the shapes were checked when the suite was loaded)."""
+    base = suite_path.parent if suite_path else Path.cwd()
+    problems = [
+        f"task {t.id!r} fixture: {p}"
+        for t in suite.tasks
+        if t.fixture is not None
+        for p in t.fixture.missing_files(base)
+    ]
+    if problems:
+        raise InputError(joined_problems(problems), path=suite_path)
 
 
 def resolve(suite_path: Path | None, relative: str) -> Path:
     return (suite_path.parent if suite_path else Path.cwd()) / relative
+
+
+def recorded_twin(suite: Suite, suite_path: Path, caller: Any, agent: Any, rate: int) -> str | None:
+    """The id of the suite's task whose recording holds exactly these two channels (float32
+    arrays at ``rate``, as `fixture add` reads a bundle): the same call added twice. Only
+    recordings of the same length and rate are decoded."""
+    import numpy as np
+    import soundfile as sf
+
+    from turnscope.jsonio import native_path
+
+    audio = np.zeros((max(len(caller), len(agent)), 2), dtype=np.float32)
+    audio[: len(caller), 0], audio[: len(agent), 1] = caller, agent
+
+    for task in suite.tasks:
+        fx = task.fixture
+        if fx is None or fx.audio is None or fx.kind() != "replay":
+            continue
+        path = resolve(suite_path, fx.audio)
+        try:
+            info = sf.info(native_path(path))
+            if (info.frames, info.samplerate, info.channels) != (len(audio), rate, 2):
+                continue
+            theirs, _ = sf.read(native_path(path), dtype="float32", always_2d=True)
+        except (sf.LibsndfileError, RuntimeError, OSError):
+            continue  # unreadable: parse_fixture says so when it runs
+        if np.array_equal(theirs, audio):
+            return task.id
+    return None

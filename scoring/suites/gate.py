@@ -2,10 +2,11 @@
 
 A cell (dimension x tag) fails when it is below its floor, or worse than the baseline by more
 than the tolerance. Every cell that moved is reported, better or worse, so a change that helps
-one tag and hurts another shows both. A task that failed its verdict, or has a dimension below
-its floor, fails the gate by its name whatever the means and the baseline say (one failing task
-among many passing ones moves no mean below a floor). A run where nothing was scored fails,
-saying so.
+one tag and hurts another shows both. A task that failed its verdict, has a dimension below its
+floor, or a dimension worse than the baseline's value for that task by more than the tolerance,
+fails the gate by its name whatever the means say (one task that got worse among many moves no
+mean far). A run where nothing was scored fails, saying so. A baseline keeps every task's
+values (``baseline_of``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
+from turnscope.scoring.suites.turn_taking_gate import turn_taking_cells
 from turnscope.scoring.verifier import PASS_FLOOR
 
 DEFAULT_FLOORS: dict[str, float] = {
@@ -48,17 +50,42 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class TaskMove:
+    """One dimension of one task that moved against the baseline's value for that task."""
+
+    dim: str
+    baseline: float
+    value: float
+
+    @property
+    def worse_by(self) -> float:
+        return _worse_by(self.dim, self.value, self.baseline)
+
+
+@dataclass(frozen=True)
 class TaskCheck:
-    """One scored task of the run: its verdict and the floors it failed."""
+    """One scored task of the run: its verdict, the floors it failed, what moved against its
+    baseline, why it failed (the verifier's facts) and how long it ran."""
 
     task_id: str
     tags: tuple[str, ...]
     verdict: str
     failures: tuple[str, ...]
+    moved: tuple[TaskMove, ...] = ()
+    reason: str = ""
+    duration_s: float | None = None
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    def detail(self) -> str:
+        """Each failure, then why (the verifier's facts), on one line."""
+        return "; ".join(self.failures) + (f" ({self.reason})" if self.reason else "")
+
+    def message(self) -> str:
+        """``task ID: each failure (why)``: JUnit's failure message."""
+        return f"task {self.task_id}: {self.detail()}"
 
 
 @dataclass
@@ -156,22 +183,55 @@ def gate(
         for dim in dims:
             if tag not in card.get("tags", {}) or dim not in card["tags"][tag]:
                 result.problems.append(f"{dim} on {tag}: in the baseline but not in this run")
-    result.tasks = task_checks(card, fl)
+    result.cells += turn_taking_cells(card, baseline, fl, tolerance)  # issue 32's metrics
+    base_tasks = _tasks_by_id(baseline)
+    result.tasks = task_checks(card, fl, base_tasks, tolerance)
+    ran = {str(t.get("task_id")) for t in card.get("tasks") or []}
+    for tid in base_tasks:
+        if tid not in ran:
+            result.problems.append(
+                f"task {tid}: in the baseline but not in this run (re-pin the baseline when "
+                "the suite dropped it on purpose)"
+            )
     return result
 
 
-def task_checks(card: Mapping[str, Any], floors: Mapping[str, float]) -> list[TaskCheck]:
+def _tasks_by_id(card: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    return {str(t.get("task_id")): t for t in (card or {}).get("tasks") or []}
+
+
+def baseline_of(card: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pinned baseline keeps of a run's scorecard: the tag x dimension means and every
+    task's verdict and values (so the gate names a task that moved), not its links or notes."""
+    keep = ("task_id", "tags", "verdict", "dims")
+    pinned = {k: v for k, v in card.items() if k not in ("tasks", "runs")}
+    pinned["tasks"] = [{k: t.get(k) for k in keep} for t in card.get("tasks") or []]
+    return pinned
+
+
+def task_checks(
+    card: Mapping[str, Any],
+    floors: Mapping[str, float],
+    baseline: Mapping[str, Mapping[str, Any]] | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> list[TaskCheck]:
     """Every scored task of ``card`` (a scorecard's ``tasks``): failed when its verdict is
-    ``fail`` or one of its dimensions is past its floor (void tasks are counted apart)."""
+    ``fail``, one of its dimensions is past its floor, or worse than the same task's value in
+    ``baseline`` (``{task_id: task row}``) by more than ``tolerance`` (void tasks are counted
+    apart)."""
     out = []
     for t in card.get("tasks") or []:
         verdict = str(t.get("verdict"))
+        pinned = (baseline or {}).get(str(t.get("task_id"))) or {}
         if verdict == "void":
+            if pinned.get("verdict") in ("pass", "fail"):  # evidence the baseline had is lost
+                out.append(_lost(t))
             continue
         failures = []
         if verdict != "pass":
             failures.append(f"verdict {verdict}")
-        for dim, value in (t.get("dims") or {}).items():
+        dims = t.get("dims") or {}
+        for dim, value in dims.items():
             floor = floors.get(dim)
             if floor is None or not is_number(value):
                 continue
@@ -179,9 +239,48 @@ def task_checks(card: Mapping[str, Any], floors: Mapping[str, float]) -> list[Ta
                 failures.append(f"{dim} {value:.3f} above its ceiling {floor:.3f}")
             elif dim not in LOWER_IS_BETTER and value < floor:
                 failures.append(f"{dim} {value:.3f} below its floor {floor:.3f}")
-        tags = tuple(str(x) for x in t.get("tags") or [])
-        out.append(TaskCheck(str(t.get("task_id")), tags, verdict, tuple(failures)))
+        moved = _task_moves(dims, pinned)
+        failures += [
+            f"{m.dim} {m.baseline:.3f} -> {m.value:.3f} ({m.value - m.baseline:+.3f}), worse than "
+            f"its baseline by more than the tolerance {tolerance:.3f}"
+            for m in moved
+            if m.worse_by > tolerance
+        ]
+        out.append(
+            TaskCheck(
+                str(t.get("task_id")),
+                tuple(str(x) for x in t.get("tags") or []),
+                verdict,
+                tuple(failures),
+                moved,
+                str(t.get("reason") or ""),
+                t.get("duration_s") if is_number(t.get("duration_s")) else None,
+            )
+        )
     return out
+
+
+def _lost(task: Mapping[str, Any]) -> TaskCheck:
+    """A task the baseline scored that is void in this run (its call degraded, its fixture
+    gone): no evidence is not a pass."""
+    why = str(task.get("note") or "no transcript")
+    return TaskCheck(
+        str(task.get("task_id")),
+        tuple(str(x) for x in task.get("tags") or []),
+        "void",
+        (f"void in this run ({why}), scored in the baseline: nothing shows it still passes",),
+        duration_s=task.get("duration_s") if is_number(task.get("duration_s")) else None,
+    )
+
+
+def _task_moves(dims: Mapping[str, Any], base: Mapping[str, Any]) -> tuple[TaskMove, ...]:
+    """The dimensions of a task whose value differs from its baseline's (both numbers)."""
+    base_dims = base.get("dims") or {}
+    return tuple(
+        TaskMove(dim, float(base_dims[dim]), float(value))
+        for dim, value in dims.items()
+        if is_number(value) and is_number(base_dims.get(dim)) and value != base_dims[dim]
+    )
 
 
 def junit_xml(result: GateResult, *, suite_name: str = "turnscope gate") -> str:
@@ -197,12 +296,15 @@ def junit_xml(result: GateResult, *, suite_name: str = "turnscope gate") -> str:
         name=suite_name,
         tests=str(len(result.cells) + len(result.problems) + len(result.tasks)),
         failures=str(failures),
+        time=f"{sum(t.duration_s or 0.0 for t in result.tasks):.3f}",
     )
     for t in result.tasks:
         case = ET.SubElement(root, "testcase", classname="turnscope.task", name=t.task_id)
+        if t.duration_s is not None:  # how long its call or replay ran
+            case.set("time", f"{t.duration_s:.3f}")
         if t.failures:
-            message = f"task {t.task_id}: " + "; ".join(t.failures)
-            ET.SubElement(case, "failure", message=message).text = message
+            message = t.message()
+            ET.SubElement(case, "failure", message=message, type="turnscope.task").text = message
         else:
             ET.SubElement(case, "system-out").text = f"verdict {t.verdict}"
     for c in result.cells:

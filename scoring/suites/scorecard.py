@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.scoring.suites.turn_taking_gate import card_section
+
 VERIFIER_DIMS = ("latency", "turn_taking", "barge_in", "content")
 OUTCOME_DIMS = ("accuracy", "clarification", "containment", "graceful_failure")
 LOWER_IS_BETTER = frozenset({"wer"})
@@ -53,6 +55,9 @@ class TaskScores:
     # Per verifier dimension, how often the task exercised it (Exercise.to_dict()): a 1.0 from
     # a task that exercised nothing is the verifier's vacuous score, not evidence.
     exercise: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reason: str = ""  # why it failed, in the verifier's facts (scoring/suites/why.py)
+    duration_s: float | None = None  # how long its call or replay ran (JUnit's time)
+    turn_taking: dict[str, float] = field(default_factory=dict)  # turn_taking_gate.task_metrics
 
 
 def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
@@ -81,6 +86,7 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
         "tags": table,
         "counts": counts,
         "exercise": exercised,
+        "turn_taking": card_section(tasks, tags),  # FDB's measures per tag (turn_taking_gate)
         "tasks": [
             {
                 "task_id": t.task_id,
@@ -90,6 +96,9 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
                 "evidence_class": t.evidence_class,
                 "note": t.note,
                 "exercise": t.exercise,
+                "reason": t.reason,
+                "duration_s": t.duration_s,
+                "turn_taking": t.turn_taking,
             }
             for t in tasks
         ],

@@ -143,6 +143,7 @@ def _tasks(
     base_card: Mapping[str, Any] | None,
     floors: Mapping[str, float],
     here: Path | None,
+    tolerance: float,
 ) -> str:
     tasks = card.get("tasks") or []
     if not tasks:
@@ -150,7 +151,7 @@ def _tasks(
     dims = [d for d in card.get("dimensions") or [] if d in (*VERIFIER_DIMS, "wer")]
     dims += sorted({d for t in tasks for d in t.get("dims") or {} if d not in dims})
     base_tasks = {str(t.get("task_id")): t for t in (base_card or {}).get("tasks") or []}
-    checks = {c.task_id: c for c in task_checks(card, floors)}
+    checks = {c.task_id: c for c in task_checks(card, floors, base_tasks, tolerance)}
     head = "".join(f"<th>{escape(d)}</th>" for d in dims)
     rows = [
         "<tr class='head'><th class='l'>task</th><th class='l'>tags</th><th class='l'>verdict"
@@ -171,7 +172,7 @@ def _tasks(
         href = _report_href(card.get("runs"), tid, here)
         link = f"<a href='{escape(href)}'>report.html</a>" if href else "-"
         check = checks.get(tid)
-        why = "; ".join(check.failures) if check and check.failures else str(t.get("note") or "")
+        why = check.detail() if check and check.failures else str(t.get("note") or "")
         vcls = {"pass": "pass", "void": "void"}.get(verdict, "v-fail")
         rows.append(
             f"<tr class='task' data-task='{escape(tid)}'><td class='l'>{escape(tid)}</td>"
@@ -235,7 +236,7 @@ def page(
         f"<p class='meta' id='baseline'>{base_line}</p>"
         + (f"<ul>{problems}</ul>" if problems else "")
         + _tags(card, cells, baseline is not None)
-        + _tasks(card, baseline, fl, here)
+        + _tasks(card, baseline, fl, here, tolerance)
         + _thresholds(list(card.get("dimensions") or fl), fl, tolerance)
         + "</body></html>\n"
     )

@@ -3,46 +3,15 @@ sound devices with --device)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from turnscope.cli.console import fail_line, out, say
+from turnscope.cli.agent_output import say_listening, serve_devices
 from turnscope.cli.help import DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import check_transport, number
-from turnscope.errors import CallSetupError, InputError
-
-if TYPE_CHECKING:
-    from turnscope.actors.agent.core import AgentBehaviour
-    from turnscope.actors.agent.device import DeviceAgentOptions
-
-DEVICE_GONE = 4  # a device stopped while serving
-
-
-def behaviour_from_options(
-    scenario: Path | None, lines: list[str], knobs: dict[str, Any]
-) -> AgentBehaviour:
-    """The agent's behaviour: a scenario's agent side (default: the refund call) or --line
-    prompts, with the knobs given on the command line on top."""
-    from pydantic import ValidationError
-
-    from turnscope.actors.agent.core import AgentBehaviour
-    from turnscope.actors.caller.scenario_file import load_scenario
-    from turnscope.configs import config_path
-    from turnscope.jsonio import one_line
-
-    given = {k: v for k, v in knobs.items() if v is not None}
-    try:
-        if lines:
-            return AgentBehaviour.model_validate({"lines": [{"text": t} for t in lines], **given})
-        sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
-        return AgentBehaviour.from_scenario(sc, **given)
-    except ValidationError as exc:
-        raise InputError(one_line(exc, prefix="agent")) from None
+from turnscope.errors import InputError
 
 
 def agent(
@@ -113,24 +82,15 @@ def agent(
     rate: int | None = typer.Option(None, "--rate", help="Device sample rate (default 48000)."),
 ) -> int:
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
-    import asyncio
-
     from turnscope.actors.agent.device import DeviceAgentOptions
-    from turnscope.actors.agent.server import AgentServer
+    from turnscope.use_cases.agent_serve import agent_behaviour, serve_agent
 
     knobs: dict[str, Any] = {
-        "latency_ms": latency_ms,
-        "talk_over_ms": talk_over_ms,
-        "drop_every": drop_every,
-        "hangup_after_s": hangup_after_s,
-        "silent_after_s": silent_after_s,
-        "voice": voice,
-        "never_answer": True if never_answer else None,
-        "greet": False if no_greet else None,
-    }
-    if ignore_barge_ins:
-        knobs["yield_ms"] = None
-    behaviour = behaviour_from_options(scenario, line, knobs)
+        "latency_ms": latency_ms, "talk_over_ms": talk_over_ms, "drop_every": drop_every,
+        "hangup_after_s": hangup_after_s, "silent_after_s": silent_after_s, "voice": voice,
+        "never_answer": True if never_answer else None, "greet": False if no_greet else None,
+    }  # fmt: skip
+    behaviour = agent_behaviour(scenario, line, knobs)
     if ignore_barge_ins:
         behaviour = behaviour.model_copy(update={"yield_ms": None})
     elif yield_ms is not None:
@@ -150,92 +110,9 @@ def agent(
         return serve_devices(behaviour, options, truth_log)
     if in_device or out_device or loopback_in or no_calibrate or rate is not None:
         raise InputError("--in, --out, --loopback-in, --no-calibrate and --rate need --device")
-
-    check_transport(transport)
-    phone = transport if transport != "webrtc" else None
-
-    async def serve() -> None:
-        server = AgentServer(behaviour, port=port, truth_log=truth_log, dialect=phone)
-        try:
-            base = await server.start()
-        except OSError as exc:
-            raise InputError(
-                f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", fix="pick another --port"
-            ) from None
-        ws = base.replace("http://", "ws://") + "/ws"
-        if phone:
-            say(f"reference agent on {ws} (a {phone} media stream)")
-            call = f"turnscope call {ws} --transport {phone}"
-        else:
-            say(
-                f"reference agent on {base}: SmallWebRTC {base}/api/offer, WHIP {base}/whip, "
-                f"phone-line websocket {ws}"
-            )
-            call = f"turnscope call {base}/api/offer --loopback-only"
-        say(f"call it: {call} --scenario configs/scenarios/refund-call.yaml")
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await server.stop()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
-    return 0
-
-
-def append_truth(path: Path | None, truth: dict[str, Any]) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(truth) + "\n")
-
-
-def serve_devices(
-    behaviour: AgentBehaviour, options: DeviceAgentOptions, truth_log: Path | None
-) -> int:
-    """Run the device agent until Ctrl-C or SIGTERM; every call's truth goes to the log."""
-    import asyncio
-
-    from turnscope.actors.agent.device import DeviceAgent
-
-    def ended(truth: dict[str, Any]) -> None:
-        append_truth(truth_log, truth)
-        say(f"call ended ({truth['end_reason']}): {len(truth['utterances'])} prompts")
-
-    async def serve() -> str | None:
-        agent = DeviceAgent(behaviour, options, on_session_end=ended)
-        await agent.start()
-        loop = asyncio.get_running_loop()
-        for sig, why in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, agent.stop, why)
-        cal = agent.calibration
-        timing = (
-            f"calibrated ({cal.correction_ms:+.2f} ms, spread {cal.spread_ms:.2f} ms)"
-            if cal
-            else f"not calibrated ({agent.uncalibrated})"
-        )
-        out.print(
-            f"reference agent on sound devices: hears {agent.capture.name!r}, speaks into "
-            f"{agent.player.name!r}; timing {timing}",
-            soft_wrap=True,
-        )
-        say("waiting for a call (a device call opens with its ring)")
-        try:
-            await agent.stopped.wait()
-        finally:
-            agent.close()
-        reason = agent.stop_reason or ""
-        return None if reason in ("interrupted", "terminated") else reason
-
-    try:
-        problem = asyncio.run(serve())
-    except CallSetupError as exc:
-        fail_line(str(exc))
-        return DEVICE_GONE
-    if problem:
-        fail_line(f"{problem}; the device was unplugged or its sound server went away")
-        return DEVICE_GONE
+    phone = transport if check_transport(transport) != "webrtc" else None
+    serve_agent(behaviour, port=port, truth_log=truth_log, dialect=phone,
+                on_listening=lambda base: say_listening(base, phone))  # fmt: skip
     return 0
 
 

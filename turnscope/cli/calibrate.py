@@ -7,7 +7,7 @@ import json
 import typer
 
 from turnscope.cli.console import fail_line, out
-from turnscope.errors import CalibrationError, CallSetupError, InputError
+from turnscope.errors import CalibrationError, CallSetupError
 
 FAILED = 4  # the measurement could not be made
 # turnscope.capture.device.calibration.REPEATS, without importing the sound stack for --help
@@ -25,38 +25,20 @@ def calibrate(
 ) -> int:
     """Play a marker several times and find it in the input: the round trip, median and spread,
     and the latency PortAudio's stream times leave out (what a device call corrects)."""
-    import asyncio
+    from turnscope.use_cases.calibration import calibrate_loopback as measure
 
-    from turnscope.capture.device.calibration import calibrate_devices
-    from turnscope.capture.device.io import choose_rate, find_device
-
-    if repeat < 1 or channel < 0:
-        raise InputError("--repeat must be at least 1 and --channel at least 0")
-    output = find_device(out_device, "output", option="--out")
-    loopback = find_device(in_device, "input", channels=channel + 1, option="--in")
-    out_rate = choose_rate(output, "output", 1, rate, "--out")
-    in_rate = choose_rate(loopback, "input", channel + 1, rate, "--in")
     try:
-        cal = asyncio.run(
-            calibrate_devices(
-                output,
-                loopback,
-                out_rate=out_rate,
-                in_rate=in_rate,
-                channel=channel,
-                channels=channel + 1,
-                repeats=repeat,
-            )
-        )
+        found = measure(out_device, in_device, channel=channel, repeats=repeat, rate=rate)
     except (CalibrationError, CallSetupError) as exc:
         fail_line(str(exc))
         return FAILED
+    cal = found.calibration
     if as_json:
         print(json.dumps(cal.to_dict(), indent=2))
         return 0
     trips = cal.round_trips_ms
     out.print(
-        f"round trip {output.name} -> {loopback.name}: {cal.round_trip_ms:.1f} ms median "
+        f"round trip {found.output} -> {found.input}: {cal.round_trip_ms:.1f} ms median "
         f"(spread {max(trips) - min(trips):.1f} ms over {len(trips)} of {repeat} markers), "
         "callback to callback",
         soft_wrap=True,

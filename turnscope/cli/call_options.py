@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from turnscope import redact
-from turnscope.cli.options import number
+from turnscope.cli.options import TRANSPORT_FLAGS, number
 from turnscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ def remote_options(
     return transports.options(
         transport,
         url,
+        flags=TRANSPORT_FLAGS,
         signaling=None if signaling == "smallwebrtc" else signaling,
         headers=parse_headers(header, bearer_env),
         ice_servers=ice_server,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -21,38 +22,11 @@ def doctor(
     findings = run_checks()
     blocking = [f for f in findings if not f.ok and f.check.default]
     if as_json:
-        rows = [
-            {
-                "check": f.check.name,
-                "ok": f.ok,
-                "problem": f.problem,
-                "class": f.check.problem_class,
-                "feature": f.check.feature,
-                "default_feature": f.check.default,
-                "fix": f.check.fix,
-            }
-            for f in findings
-        ]
-        out.print_json(json.dumps({"ok": not blocking, "checks": rows}))
+        out.print_json(json.dumps({"ok": not blocking, "checks": [row(f) for f in findings]}))
         return 1 if blocking else 0
-    table = Table(title="turnscope doctor", title_justify="left")
-    for col in ("check", "status", "needed by"):
-        table.add_column(col, overflow="fold")
-    for f in findings:
-        if f.ok and not show_all:
-            continue
-        status = (
-            Text("ok", "green")
-            if f.ok
-            else Text(
-                f"{f.check.problem_class}: {f.problem}", "red" if f.check.default else "yellow"
-            )
-        )
-        needed = f.check.feature + ("" if f.check.default else " (optional)")
-        table.add_row(f.check.name, status, needed)
     missing = [f for f in findings if not f.ok]
     if missing or show_all:
-        out.print(table)
+        out.print(table(findings, show_all))
     # Fix commands go on lines of their own so they can be copied whole.
     for f in missing:
         say(f"fix {f.check.name}: {f.check.fix}", markup=False)
@@ -65,6 +39,39 @@ def doctor(
         )
     )
     return 1 if blocking else 0
+
+
+def row(f: Any) -> dict[str, Any]:
+    """A finding as `doctor --json` prints it."""
+    return {
+        "check": f.check.name,
+        "ok": f.ok,
+        "problem": f.problem,
+        "class": f.check.problem_class,
+        "feature": f.check.feature,
+        "default_feature": f.check.default,
+        "fix": f.check.fix,
+    }
+
+
+def table(findings: list[Any], show_all: bool) -> Table:
+    """The findings that failed (every one with ``show_all``): check, status, needed by."""
+    t = Table(title="turnscope doctor", title_justify="left")
+    for col in ("check", "status", "needed by"):
+        t.add_column(col, overflow="fold")
+    for f in findings:
+        if f.ok and not show_all:
+            continue
+        status = (
+            Text("ok", "green")
+            if f.ok
+            else Text(
+                f"{f.check.problem_class}: {f.problem}", "red" if f.check.default else "yellow"
+            )
+        )
+        needed = f.check.feature + ("" if f.check.default else " (optional)")
+        t.add_row(f.check.name, status, needed)
+    return t
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
+from turnscope.cli.examples import EXAMPLES
+
 OPTIONS = "Options"  # the group of an option that names none (and --help)
 
 # The groups the commands share, in the order they are listed.
@@ -79,79 +81,6 @@ def groups(fn: Callable[..., Any], table: dict[str, str]) -> None:
             if name not in params:
                 raise KeyError(f"{fn.__name__} has no parameter {name!r}")
             params[name].default.rich_help_panel = group
-
-
-_DEMO = "runs/demo"  # where the examples' demo run is written, for the commands that read one
-_URL = "http://127.0.0.1:7860/api/offer"
-
-# Each command's examples: command lines that work from the repository's root (an agent on
-# _URL for call and load; the bundle the demo example writes for those that read one).
-EXAMPLES: dict[str, tuple[str, ...]] = {
-    "demo": (
-        "turnscope demo",
-        f"turnscope demo -o {_DEMO} --force",
-        "turnscope demo --scenario barge-ins",
-    ),
-    "call": (
-        f"turnscope call {_URL} --scenario refund-call",
-        f"turnscope call {_URL} --scenario refund-call --agent-trace bot-events.jsonl",
-        "turnscope call ws://127.0.0.1:8765/ws --transport twilio --scenario refund-call",
-        "turnscope call --device --caller-out 3 --agent-in 4 --scenario refund-call",
-    ),
-    "agent": (
-        "turnscope agent --port 7860 --scenario refund-call",
-        "turnscope agent --port 7860 --latency-ms 1500 --ignore-barge-ins",
-    ),
-    "replay": (
-        "turnscope replay recordings/refund-call.wav",
-        "turnscope replay recordings/refund-call.wav --reference "
-        "recordings/refund-call.reference.json",
-        "turnscope replay --caller caller.mp3 --agent agent.mp3 --max-latency-ms 1500",
-        "turnscope replay call.flac --caller-channel right --model PATH/TO/small.en",
-    ),
-    "bench": (
-        "turnscope bench voice_starter --use-reference",
-        "turnscope bench configs/suites/voice_regression.json -o out/bench.json -j 2",
-        "turnscope bench my-suite.json --agent http://127.0.0.1:7860/api/offer",
-    ),
-    "load": (
-        f"turnscope load {_URL} --scenario refund-call -n 10 --rate 2/s",
-        f"turnscope load {_URL} --scenario quick-exchange -n 4 --duration 60 -o runs/load",
-    ),
-    "score": (
-        f"turnscope score {_DEMO}/transcript.json",
-        f"turnscope score {_DEMO}/transcript.json --max-latency-ms 800 --require refund --json",
-    ),
-    "synth": (
-        "turnscope synth refund-call -o /tmp/refund-call",
-        "turnscope synth configs/scenarios/barge-ins.yaml -o /tmp/b --snr-db 10 --telephone",
-    ),
-    "validate": (
-        f"turnscope validate {_DEMO}",
-        f"turnscope validate {_DEMO}/voice_artifact_manifest.json",
-    ),
-    "gate": (
-        "turnscope gate out/bench.scorecard.json --baseline "
-        "configs/baselines/voice_regression.scorecard.json --junit out/junit.xml",
-        "turnscope gate out/bench.json --floor latency=0.8",
-    ),
-    "doctor": ("turnscope doctor", "turnscope doctor --all --json"),
-    "report": (f"turnscope report {_DEMO}",),
-    "open": (f"turnscope open {_DEMO}", f"turnscope open {_DEMO} --print", "turnscope open"),
-    "devices": ("turnscope devices", "turnscope devices --json"),
-    "calibrate": (
-        "turnscope calibrate --out 3 --in 4",
-        "turnscope calibrate --out 3 --in 4 --channel 1 --json",
-    ),
-    "fixture add": (
-        f"turnscope fixture add {_DEMO} --suite my-suite.json --tags conversational",
-        f"turnscope fixture add {_DEMO} --suite my-suite.json --tags acoustic --id noisy-refund",
-    ),
-    "suite init": (
-        "turnscope suite init my-suite",
-        "turnscope suite init suites/my-suite.json --force",
-    ),
-}
 
 
 def dress(app: typer.Typer, prefix: str = "") -> None:

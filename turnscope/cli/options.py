@@ -19,12 +19,9 @@ if TYPE_CHECKING:
 def check_transport(transport: str) -> str:
     """``--transport``: a registered transport that calls a URL (webrtc, a phone line's
     dialect, or one a plug-in registered)."""
-    from turnscope import transports
+    from turnscope.use_cases.checks import networked_transport
 
-    networked = [n for n in transports.names() if transports.spec(n).url_schemes]
-    if transport not in networked:
-        raise InputError(f"--transport must be {', '.join(networked)}; not {transport!r}")
-    return transport
+    return networked_transport(transport)
 
 
 def ray_option(what: str) -> Any:
@@ -48,6 +45,22 @@ FLAGS = {
     ("vad", "aggressiveness"): "--vad-aggressiveness",
     ("vad", "frame_ms"): "--frame-ms",
     ("confirm", "silero"): "--silero",
+}
+
+
+# The flag that gives each transport option (``turnscope.transports.options``), so that an
+# option a transport does not take is reported as the flag that was typed.
+TRANSPORT_FLAGS = {
+    "signaling": "--signaling",
+    "headers": "--header",
+    "ice_servers": "--ice-server",
+    "loopback_only": "--loopback-only",
+    "connect_timeout_s": "--connect-timeout",
+    "media_timeout_s": "--media-timeout",
+    "params": "--param",
+    "codec": "--codec",
+    "caller_side": "--caller-side",
+    "calibrate": "--no-calibrate",
 }
 
 

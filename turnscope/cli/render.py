@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Group
@@ -14,6 +13,16 @@ from turnscope.scoring.exercise import NOT_EXERCISED, Exercise
 from turnscope.scoring.outcome import Outcome
 from turnscope.scoring.suites.scorecard_page import scorecard_note
 from turnscope.scoring.verifier import COMPONENTS, PASS_FLOOR, failed_floors
+from turnscope.use_cases.scorecard_files import scorecard_html, write_scorecard_page
+
+__all__ = [
+    "bench_table",
+    "outcome_table",
+    "scorecard_html",  # the page's, for the tests that read it beside the tables
+    "scorecard_table",
+    "verdict_table",
+    "write_scorecard_page",
+]
 
 
 def _verdict_text(passed: bool) -> Text:
@@ -128,90 +137,3 @@ def scorecard_table(card: Mapping[str, Any]) -> Table:
         cells = [_cell(row.get(d), scorecard_note(card, tag, d)) for d in dims]
         table.add_row(tag, f"{c['scored']}/{c['void']}", *cells)
     return table
-
-
-def scorecard_html(
-    card: Mapping[str, Any],
-    *,
-    baseline: Mapping[str, Any] | None = None,
-    baseline_name: str = "",
-    here: Path | None = None,
-    floors: Mapping[str, float] | None = None,
-    tolerance: float | None = None,
-) -> str:
-    """The scorecard page (scoring/suites/scorecard_page.py): tags, tasks, the baseline."""
-    from turnscope.scoring.suites.scorecard_page import DEFAULT_TOLERANCE, page
-
-    return page(
-        card,
-        baseline=baseline,
-        baseline_name=baseline_name,
-        here=here,
-        floors=floors,
-        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
-    )
-
-
-def write_scorecard_page(
-    card_path: Path,
-    card: Mapping[str, Any],
-    baseline_path: Path | None = None,
-    *,
-    floors: Mapping[str, float] | None = None,
-    tolerance: float | None = None,
-) -> Path:
-    """``card_path``'s page beside it (``.html``), against ``baseline_path`` when given, else a
-    baseline pinned next to it (``baseline.scorecard.json``) when there is one."""
-    from turnscope.errors import TurnscopeError
-    from turnscope.jsonio import SCORECARD_LIMITS, read_json, write_text
-    from turnscope.scoring.suites.scorecard_page import pinned_beside
-
-    where = baseline_path or pinned_beside(card_path)
-    try:
-        base = (
-            read_json(where, what="baseline scorecard", limits=SCORECARD_LIMITS) if where else None
-        )
-    except TurnscopeError:
-        if baseline_path is not None:
-            raise
-        base = None  # a broken file beside the scorecard: `turnscope gate` says what is wrong
-    if base is not None and (not isinstance(base, dict) or base.get("suite") != card.get("suite")):
-        base = None  # another suite's (the gate says so): no change to show against it
-    html_path = card_path.with_suffix(".html")
-    write_text(
-        html_path,
-        scorecard_html(
-            card,
-            baseline=base,
-            baseline_name=str(where) if base is not None else "",
-            here=html_path.parent,
-            floors=floors,
-            tolerance=tolerance,
-        ),
-    )
-    return html_path
-
-
-def gated_scorecard_page(
-    result: Path,
-    card: Mapping[str, Any],
-    baseline_path: Path,
-    *,
-    floors: Mapping[str, float],
-    tolerance: float,
-) -> str | None:
-    """`turnscope gate --baseline`: the scorecard's page written again with what changed
-    against the baseline; None, or one line on why it could not be."""
-    from turnscope.errors import OutputError
-
-    card_path = result
-    if (
-        not result.name.endswith("scorecard.json")
-        and result.with_suffix(".scorecard.json").exists()
-    ):
-        card_path = result.with_suffix(".scorecard.json")  # the bench result's scorecard
-    try:
-        write_scorecard_page(card_path, card, baseline_path, floors=floors, tolerance=tolerance)
-    except OutputError as exc:
-        return f"the scorecard page was not updated: {exc}"
-    return None

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.closing import say_asr, say_report
-from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.closing import report_replay
+from turnscope.cli.console import out
 from turnscope.cli.help import ASR, OUTPUT, SCORING, groups
 from turnscope.cli.options import PipelineOptions, number
 from turnscope.errors import InputError
 
 _CHANNEL = {"left": 0, "right": 1, "0": 0, "1": 1}
-DEGRADED = 4  # the evidence cannot be fully trusted (what was captured is kept)
 
 
 def replay(
@@ -84,24 +83,14 @@ def replay(
         raise InputError("no such agent trace", path=agent_trace, fix="give the agent's log")
     if caller_channel not in _CHANNEL:
         raise InputError(f"--caller-channel must be left or right, not {caller_channel!r}")
-    settings = PipelineOptions(
-        settings_file,
-        model,
-        compute_type,
-        beam_size,
-        threads,
-        words,
-        aggressiveness,
-        frame_ms,
-        silero,
-    ).settings()
+    settings = PipelineOptions(settings_file, model, compute_type, beam_size, threads, words,
+                               aggressiveness, frame_ms, silero).settings()  # fmt: skip
     if all(p.is_file() for p in (call, caller, agent) if p is not None):
         # The ASR worker starts and loads its model while this process imports the rest.
         from turnscope.asr.transcriber import Transcriber
 
         Transcriber(settings.asr, settings.confirm).preload()
     from turnscope import api
-    from turnscope.cli.render import outcome_table
     from turnscope.configs import resolve
 
     run = api.replay(
@@ -122,27 +111,7 @@ def replay(
         console=None if quiet else out,
         agent_trace=agent_trace,
     )
-    for w in run.result.warnings:
-        warn_line(w)
-    if run.result.channels_alike is None:  # else not scored: the degraded line says why
-        out.print(outcome_table(run.outcome))
-    if run.outcome.wer is not None and run.result.channels_alike is None:
-        w = run.outcome.wer
-        parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]
-        overall = "-" if w.overall.wer is None else f"{w.overall.wer:.3f}"
-        say(f"WER {overall} ({', '.join(parts)}; {w.overall.reference_words} reference words)")
-    r = run.result
-    say(
-        f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
-        f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
-    )
-    say_asr(settings.asr.model)
-    if r.degraded:
-        fail_line("degraded evidence: " + "; ".join(r.degraded))
-    say_report(run.outdir)
-    if r.degraded:
-        return DEGRADED
-    return 0 if run.outcome.passed else 1
+    return report_replay(run, model=settings.asr.model)
 
 
 groups(

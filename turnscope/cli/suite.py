@@ -8,8 +8,8 @@ from typing import Any
 import typer
 
 from turnscope.cli.console import say
-from turnscope.cli.fixture import PLAIN_ID
 from turnscope.errors import InputError
+from turnscope.use_cases.checks import PLAIN_ID
 
 app = typer.Typer(help="Create voice suites.", no_args_is_help=True)
 

@@ -58,6 +58,7 @@ class RayRun:
     retried: int = 0
     warnings: list[str] = field(default_factory=list)
     gone: str | None = None  # the cluster went away: what did not run is void with this reason
+    lost: int = 0  # fixtures void because the cluster went away (counted, never read from text)
 
 
 class FixtureWorker:
@@ -220,5 +221,5 @@ def _dispatch(
     for k in queue:  # never ran: the cluster went away
         results[k] = void_run(tasks[k], suite_path, gone or GONE)
     run = RayRun([r for r in results if r is not None], [], per_node, retried=state.retried)
-    run.gone = gone
+    run.gone, run.lost = gone, len(queue)
     return run

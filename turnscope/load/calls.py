@@ -18,6 +18,7 @@ from turnscope.bundle_writer import RunIncomplete
 from turnscope.errors import CallSetupError, TurnscopeError
 from turnscope.load.plan import Slot
 from turnscope.load.record import CallRecord, finished_record
+from turnscope.otlp.shared import SharedSpans
 
 
 class Event(BaseModel):
@@ -38,6 +39,7 @@ class LoadJob:
     outroot: Path
     secrets: list[str] = field(default_factory=list, repr=False)  # to scrub, in every process
     duration_s: float | None = None
+    otlp: SharedSpans | None = None  # --otlp: the run's one receiver's batches
 
     def folder(self, slot: int, attempt: int) -> Path:
         name = f"call-{slot + 1:04d}" + (f"-{attempt}" if attempt > 1 else "")
@@ -129,6 +131,7 @@ async def run_slots(
                 console=None,
                 lines=lines,
                 on_connected=connected,
+                otlp=job.otlp,
             )
         except CallSetupError as exc:  # place_call wrote the bundle that says why
             return CallRecord(

@@ -46,6 +46,27 @@ def _pct(name: str, p: Percentiles) -> list[str]:
     return [name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max)]
 
 
+def _hops(r: LoadReport) -> list[str]:
+    """The hop section: each hop's percentiles and median by calls up (none: no section)."""
+    h = r.hops
+    if h is None:
+        return []
+    rows = [
+        [*_pct(x.name, x.ms), " · ".join(f"{v.calls_up}: {v.p50:.0f}" for v in x.by_calls_up)]
+        for x in h.hops
+    ]
+    rows.append([*_pct("unaccounted (every reply's last hop)", h.unaccounted_ms), ""])
+    sources = ", ".join(f"{k} {n}" for k, n in h.sources.items())
+    grew = f" Grew most under load: <b>{escape(h.grows_most)}</b>." if h.grows_most else ""
+    without = f" {h.calls_without} completed call(s) have no hops." if h.calls_without else ""
+    return [
+        "<h2>Latency by hop</h2>",
+        f"<p>{h.replies} replies of {h.calls} calls split by the agent's events ({sources}); "
+        f"the hops of a reply sum to its latency.{grew}{without}</p>",
+        _table(["hop", "n", "p50", "p90", "p99", "max", "p50 (ms) by calls up"], rows),
+    ]
+
+
 def budget_of(scenario: Scenario) -> tuple[int, str]:
     """The scenario's latency budget (its task's ``max_latency_ms``, else the verifier's
     default) and where it came from."""
@@ -136,6 +157,7 @@ def render(
         ),
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
         f"unanswered caller turns {r.unanswered_turns} in {r.calls_with_unanswered} call(s)</p>",
+        *_hops(r),
         "<h2>Over the run</h2>",
         chart(r, budget_ms, budget_source),
         _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows),

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from turnscope.capture.player import LATE_MS
+from turnscope.otlp.records import SpansBy
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
 
@@ -15,12 +16,21 @@ Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
 END_WINDOW_MS = (300.0, 20.0)  # before, after the caller turn's end
 
 
+class ReplyHop(BaseModel):
+    """One hop of a reply (scoring.latency's Point names): the hops sum to its latency."""
+
+    start: str  # caller_end_heard, turn_end, stt_final, llm_first_token, ...
+    to: str  # ... first_sample_heard: the last hop is the unaccounted part
+    ms: float
+
+
 class Reply(BaseModel):
     """An agent turn timed against the caller turn before it (the verifier's pairing)."""
 
     at_ms: float  # the agent turn's start on the call's clock
     latency_ms: float
     caller_lag_ms: float = 0.0  # the worst send lag of the caller's frames at that turn's end
+    hops: list[ReplyHop] = Field(default_factory=list)  # its split by the agent's events
 
     @property
     def on_time(self) -> bool:
@@ -60,6 +70,9 @@ class CallRecord(BaseModel):
     degraded: list[str] = Field(default_factory=list)
     bundle: str | None = None
     missing: list[str] = Field(default_factory=list)  # what its bundle could not write
+    breakdown_source: str | None = None  # what split its replies into hops (otlp, rtvi, ...)
+    hops_missing: str | None = None  # why its replies have no hops (the breakdown's reasons)
+    spans_by: SpansBy | None = None  # --otlp: how its spans were told from the other calls'
 
     @property
     def placement_lag_s(self) -> float | None:
@@ -75,9 +88,12 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     facts = verifier_facts(dialogue)
     details = call.info.details
     script = caller.report()
-    degraded = list(call.info.degraded)
-    dropped = call.end_reason in degraded
+    found = run.result.findings  # the call's, the caller's, the pipeline's, the runner's
+    degraded = list(found.degraded)
+    dropped = call.end_kind is not None and found.has(call.end_kind)  # its end degraded it
     late = getattr(call.caller_track, "late_at", [])
+    hops, source, why = _hops(run.breakdown)
+    spans_by = (details.get("otlp") or {}).get("spans_by")
     return CallRecord(
         **base,
         status="dropped" if dropped else "completed",
@@ -91,6 +107,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
                 at_ms=dialogue[g.agent]["start_ms"],
                 latency_ms=g.gap_ms,
                 caller_lag_ms=lag_at(late, dialogue[g.caller]["end_ms"]),
+                hops=hops.get(g.agent, []),
             )
             for g in facts.gaps
         ],
@@ -103,4 +120,22 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         agent_lost_frames=int(details.get("agent_lost_frames") or 0),
         degraded=degraded,
         bundle=str(run.outdir),
+        breakdown_source=source,
+        hops_missing=why,
+        spans_by=SpansBy(spans_by) if spans_by in SpansBy._value2member_map_ else None,
     )
+
+
+def _hops(breakdown: Any) -> tuple[dict[int, list[ReplyHop]], str | None, str | None]:
+    """Each reply's hops by its agent turn (a reliable breakdown's only), the breakdown's
+    source, and why there are none."""
+    if breakdown is None:
+        return {}, None, "nothing from the agent split its replies (no --otlp, no RTVI)"
+    if not breakdown.reliable:
+        return {}, breakdown.source, "; ".join(breakdown.reasons) or "unreliable"
+    hops = {
+        r.agent_turn: [ReplyHop(start=h.start.value, to=h.to.value, ms=h.ms) for h in r.hops]
+        for r in breakdown.replies
+        if r.missing is None and r.hops
+    }
+    return hops, breakdown.source, None if hops else "no reply could be split"

@@ -9,30 +9,17 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from turnscope.capture.player import LATE_MS, MAX_SEND_LAG_MS
+from turnscope.load.hops import HopsReport, hops_report, not_separable_line
 from turnscope.load.plan import PLACEMENT_SLACK_S, LoadPlan
 from turnscope.load.record import CallRecord
+from turnscope.load.stats import Percentiles
+from turnscope.otlp.records import OtlpSummary
 
 WINDOWS = 10  # latency over time: the run cut in this many spans (each at least MIN_WINDOW_S)
 MIN_WINDOW_S = 5.0
-
-
-class Percentiles(BaseModel):
-    n: int
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    max: float | None = None
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Percentiles:
-        if not values:
-            return cls(n=0)
-        p50, p90, p99 = (round(float(v), 1) for v in np.percentile(values, [50, 90, 99]))
-        return cls(n=len(values), p50=p50, p90=p90, p99=p99, max=round(float(max(values)), 1))
 
 
 class Window(BaseModel):
@@ -82,6 +69,9 @@ class LoadReport(BaseModel):
     calls_with_unanswered: int = 0
     harness: Harness
     per_worker: dict[str, int] = Field(default_factory=dict)  # calls placed by loop or node
+    # each reply's hops across calls (the agent's spans with --otlp, or its RTVI events)
+    hops: HopsReport | None = None
+    otlp: OtlpSummary | None = None  # --otlp: what the run's one receiver took in
     degraded: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     calls: list[CallRecord] = Field(default_factory=list)
@@ -168,6 +158,7 @@ def aggregate(
     wall_s: float,
     problems: Sequence[str] = (),
     warnings: Sequence[str] = (),
+    otlp: OtlpSummary | None = None,
 ) -> LoadReport:
     """The report of every record (one per call; slots that never dialled as ``not_run``)."""
     records = sorted(records, key=lambda r: (r.planned_s, r.slot, r.attempt))
@@ -222,6 +213,12 @@ def aggregate(
             + ", ".join(f"{k} {n}" for k, n in sorted(not_run.items()))
         )
     per_worker = Counter(r.worker for r in placed)
+    hops = hops_report(records)
+    unseparated = not_separable_line(records)
+    if unseparated:
+        warnings.append(unseparated)
+    if otlp is not None:
+        warnings += [f"--otlp: {p}" for p in otlp.problems]
     return LoadReport(
         target=target,
         transport=transport,
@@ -246,6 +243,8 @@ def aggregate(
         calls_with_unanswered=sum(1 for r in records if r.unanswered),
         harness=harness,
         per_worker=dict(sorted(per_worker.items())),
+        hops=hops,
+        otlp=otlp,
         degraded=degraded,
         warnings=list(warnings),
         calls=list(records),
@@ -253,17 +252,22 @@ def aggregate(
 
 
 def missing_slots(
-    records: Sequence[CallRecord], plan: LoadPlan, why: str, worker_of: dict[int, str]
+    records: Sequence[CallRecord],
+    plan: LoadPlan,
+    why: str,
+    worker_of: dict[int, str],
+    *,
+    interrupted: bool = False,
 ) -> list[CallRecord]:
     """A not_run record for every planned caller that never dialled (its worker died, or the
-    run was stopped before its time)."""
+    run was stopped before its time: ``interrupted``, a signal; ``why`` says which)."""
     dialled = {r.slot for r in records}
     return [
         CallRecord(
             slot=s.index,
             worker=worker_of.get(s.index, ""),
             status="not_run",
-            kind="interrupted" if why.startswith(("interrupted", "terminated")) else "worker lost",
+            kind="interrupted" if interrupted else "worker lost",
             reason=why,
             planned_s=s.offset_s,
         )

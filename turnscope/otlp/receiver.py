@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from turnscope.capture.clock import CallClock
 from turnscope.errors import InputError
 from turnscope.jsonio import MESSAGE_LIMITS, loads, write_json
 from turnscope.otlp.grpc_listener import GrpcListener
@@ -74,6 +75,7 @@ class OtlpReceiver(Sink):
         self._ended: float | None = None
         self._written: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
+        self.clock: CallClock | None = None  # the call's, once it is placed (place_call)
 
     async def start(self) -> None:
         """Listen (InputError when the port is taken: say which, and how to pick another)."""
@@ -103,6 +105,16 @@ class OtlpReceiver(Sink):
         if self._grpc is not None:
             await self._grpc.stop()
             self._grpc = None
+
+    def spans_so_far(self) -> list[AgentSpan]:
+        """The spans received so far (the live view reconciles replies by them as they come)."""
+        return self.doc.spans
+
+    def origin_unix(self) -> float | None:
+        """The call clock's sample 0 in Unix time, once the call's clock started (the source
+        records it only as the call ends)."""
+        origin = self.clock.origin if self.clock is not None else None
+        return None if origin is None else time.time() - (time.monotonic() - origin)
 
     def on_audio_end(self) -> None:
         self._ended = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller import speech
+from turnscope.actors.caller.voices.default import NEURAL, caller_voice, chosen
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.scenario import Scenario
@@ -17,7 +18,8 @@ def caller_voices(scenario: Scenario) -> list[dict[str, Any]]:
     ``audio:`` is ``engine: recorded``. A Piper voice that spoke nothing in this process is
     left out. Cheap: called as the call ends, on its event loop."""
     spec = scenario.caller
-    uses: dict[str, list[int]] = {spec.voice: []}
+    own_voice = caller_voice(scenario)  # the neural default where none is named (default.py)
+    uses: dict[str, list[int]] = {own_voice: []}
     recorded: list[int] = []
     for i, line in enumerate(scenario.script):
         if line.speaker != "caller" or not line.spoken:
@@ -25,7 +27,7 @@ def caller_voices(scenario: Scenario) -> list[dict[str, Any]]:
         if line.audio is not None:
             recorded.append(i)
             continue
-        own = line.voice or spec.voice
+        own = line.voice or own_voice
         for voice in dict.fromkeys([own, *(b.voice or own for b in line.choose or [])]):
             uses.setdefault(voice, []).append(i)
     out = []
@@ -33,7 +35,9 @@ def caller_voices(scenario: Scenario) -> list[dict[str, Any]]:
         is_espeak = speech.parse_voice(voice).engine is speech.Engine.ESPEAK
         d = speech.describe(voice, spec.rate_wpm, spec.pitch if is_espeak else None)
         if d is not None:
-            out.append({**d, "default": voice == spec.voice, "lines": lines})
+            out.append({**d, "default": voice == own_voice, "lines": lines})
+            if voice == own_voice and not chosen(scenario):
+                out[-1]["chosen"] = "neural default" if voice == NEURAL else "espeak-ng fallback"
     if recorded:
         out.append({"engine": "recorded", "default": False, "lines": recorded})
     return out

@@ -1,0 +1,223 @@
+"""The caller's acoustics and dysfluencies as scenario keys: ``caller.acoustics`` /
+``caller.dysfluency`` (the whole call) and a line's own ``acoustics`` / ``dysfluency``.
+
+What the keys mean is in `acoustics.py` (how the audio is made) and `dysfluency.py` (how the
+text is changed); this module only checks them, each problem one line naming the key and the
+fix.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+SNR_RANGE_DB = (-10.0, 60.0)
+NOISE_FILE_MIN_RATE = 8000
+
+
+class NoiseKind(str, Enum):
+    """A generated background (`noise.py`)."""
+
+    STREET = "street"
+    OFFICE = "office"
+    CAR = "car"
+    BABBLE = "babble"
+
+
+class Room(str, Enum):
+    """A generated room impulse response (`room.py`): its RT60."""
+
+    SMALL = "small"
+    OFFICE = "office"
+    HALL = "hall"
+
+
+class Telephone(str, Enum):
+    """The caller's line: a band and a codec (`room.py`)."""
+
+    BAND = "band"  # 8 kHz, G.712 300-3400 Hz, no codec
+    G711 = "g711"  # ... and G.711 mu-law
+    G711A = "g711a"  # ... and G.711 A-law
+    AMR_NB = "amr-nb"  # AMR-NB 12.2 kbit/s (FFmpeg's libopencore_amrnb; the band without it)
+    OPUS = "opus"  # Opus at 10 kbit/s, 16 kHz
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Each number's range, and what a sensible value looks like (the fix in its message).
+RANGES: dict[str, tuple[float, float, str]] = {
+    "snr_db": (*SNR_RANGE_DB, "15 (a busy café) or 5 (a loud street)"),
+    "level_db": (-40.0, 30.0, "-12 (a quiet caller) or 10 (a loud one)"),
+    "clip_at": (0.02, 1.0, "0.3 (a hot microphone)"),
+    "loss": (0.0, 0.5, "0.05 (5% of packets)"),
+    "jitter_ms": (0.0, 500.0, "30"),
+    "jitter_buffer_ms": (20.0, 1000.0, "60"),
+    "fillers": (0.0, 0.5, "0.1"),
+    "restarts": (0.0, 1.0, "0.3"),
+    "self_correction": (0.0, 1.0, "0.3"),
+}
+
+
+def in_range(value: float | None, info: ValidationInfo) -> float | None:
+    """A number within its key's range, else one line naming the key, the range and a value."""
+    if value is None:
+        return None
+    lo, hi, example = RANGES[str(info.field_name)]
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise PydanticCustomError(
+            "acoustics_range",
+            "{key} is {value}: give {lo} to {hi}, e.g. {example}",
+            {
+                "key": info.field_name,
+                "value": f"{value:g}",
+                "lo": f"{lo:g}",
+                "hi": f"{hi:g}",
+                "example": example,
+            },
+        )
+    return value
+
+
+def _resolved(value: str, info: ValidationInfo, kinds: type[Enum], what: str) -> str:
+    """A kind's name as given, or an audio file resolved against the scenario's folder."""
+    if value in {k.value for k in kinds}:
+        return value
+    base = (info.context or {}).get("base_dir")
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() or base is None else Path(base) / path
+    if not path.is_file():
+        names = ", ".join(k.value for k in kinds)
+        raise PydanticCustomError(
+            "acoustics_file",
+            "no such {what} file {path}: give one of {names} or an audio file (relative to the "
+            "scenario file)",
+            {"what": what, "path": str(path), "names": names},
+        )
+    problem = audio_problem(path, what)
+    if problem:
+        raise PydanticCustomError(
+            "acoustics_audio", "{path}: {problem}", {"path": str(path), "problem": problem}
+        )
+    return str(path.absolute())
+
+
+def audio_problem(path: Path, what: str) -> str | None:
+    """What is wrong with a noise or impulse-response file's format, read from its header."""
+    import soundfile as sf
+
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError) as exc:
+        return f"cannot read the {what} file ({exc}): give a wav or flac"
+    if info.samplerate < NOISE_FILE_MIN_RATE:
+        rate = info.samplerate
+        return f"the {what} is at {rate} Hz: give one at {NOISE_FILE_MIN_RATE} Hz or more"
+    if what == "noise":
+        if info.channels > 2:
+            return f"the noise has {info.channels} channels: give mono or stereo (mixed to mono)"
+        if info.frames < 1.25 * info.samplerate:
+            return "the noise is shorter than 1.25 s: give a longer recording (it loops)"
+    elif info.channels != 1:
+        return (
+            f"the impulse response has {info.channels} channels: give a mono one (one microphone's)"
+        )
+    return None
+
+
+class LineAcoustics(_Strict):
+    """What one line's audio goes through (see `acoustics.py`); a line's keys override the
+    call's. ``noise`` / ``snr_db`` here: a noise heard during this line only, over the call's
+    bed."""
+
+    noise: str | None = None
+    snr_db: float | None = None
+    reverb: str | None = None
+    telephone: Telephone | None = None
+    level_db: float | None = None
+    clip_at: float | None = None
+
+    _numbers = field_validator("snr_db", "level_db", "clip_at")(in_range)
+
+    @field_validator("noise")
+    @classmethod
+    def _noise(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _resolved(value, info, NoiseKind, "noise")
+
+    @field_validator("reverb")
+    @classmethod
+    def _reverb(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _resolved(value, info, Room, "impulse response")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _call_keys(cls, data: Any) -> Any:
+        if cls is LineAcoustics and isinstance(data, dict):
+            for key in ("loss", "jitter_ms", "jitter_buffer_ms", "seed"):
+                if key in data:
+                    raise PydanticCustomError(
+                        "line_acoustics",
+                        "{key} is the whole call's line: give it in caller.acoustics",
+                        {"key": key},
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _snr_with_noise(self) -> LineAcoustics:
+        if self.snr_db is not None and self.noise is None:
+            raise PydanticCustomError(
+                "snr_noise", "snr_db needs a noise: street, office, car, babble or a file"
+            )
+        return self
+
+
+class Acoustics(LineAcoustics):
+    """``caller.acoustics``: the caller's line for the whole call (see `acoustics.py`).
+
+    - ``noise``: a background bed (street, office, car, babble: generated) or an audio file;
+      continuous, between the lines too; ``snr_db``: its level under the caller's speech
+      (default 15).
+    - ``reverb``: a room (small, office, hall) or an impulse response file (mono).
+    - ``telephone``: band, g711, g711a, amr-nb, opus.
+    - ``loss``: the chance a 20 ms packet is lost (silence); ``jitter_ms``: the spread of packet
+      delays, a packet later than ``jitter_buffer_ms`` (60) lost too.
+    - ``level_db``: the caller's speech louder or quieter; ``clip_at``: hard clipping at that
+      fraction of full scale (a hot microphone).
+    - ``seed``: every random choice (noise, room, losses) follows from it.
+    """
+
+    loss: float = 0.0
+    jitter_ms: float = 0.0
+    jitter_buffer_ms: float = 60.0
+    seed: int = 0
+
+    _call_numbers = field_validator("loss", "jitter_ms", "jitter_buffer_ms")(in_range)
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the call carries a background bed."""
+        return self.noise is not None
+
+
+class Dysfluency(_Strict):
+    """``caller.dysfluency`` (or a line's): how the caller's words stumble (`dysfluency.py`).
+
+    - ``fillers``: the chance of a filler ("um", "uh", "you know") before each word.
+    - ``restarts``: the chance a line starts over after a word or two.
+    - ``self_correction``: the chance a line says a wrong number, day or month first and
+      corrects it ("four, sorry, I mean five").
+    - ``seed``: which words (with the line's index).
+    """
+
+    fillers: float = 0.0
+    restarts: float = 0.0
+    self_correction: float = 0.0
+    seed: int = 0
+
+    _numbers = field_validator("fillers", "restarts", "self_correction")(in_range)

@@ -1,0 +1,26 @@
+"""What the scripted caller warns about or why it degrades the evidence, as counted (the words
+are the note's message; ``turnscope.reasons``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class CallerNote(StrEnum):
+    TIMED_OUT = "scenario_timed_out"
+    AGENT_NONSTOP = "agent_nonstop"  # the agent never paused: the caller could not take turns
+    NEVER_SPOKE = "caller_never_spoke"
+    NO_GREETING = "agent_did_not_greet"
+    UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
+    LAST_UNANSWERED = "last_line_unanswered"
+    INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech
+    NOT_EXERCISED = "barge_in_not_exercised"  # the agent's turn ended first: an ordinary reply
+    TRANSCRIPT_LATE = "transcript_late"  # the caller decided on what it had (its delay)
+    CONDITION_NEVER_MET = "condition_never_met"
+    LLM_AGENT_QUIET = "llm_agent_quiet"  # the agent said nothing: the LLM caller hung up
+    LLM_MAX_TURNS = "llm_max_turns"
+    REPLAY_DIVERGED = "replay_diverged"  # the agent left the recorded call: the LLM is asked
+    REPLAY_SHORT = "replay_short"  # the recorded call had no more caller turns
+    LLM_MISSING = "llm_missing"
+    LLM_FAILED = "llm_failed"
+    LLM_SLOW = "llm_slow"  # over caller.llm.deadline_ms: the caller's delay

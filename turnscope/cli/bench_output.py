@@ -1,0 +1,119 @@
+"""What `turnscope bench` shows of a suite's run or score: the progress bar, the tables, the
+closing lines, and its exit code."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from turnscope.cli.console import fail_line, out, say, warn_line
+
+if TYPE_CHECKING:
+    from turnscope.use_cases.suite_run import SuiteProgress, SuiteRun
+    from turnscope.use_cases.suite_score import SuiteScore
+
+CALL_FAILED = 4  # the run could not finish: an upload failed, the Ray cluster went away
+
+
+class SuiteBar:
+    """The progress bar of a suite's run, shown from the first progress the run reports (after
+    its input is checked) until ``close``; on Ray it says failed and retried fixtures too."""
+
+    def __init__(self, *, quiet: bool, ray: bool) -> None:
+        self.quiet, self.ray = quiet, ray
+        self.bar: Any = None
+        self.job: Any = None
+
+    def __call__(self, p: SuiteProgress) -> None:
+        if self.bar is None:
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+            self.bar = Progress(*columns, console=out, disable=self.quiet, transient=True)
+            self.bar.start()
+            self.job = self.bar.add_task(p.name, total=p.total)
+        if p.failed is not None:
+            description = f"{p.name} (failed {p.failed}, retried {p.retried})"
+            self.bar.update(self.job, completed=p.done, description=description)
+        else:
+            self.bar.update(self.job, completed=p.done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def bench_exit(result: dict[str, Any]) -> int:
+    """0 when every scored task passed, 1 when one failed or nothing was scored (said so)."""
+    agg = result["aggregate"]
+    if agg["scored"] == 0:
+        say("every task is void: nothing was scored, so nothing passed")
+        return 1
+    return 0 if agg["passed"] == agg["scored"] else 1
+
+
+def score_code(scored: SuiteScore, output: Path | None, *, as_json: bool) -> int:
+    """The scored suite as JSON or its table (and where it was written); the exit code."""
+    if as_json:
+        import json
+
+        out.print_json(json.dumps(scored.result))
+    else:
+        from turnscope.cli.render import bench_table
+
+        out.print(bench_table(scored.result, scored.exercise))
+        if output is not None:
+            say(f"wrote {output}")
+    return bench_exit(scored.result)
+
+
+def fixtures_code(run: SuiteRun) -> int:
+    """The suite's run: its tables, void tasks, where it ran and what it wrote; the exit
+    code (4 when an upload failed or the Ray cluster went away)."""
+    from turnscope.cli.render import bench_table, scorecard_table
+
+    exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
+    out.print(bench_table(run.result, exercise))
+    out.print(scorecard_table(run.scorecard))
+    for task_id, why in run.void():
+        warn_line(f"task {task_id} is void: {why}")
+    if run.ray is not None:
+        say_where(run.ray)
+    say(f"scorecard: {run.scorecard_path} (and .html); per-task bundles in {run.bundles}")
+    if run.upload_error is not None:
+        fail_line(run.upload_error)
+        return CALL_FAILED
+    if run.uploaded:
+        say(f"uploaded: {', '.join(run.uploaded)}")
+    if run.ray is not None and run.ray.gone:
+        fail_line(f"{run.ray.gone}: {run.lost} fixture(s) did not run (void); what finished is "
+                  f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
+        return CALL_FAILED
+    return bench_exit(run.result)
+
+
+def say_where(run: Any) -> None:
+    """Which node ran how many fixtures, and what did not start."""
+    for w in run.warnings:
+        warn_line(w)
+
+    def asr(node_id: str) -> str:
+        kinds = Counter(run.devices.get(node_id, []))
+        return " + ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "no worker"
+
+    parts = [
+        f"{n.address} ({n.cpus:g} CPUs{f', {n.gpus:g} GPUs' if n.gpus else ''}, ASR on "
+        f"{asr(n.node_id)}): {run.per_node.get(n.node_id, 0)}"
+        for n in run.nodes
+    ]
+    say(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
+        f"retried {run.retried}")  # fmt: skip

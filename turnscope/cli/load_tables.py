@@ -1,0 +1,100 @@
+"""`turnscope load`'s aggregate in the terminal: latency percentiles (and over the run), what
+was placed and completed, failures by kind, the harness's own health, calls per loop or node."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from turnscope.capture.player import LATE_MS
+from turnscope.cli.console import out, say
+from turnscope.load.report import LoadReport, Percentiles
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def latency_tables(r: LoadReport) -> None:
+    """Reply latency and barge-in yield percentiles, and reply latency over the run."""
+    t = Table(title="latency (ms)", title_justify="left")
+    for col in ("", "n", "p50", "p90", "p99", "max"):
+        t.add_column(col, justify="right" if col else "left")
+    rows: list[tuple[str, Percentiles]] = [("reply", r.latency_ms)]
+    if r.latency_on_time_ms is not None and r.latency_on_time_ms.n < r.latency_ms.n:
+        rows.append(("reply, caller audio on time", r.latency_on_time_ms))
+    for name, p in (*rows, ("barge-in yield", r.barge_in_yield_ms)):
+        t.add_row(name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max))
+    out.print(t)
+    if len(r.latency_over_time) > 1:
+        w = Table(title="reply latency over the run (ms)", title_justify="left")
+        for col in ("span", "calls up", "replies", "p50", "p90", "p99"):
+            w.add_column(col, justify="right")
+        for x in r.latency_over_time:
+            p = x.latency_ms
+            w.add_row(f"{x.start_s:.0f}-{x.end_s:.0f} s", str(x.calls_up), str(p.n),
+                      _ms(p.p50), _ms(p.p90), _ms(p.p99))  # fmt: skip
+        out.print(w)
+
+
+def hop_table(r: LoadReport) -> None:
+    """Each reply's hops across calls: percentiles, the median by calls up, which grew most."""
+    h = r.hops
+    if h is None:
+        return
+    t = Table(title=f"reply latency by hop (ms; {h.replies} replies of {h.calls} calls, "
+              + ", ".join(f"{k} {n}" for k, n in h.sources.items()) + ")",
+              title_justify="left")  # fmt: skip
+    for col in ("hop", "n", "p50", "p90", "p99", "max", "p50 by calls up"):
+        t.add_column(col, justify="left" if col.startswith(("hop", "p50 by")) else "right")
+    for x in h.hops:
+        p = x.ms
+        levels = " · ".join(f"{v.calls_up}: {v.p50:.0f}" for v in x.by_calls_up)
+        t.add_row(x.name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max), levels)
+    u = h.unaccounted_ms
+    t.add_row("unaccounted (every reply's last hop)", str(u.n), _ms(u.p50), _ms(u.p90),
+              _ms(u.p99), _ms(u.max), "")  # fmt: skip
+    out.print(t)
+    grown = next((x for x in h.hops if x.name == h.grows_most), None)
+    if grown is not None and grown.by_calls_up:
+        lo, hi = grown.by_calls_up[0], grown.by_calls_up[-1]
+        say(f"grew most under load: {grown.name}, p50 {lo.p50:.0f} ms at {lo.calls_up} call(s) "
+            f"up -> {hi.p50:.0f} ms at {hi.calls_up}")  # fmt: skip
+    if h.calls_without:
+        say(f"{h.calls_without} completed call(s) have no hops (load.json: calls[].hops_missing)")
+
+
+def print_load(r: LoadReport) -> None:
+    """The terminal tables: latency, by hop, over time, failures, the harness."""
+    latency_tables(r)
+    hop_table(r)
+    if r.otlp is not None:
+        got = r.otlp.received
+        say(f"otlp: {got.batches} batches, {got.spans} spans received at {r.otlp.endpoint} "
+            f"(refused {got.refused_batches}, not kept {got.dropped_spans})")  # fmt: skip
+    h = r.harness
+    out.print(
+        f"{r.placed} of {len(r.calls)} calls placed, {r.completed} completed, {r.passed} "
+        f"passed; barge-ins {r.barge_ins_exercised} of {r.barge_ins_planned} planned exercised; "
+        f"unanswered turns {r.unanswered_turns}",
+        soft_wrap=True,
+    )
+    for status, kinds in r.failures.items():
+        out.print(
+            f"{status.replace('_', ' ')}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()),
+            soft_wrap=True,
+        )
+    out.print(
+        f"harness: at most {h.max_calls_up} calls up; placed up to "
+        f"{h.placement_lag_max_s or 0:.2f} s late ({h.calls_placed_late} late); caller frames "
+        f"> {LATE_MS:.0f} ms late {h.caller_late_frames} (worst "
+        f"{_ms(h.caller_max_send_lag_ms)} ms); agent frames lost {h.agent_lost_frames}",
+        soft_wrap=True,
+    )
+    nodes: dict[str, int] = {}
+    for worker, n in r.per_worker.items():  # a Ray worker is NODE#k
+        nodes[worker.split("#")[0]] = nodes.get(worker.split("#")[0], 0) + n
+    per = "; ".join(
+        f"{k} {v}" for k, v in (nodes if len(nodes) < len(r.per_worker) else r.per_worker).items()
+    )
+    what = "node" if len(nodes) < len(r.per_worker) else "loop"
+    say(f"calls per {what} ({r.where}): {per}")

@@ -1,0 +1,58 @@
+"""`turnscope scenario from-recording`: a recorded call's caller as a scenario (thin: the work is
+turnscope/redrive.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from turnscope.cli.console import say
+
+scenario_app = typer.Typer(
+    name="scenario",
+    help="Make scenarios: from-recording re-drives a recorded call's real caller.",
+    no_args_is_help=True,
+)
+
+
+@scenario_app.command("from-recording")
+def from_recording(
+    call: Path = typer.Argument(
+        ..., help="The recorded call: a two-channel file, or a turnscope bundle folder."
+    ),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Folder for scenario.yaml, its clips and the replay."
+    ),
+    caller_channel: str = typer.Option(
+        "left", "--caller-channel", help="The recording's caller channel: left or right."
+    ),
+    reference: Path | None = typer.Option(
+        None, "--reference", help="Reference JSON with turns: the caller's words per turn."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace a scenario already in -o."),
+) -> int:
+    """Write a scenario whose caller lines are CALL's caller turns (their own audio, spoken
+    with the gaps and barge-ins of the recording); call an agent with it (turnscope call URL
+    --scenario FOLDER/scenario.yaml) and its report sets the new call beside the recorded one."""
+    from turnscope.redrive import scenario_from_recording
+
+    made = scenario_from_recording(
+        call, outdir=output, caller_channel=caller_channel, reference=reference, force=force
+    )
+    b = made.built
+    say(
+        f"{made.caller_turns} caller turns, {made.agent_turns} agent turns: {b.lines} caller "
+        f"lines ({b.barge_ins} barge-ins, {b.backchannels} backchannels)",
+        markup=False,
+    )
+    for note in b.notes:
+        say(f"note: {note}", markup=False)
+    say(f"the recorded call's bundle: {made.bundle}", markup=False)
+    say(f"wrote {b.scenario}", markup=False)
+    say(f"re-drive it: turnscope call URL --scenario {b.scenario}", markup=False)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(scenario_app, name="scenario")

@@ -1,0 +1,203 @@
+"""``turnscope scenario from-recording``: a recorded call replayed into its turns, and its caller
+written out as a scenario that re-drives it against an agent (actors/caller/from_recording.py).
+
+The replay's bundle is kept in the scenario's folder (``recorded/``): a call placed with the
+scenario names it in result.json and its report sets the new call beside it. A recording that
+holds no call (one channel silent, or the same audio on both) is refused in one line naming the
+file and the fix; the recording itself is only read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from turnscope.actors.caller.from_recording import CLIPS, Built, write_scenario
+from turnscope.asr.settings import Settings
+from turnscope.errors import InputError
+from turnscope.outdir import output_dir
+
+if TYPE_CHECKING:
+    from turnscope.runner import RunOutput
+
+RECORDED = "recorded"  # the replay's bundle, inside the scenario's folder
+SCENARIO = "scenario.yaml"
+CHANNELS = {"left": 0, "right": 1}
+SAME_SIGNAL = 0.98  # two channels' sample correlation from which they are one signal
+
+
+@dataclass
+class Redrive:
+    """What ``scenario_from_recording`` made: the scenario and the recorded call's bundle."""
+
+    folder: Path
+    built: Built
+    bundle: Path
+    caller_turns: int
+    agent_turns: int
+
+
+def _inputs(call: Path) -> tuple[dict[str, Path], str]:
+    """The replay's inputs: a stereo file, or a bundle folder's two channels."""
+    if call.is_dir():
+        mono = {ch: call / f"{ch}.wav" for ch in ("caller", "agent")}
+        if not all(p.is_file() for p in mono.values()):
+            raise InputError(
+                "is a folder without caller.wav and agent.wav",
+                path=call,
+                fix="give a two-channel recording, or a turnscope bundle folder",
+            )
+        return mono, call.name
+    if not call.is_file():
+        raise InputError("no such recording", path=call, fix="give a two-channel recording")
+    from turnscope.capture.file.decode import open_audio
+
+    channels = open_audio(call).channels
+    if channels != 2:
+        raise InputError(
+            f"has {channels} channel{'s' if channels != 1 else ''}; re-driving needs the caller "
+            "and the agent each on its own channel",
+            path=call,
+            fix="give the call's dual-channel (stereo) recording",
+        )
+    return {"call": call}, call.stem
+
+
+def _folder(outdir: Path | None, stem: str, force: bool) -> Path:
+    folder = output_dir(outdir, f"redrive-{stem}", force=force)
+    if (folder / SCENARIO).exists():
+        if not force:
+            raise InputError(
+                "already holds a scenario", path=folder, fix="--force, or choose another -o"
+            )
+        shutil.rmtree(folder / CLIPS, ignore_errors=True)
+    return folder
+
+
+def _same(caller: np.ndarray, agent: np.ndarray) -> float | None:
+    """The two channels' sample correlation when they are one signal (too little speech for
+    the pipeline's envelope test, ``channels_alike``, to tell), else None."""
+    n = min(len(caller), len(agent))
+    a, b = caller[:n].astype(np.float64), agent[:n].astype(np.float64)
+    den = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    r = float((a * b).sum() / den) if den > 0 else 0.0
+    return r if r >= SAME_SIGNAL else None
+
+
+def _no_call(
+    run: RunOutput, caller_channel: str, caller: np.ndarray, agent: np.ndarray
+) -> str | None:
+    """Why the replay holds no call to re-drive (the message's body), if it does not."""
+    alike = run.result.channels_alike
+    r = alike.correlation if alike is not None else _same(caller, agent)
+    if r is not None:
+        return (
+            f"both channels hold the same audio (correlation {r:.2f}): a mono mix, not two "
+            "parties; give the dual-channel recording, each party on its own channel"
+        )
+    other = "right" if caller_channel == "left" else "left"
+    for speaker in ("caller", "agent"):
+        if not any(t.speaker == speaker for t in run.result.assembly.turns):
+            side = caller_channel if speaker == "caller" else other
+            return (
+                f"no speech on the {speaker} channel ({side}): a silent or muted channel; give "
+                f"the recording with both parties, or --caller-channel {other} if they are "
+                "the other way round"
+            )
+    return None
+
+
+def scenario_from_recording(
+    call: str | Path,
+    *,
+    outdir: str | Path | None = None,
+    caller_channel: str = "left",
+    reference: str | Path | None = None,
+    settings: Settings | None = None,
+    force: bool = False,
+    name: str | None = None,
+) -> Redrive:
+    """Replay ``call`` (a two-channel recording, or a turnscope bundle folder) and write a
+    scenario whose caller lines are the recorded caller's turns into ``outdir``. ``reference``:
+    a reference JSON with turns, whose caller words replace the ASR's. InputError for bad
+    input (nothing is written then)."""
+    from turnscope import api
+    from turnscope.asr.settings import load_settings
+    from turnscope.outdir import forget_run
+    from turnscope.scoring.contract import load_reference
+
+    call = Path(call)
+    if caller_channel not in CHANNELS:
+        raise InputError(f"--caller-channel must be left or right, not {caller_channel!r}")
+    inputs, stem = _inputs(call)
+    ref = load_reference(reference) if reference is not None else None
+    if ref is not None and not ref.turns:
+        raise InputError(
+            "has no turns (the caller's words per turn)",
+            path=reference,
+            fix='give {"turns": [{"speaker", "start_ms", "end_ms", "text"}, ...]}',
+        )
+    new = outdir is None or not Path(outdir).exists()
+    folder = _folder(Path(outdir) if outdir is not None else None, stem, force)
+    bundle = folder / RECORDED
+    settings = settings or load_settings()
+    if "call" in inputs:
+        run = api.replay(
+            inputs["call"],
+            caller_channel=caller_channel,
+            reference=reference,
+            settings=settings,
+            outdir=bundle,
+            force=True,
+        )
+    else:
+        run = api.replay(
+            caller=inputs["caller"],
+            agent=inputs["agent"],
+            reference=reference,
+            settings=settings,
+            outdir=bundle,
+            force=True,
+        )
+    import soundfile as sf
+
+    caller_audio, _ = sf.read(str(bundle / "caller.wav"), dtype="float32")
+    agent_audio, _ = sf.read(str(bundle / "agent.wav"), dtype="float32")
+    problem = _no_call(run, caller_channel, caller_audio, agent_audio)
+    if problem is not None:
+        forget_run(bundle, created=True)  # the recording was only read: nothing of it is lost
+        if new:  # nor anything left behind: the corrected command needs no --force
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise InputError(problem, path=call)
+    turns = run.result.assembly.turns
+    recorded = {
+        "recording": str(call.resolve()),
+        "bundle": RECORDED,
+        "caller_channel": caller_channel,
+    }
+    built = write_scenario(
+        folder,
+        name=name or f"redrive-{stem}",
+        turns=turns,
+        backchannels=run.result.assembly.backchannels,
+        caller_audio=caller_audio,
+        recorded=recorded,
+        reference=ref.turns if ref is not None else None,
+        description=f"The recorded caller of {call.name}, re-driven.",
+    )
+    from turnscope.actors.caller.scenario_file import load_scenario
+
+    load_scenario(built.scenario)  # what was written reads back as a valid scenario
+    return Redrive(
+        folder=folder,
+        built=built,
+        bundle=bundle,
+        caller_turns=sum(t.speaker == "caller" for t in turns),
+        agent_turns=sum(t.speaker == "agent" for t in turns),
+    )

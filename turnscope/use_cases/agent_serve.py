@@ -1,0 +1,116 @@
+"""`turnscope agent` as functions: the reference agent's behaviour from its knobs, served on
+127.0.0.1 (SmallWebRTC, WHIP and a carrier's websocket) or on sound devices."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.server import AgentServer
+from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.configs import config_path
+from turnscope.errors import InputError
+from turnscope.jsonio import one_line
+
+if TYPE_CHECKING:  # the sound stack is imported only to serve on devices
+    from turnscope.actors.agent.device import DeviceAgent, DeviceAgentOptions
+
+
+def agent_behaviour(
+    scenario: str | Path | None = None,
+    lines: list[str] | None = None,
+    knobs: Mapping[str, Any] | None = None,
+) -> AgentBehaviour:
+    """The agent's behaviour: a scenario's agent side (default: the refund call) or ``lines``
+    as its prompts, with the ``knobs`` given (None: not given) on top."""
+    given = {k: v for k, v in (knobs or {}).items() if v is not None}
+    try:
+        if lines:
+            return AgentBehaviour.model_validate({"lines": [{"text": t} for t in lines], **given})
+        sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
+        return AgentBehaviour.from_scenario(sc, **given)
+    except ValidationError as exc:
+        raise InputError(one_line(exc, prefix="agent")) from None
+
+
+def append_truth(path: Path | None, truth: dict[str, Any]) -> None:
+    """One call's ground truth appended to the truth log (JSON lines)."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(truth) + "\n")
+
+
+def serve_agent(
+    behaviour: AgentBehaviour,
+    *,
+    port: int = 8080,
+    truth_log: Path | None = None,
+    dialect: str | None = None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the agent on 127.0.0.1:``port`` until Ctrl-C (``dialect``: the carrier whose
+    messages /ws expects; None: WebRTC). ``on_listening`` hears the base URL."""
+
+    async def serve() -> None:
+        server = AgentServer(behaviour, port=port, truth_log=truth_log, dialect=dialect)
+        try:
+            base = await server.start()
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", fix="pick another --port"
+            ) from None
+        if on_listening is not None:
+            on_listening(base)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+def serve_on_devices(
+    behaviour: AgentBehaviour,
+    options: DeviceAgentOptions,
+    *,
+    truth_log: Path | None = None,
+    on_ready: Callable[[DeviceAgent], None] | None = None,
+    on_call_ended: Callable[[dict[str, Any]], None] | None = None,
+) -> str | None:
+    """Serve the agent on sound devices until Ctrl-C or SIGTERM, every call's truth appended
+    to ``truth_log``; None, or why it stopped otherwise (a device gone). CallSetupError when
+    the devices cannot be opened."""
+    from turnscope.actors.agent.device import DeviceAgent
+
+    def ended(truth: dict[str, Any]) -> None:
+        append_truth(truth_log, truth)
+        if on_call_ended is not None:
+            on_call_ended(truth)
+
+    async def serve() -> str | None:
+        agent = DeviceAgent(behaviour, options, on_session_end=ended)
+        await agent.start()
+        loop = asyncio.get_running_loop()
+        for sig, why in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, agent.stop, why)
+        if on_ready is not None:
+            on_ready(agent)
+        try:
+            await agent.stopped.wait()
+        finally:
+            agent.close()
+        reason = agent.stop_reason or ""
+        return None if reason in ("interrupted", "terminated") else reason
+
+    return asyncio.run(serve())

@@ -1,0 +1,218 @@
+"""Running a voice suite's fixtures (`turnscope bench` without references or transcripts): where
+the bundles go, the runs (here or on Ray), the result, the scorecard and its page, and both
+published beside bundles kept in object storage."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from turnscope import transports
+from turnscope.asr.settings import Settings, load_settings
+from turnscope.configs import resolve
+from turnscope.errors import InputError, UploadError
+from turnscope.fixture_runner import FixtureRun, run_suite_fixtures
+from turnscope.jsonio import write_json
+from turnscope.outdir import clear_run, holds_a_run, output_dir, output_file
+from turnscope.scoring.suites.bench import bench_result
+from turnscope.scoring.suites.fixtures import check_fixtures, parse_fixture
+from turnscope.scoring.suites.scorecard import scorecard
+from turnscope.scoring.suites.scorecard_page import runs_from
+from turnscope.scoring.suites.suite import load_suite
+from turnscope.storage import LocalRuns, ObjectRuns, bundle_store
+from turnscope.use_cases.checks import as_path, networked_transport
+from turnscope.use_cases.scorecard_files import write_scorecard_page
+
+if TYPE_CHECKING:
+    from turnscope.distributed.fixtures import RayRun
+
+Store = LocalRuns | ObjectRuns
+
+
+@dataclass(frozen=True)
+class SuiteProgress:
+    """How far a suite's run is: fixtures done of ``total``; on Ray also those that failed
+    (void) and those retried after their worker died (None here)."""
+
+    name: str
+    total: int
+    done: int = 0
+    failed: int | None = None
+    retried: int | None = None
+
+
+@dataclass
+class SuiteRun:
+    """What a suite's run came to: ``result`` (bench.json's document), ``scorecard`` and where
+    it was written, every fixture's run, where the bundles are, what was uploaded (or why it
+    could not be), and on Ray the cluster's run and how many fixtures its loss left void."""
+
+    result: dict[str, Any]
+    scorecard: dict[str, Any]
+    scorecard_path: Path
+    fixtures: list[FixtureRun]
+    bundles: str
+    uploaded: list[str] = field(default_factory=list)
+    upload_error: str | None = None
+    ray: RayRun | None = None
+    lost: int = 0
+
+    @property
+    def passed(self) -> bool:
+        """Something was scored and every scored task passed."""
+        agg = self.result["aggregate"]
+        return bool(agg["scored"]) and agg["passed"] == agg["scored"]
+
+    def void(self) -> list[tuple[str, str]]:
+        """``(task_id, why)`` of every void task."""
+        return [(r.scores.task_id, r.scores.note or "") for r in self.fixtures
+                if r.scores.verdict == "void"]  # fmt: skip
+
+
+def run_suite(
+    suite: str | Path,
+    *,
+    agent: str | None = None,
+    transport: str = "webrtc",
+    loopback_only: bool = False,
+    jobs: int | None = None,
+    settings: Settings | None = None,
+    runs: str | Path | None = None,
+    force: bool = False,
+    output: str | Path | None = None,
+    scorecard_path: str | Path | None = None,
+    ray_address: str | None = None,
+    progress: Callable[[SuiteProgress], None] | None = None,
+) -> SuiteRun:
+    """Run every task's fixture of ``suite`` (a path, or a shipped suite's name) through the
+    pipeline (a recording replayed, a scenario called live against ``agent`` over
+    ``transport``, a transcript scored), ``jobs`` at a time or on the Ray cluster at
+    ``ray_address``; each bundle goes under ``runs`` (a folder, or ``s3://``/``gs://``; default
+    a new ``runs/bench-NAME-...``). Writes the result (``output``), the scorecard (default:
+    beside ``output``, else in the runs folder) and its page; in object storage both are
+    uploaded beside the bundles. ``progress`` hears each fixture done. InputError for bad
+    input, before anything runs."""
+    output, scorecard_path = as_path(output), as_path(scorecard_path)
+    output_file(output, "-o")
+    output_file(scorecard_path, "--scorecard")
+    path = resolve("suites", suite)  # a path, or a shipped suite's name (voice_starter)
+    data = load_suite(path)
+    _check(data, path, agent, transport, ray_address)
+    store = _store(data, runs, force)
+    if output is not None and output.is_dir():
+        raise InputError("is a folder, expected the result file to write", path=output)
+    settings = settings or load_settings()
+    if ray_address is None and any(parse_fixture(t, path) for t in data["tasks"]):
+        from turnscope.asr.transcriber import Transcriber
+
+        Transcriber(settings.asr, settings.confirm).preload()  # loads while fixtures open
+    name = f"bench {data.get('name')}"
+    tell = progress or (lambda _p: None)
+    tell(SuiteProgress(name, len(data["tasks"])))
+    options = dict(agent_url=agent, loopback_only=loopback_only, transport=transport)
+    if ray_address is not None:
+        ray = _on_ray(data, path, settings, store, ray_address, name, tell, options)
+        fixtures = ray.runs
+    else:
+        ray, done = None, [0]
+
+        def advance(_tid: str) -> None:
+            done[0] += 1
+            tell(SuiteProgress(name, len(data["tasks"]), done[0]))
+
+        fixtures = asyncio.run(run_suite_fixtures(data, path, settings, store, jobs=jobs,
+                                                  progress=advance, **options))  # fmt: skip
+    return _finish(data, fixtures, store, output, scorecard_path, ray)
+
+
+def _check(
+    data: dict[str, Any], path: Path, agent: str | None, transport: str, ray: str | None
+) -> None:
+    """Everything about the run checked before anything runs."""
+    networked_transport(transport)
+    if ray is not None:
+        from turnscope.distributed.cluster import check_address
+
+        check_address(ray)
+    if agent is not None:  # its kind checked, its userinfo and query values never written
+        transports.options(transport, agent)
+    if not any(t.get("fixture") for t in data["tasks"]):
+        raise InputError(
+            "no task has a fixture to run",
+            path=path,
+            fix="use --use-reference or --transcripts DIR, or add fixtures to the tasks",
+        )
+    check_fixtures(load_suite(data), path)  # every fixture file, in one line, before any runs
+
+
+def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
+    """Where the bundles go: a local folder that holds no earlier run's (unless ``force``:
+    then those are cleared), or object storage we can write to."""
+    store = bundle_store(runs) if runs is not None else None
+    if isinstance(store, ObjectRuns):
+        store.check()  # a bucket we cannot write to is one line before anything runs
+        return store
+    runs_dir = output_dir(store.root if store else None, f"bench-{data.get('name')}")
+    earlier = [runs_dir / str(t["id"]) for t in data["tasks"]
+               if holds_a_run(runs_dir / str(t["id"]))]  # fmt: skip
+    if earlier and not force:
+        raise InputError(
+            f"already holds the bundles of an earlier run ({', '.join(p.name for p in earlier)})",
+            path=runs_dir,
+            fix="choose another --runs, or pass --force to replace them",
+        )
+    for folder in earlier:
+        clear_run(folder)
+    return LocalRuns(runs_dir)
+
+
+def _finish(
+    data: dict[str, Any],
+    fixtures: list[FixtureRun],
+    store: Store,
+    output: Path | None,
+    scorecard_path: Path | None,
+    ray: RayRun | None,
+) -> SuiteRun:
+    """The result, the scorecard and its page written (and published beside bundles in object
+    storage)."""
+    result = bench_result(data, [r.row for r in fixtures])
+    card = scorecard([r.scores for r in fixtures])
+    card["suite"] = {"name": data.get("name"), "version": data.get("version")}
+    if output is not None:
+        write_json(output, result)
+    local = store.root if isinstance(store, LocalRuns) else Path(f"bench-{data.get('name')}")
+    card_path = scorecard_path or (
+        output.with_suffix(".scorecard.json") if output else local / "scorecard.json"
+    )
+    if isinstance(store, LocalRuns):  # the page links each task's report.html
+        card["runs"] = runs_from(card_path, store.root)
+    write_json(card_path, card)
+    write_scorecard_page(card_path, card)
+    run = SuiteRun(result, card, card_path, fixtures, store.describe(), ray=ray)
+    if isinstance(store, ObjectRuns):
+        try:
+            files = [output, card_path, card_path.with_suffix(".html")]
+            run.uploaded = [store.put(p) for p in files if p is not None]
+        except UploadError as exc:
+            run.upload_error = str(exc)
+    if ray is not None and ray.gone:
+        run.lost = ray.lost
+    return run
+
+
+def _on_ray(data: dict[str, Any], suite: Path, settings: Settings, store: Store, address: str,
+            name: str, tell: Callable[[SuiteProgress], None],
+            options: dict[str, Any]) -> RayRun:  # fmt: skip
+    """The fixtures on Ray, progress saying done / failed / retried."""
+    from turnscope.distributed.fixtures import run_on_ray
+
+    def show(p: Any) -> None:
+        tell(SuiteProgress(name, p.total, p.done, p.failed, p.retried))
+
+    runs = store.url if isinstance(store, ObjectRuns) else store.root
+    return run_on_ray(data["tasks"], suite, settings, runs, address=address,
+                      options=options, progress=show)  # fmt: skip

@@ -1,0 +1,79 @@
+"""A voice suite scored on transcripts it is given (`turnscope bench --use-reference` or
+``--transcripts DIR``): nothing runs, each dialogue is scored against its task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from turnscope.configs import resolve
+from turnscope.errors import BenchError, InputError
+from turnscope.jsonio import write_json
+from turnscope.outdir import output_file
+from turnscope.scoring.exercise import task_exercise
+from turnscope.scoring.suites.bench import check_evidence_class, run_bench
+from turnscope.scoring.suites.suite import load_suite
+from turnscope.scoring.transcript import load_dialogue
+from turnscope.use_cases.checks import as_path
+
+
+@dataclass
+class SuiteScore:
+    """``result`` (bench.json's document) and, per task scored, which dimensions its dialogue
+    exercised (``{task_id: {dimension: Exercise.to_dict()}}``)."""
+
+    result: dict[str, Any]
+    exercise: dict[str, dict[str, dict[str, Any]]]
+
+    @property
+    def passed(self) -> bool:
+        """Something was scored and every scored task passed."""
+        agg = self.result["aggregate"]
+        return bool(agg["scored"]) and agg["passed"] == agg["scored"]
+
+
+def collect_transcripts(suite: Any, directory: Path) -> dict[str, list[dict]]:
+    """``{task_id: dialogue}`` for every task that has ``DIR/<task_id>.json``."""
+    if not directory.is_dir():
+        raise InputError("no such transcripts directory", path=directory, fix="check the path")
+    found = {}
+    for task in suite["tasks"]:
+        path = directory / f"{task['id']}.json"
+        if path.exists():
+            found[str(task["id"])] = load_dialogue(path)
+    return found
+
+
+def score_suite(
+    suite: str | Path,
+    *,
+    transcripts: str | Path | None = None,
+    evidence_class: str | None = None,
+    output: str | Path | None = None,
+) -> SuiteScore:
+    """Score ``suite`` (a path, or a shipped suite's name): each task's ``DIR/<task_id>.json``
+    from ``transcripts``, or without it each task's own reference dialogue. Rows carry
+    ``evidence_class`` (default captured_fixture); the result is written to ``output``."""
+    output, transcripts = as_path(output), as_path(transcripts)
+    output_file(output, "-o")
+    data = load_suite(resolve("suites", suite))
+    evidence = evidence_class or "captured_fixture"
+    try:
+        check_evidence_class(evidence)
+    except BenchError as exc:
+        raise InputError(str(exc)) from None
+    if transcripts is None:
+        submission = {str(t["id"]): t["reference_dialogue"] for t in data["tasks"]
+                      if t.get("reference_dialogue") is not None}  # fmt: skip
+    else:
+        submission = collect_transcripts(data, transcripts)
+    result = run_bench(
+        data, control_mode="artifact_in", submission=submission, evidence_class=evidence
+    )
+    if output is not None:
+        write_json(output, result)
+    tasks = {str(t["id"]): t for t in data["tasks"]}
+    seen = {tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], dialogue).items()}
+            for tid, dialogue in submission.items() if tid in tasks}  # fmt: skip
+    return SuiteScore(result, seen)
