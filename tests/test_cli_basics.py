@@ -187,14 +187,24 @@ def test_importing_the_cli_leaves_the_heavy_stacks_unloaded():
     assert proc.stdout.strip() == "[]"
 
 
-def test_cli_copies_of_defaults_match_their_modules():
-    """The CLI keeps a few defaults of heavy modules as constants (to build the options without
-    importing those modules): they must stay the same values."""
+def test_the_cli_reads_defaults_without_the_stacks_behind_them():
+    """The CLI builds its options from defaults kept in modules with no imports (so --help
+    stays light): one value each, and importing the CLI loads neither scoring nor sound."""
+    import subprocess
+    import sys
+
     from turnscope.capture.device import calibration
     from turnscope.cli import calibrate, fixture, gate
     from turnscope.scoring.suites import fixtures
     from turnscope.scoring.suites import gate as suite_gate
 
-    assert calibrate.REPEATS == calibration.REPEATS
-    assert fixture.TAGS == fixtures.TAGS
-    assert gate.DEFAULT_TOLERANCE == suite_gate.DEFAULT_TOLERANCE
+    assert calibrate.REPEATS is calibration.REPEATS
+    assert fixture.TAGS is fixtures.TAGS
+    assert gate.DEFAULT_TOLERANCE is suite_gate.DEFAULT_TOLERANCE
+    probe = (
+        "import sys, turnscope.cli.main; "
+        "print(sorted(m for m in ('turnscope.scoring.suites.gate', 'sounddevice', "
+        "'turnscope.scoring.suites.fixtures') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr

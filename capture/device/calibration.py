@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from turnscope.capture.clock import CallClock
+from turnscope.capture.device.defaults import REPEATS
 from turnscope.capture.device.input import Block, InputCapture
 from turnscope.capture.device.io import Device
 from turnscope.capture.device.playback import DeviceClip, DevicePlayer
@@ -32,7 +33,6 @@ from turnscope.errors import CalibrationError
 
 MARKER_MS = 40
 SPACING_S = 0.3
-REPEATS = 5
 WINDOW_S = 0.15  # a marker is looked for this far either side of where the stream times put it
 MIN_MATCH = 0.5  # normalised correlation a found marker must reach
 MAX_SPREAD_MS = 5.0

@@ -29,12 +29,13 @@ from pydantic_core import PydanticCustomError
 
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, joined_problems
+from turnscope.scoring.suites.defaults import TAGS
 
 if TYPE_CHECKING:
     from turnscope.scoring.suites.suite import Suite, SuiteTask
 
 Tag = Literal["acoustic", "speaker", "language", "complexity", "conversational", "adversarial"]
-TAGS: tuple[str, ...] = Tag.__args__  # type: ignore[attr-defined]
+assert Tag.__args__ == TAGS  # type: ignore[attr-defined]  # one list: the type spells it
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3", ".m4a")
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from turnscope.scoring.suites.defaults import DEFAULT_TOLERANCE
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
 from turnscope.scoring.suites.turn_taking_gate import turn_taking_cells
 from turnscope.scoring.verifier import PASS_FLOOR
@@ -26,7 +27,6 @@ DEFAULT_FLOORS: dict[str, float] = {
     "wer": 0.5,  # a ceiling: WER above this fails
     **dict.fromkeys(OUTCOME_DIMS, PASS_FLOOR),
 }
-DEFAULT_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)

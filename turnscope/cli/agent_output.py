@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnscope.cli.console import fail_line, out, say
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.errors import CallSetupError
 
 if TYPE_CHECKING:
     from turnscope.actors.agent.core import AgentBehaviour
     from turnscope.actors.agent.device import DeviceAgent, DeviceAgentOptions
-
-DEVICE_GONE = 4  # a device stopped while serving
 
 
 def say_listening(base: str, phone: str | None) -> None:
@@ -59,8 +58,8 @@ def serve_devices(
                                    on_call_ended=ended)  # fmt: skip
     except CallSetupError as exc:
         fail_line(str(exc))
-        return DEVICE_GONE
+        return ExitCode.INCOMPLETE  # a device stopped while serving
     if problem:
         fail_line(f"{problem}; the device was unplugged or its sound server went away")
-        return DEVICE_GONE
+        return ExitCode.INCOMPLETE  # a device stopped while serving
     return 0

@@ -17,12 +17,11 @@ from rich.progress import (
 )
 
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from turnscope.use_cases.suite_run import SuiteProgress, SuiteRun
     from turnscope.use_cases.suite_score import SuiteScore
-
-CALL_FAILED = 4  # the run could not finish: an upload failed, the Ray cluster went away
 
 
 class SuiteBar:
@@ -91,13 +90,13 @@ def fixtures_code(run: SuiteRun) -> int:
     say(f"scorecard: {run.scorecard_path} (and .html); per-task bundles in {run.bundles}")
     if run.upload_error is not None:
         fail_line(run.upload_error)
-        return CALL_FAILED
+        return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
     if run.uploaded:
         say(f"uploaded: {', '.join(run.uploaded)}")
     if run.ray is not None and run.ray.gone:
         fail_line(f"{run.ray.gone}: {run.lost} fixture(s) did not run (void); what finished is "
                   f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
-        return CALL_FAILED
+        return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
     return bench_exit(run.result)
 
 

@@ -16,6 +16,7 @@ import typer
 
 from turnscope import __version__
 from turnscope.cli.console import fail_line
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.errors import OutputError, TurnscopeError
 
 # typer >= 0.22 carries its own copy of click: its usage errors and aborts are not click's.
@@ -34,7 +35,7 @@ def guarded(command: Callable[[], Any]) -> int:
         return exc.exit_code
     except _BAD_VALUES as exc:  # a bad value for an option: one line naming the flag, exit 2
         fail_line(exc.format_message().replace("Invalid value", "invalid value", 1))
-        return 2
+        return ExitCode.BAD_INPUT
     except _USAGE_ERRORS as exc:  # usage errors: click's own message (and usage line), exit 2
         show = getattr(exc, "show", None)
         if show is not None:
@@ -44,10 +45,10 @@ def guarded(command: Callable[[], Any]) -> int:
         return int(getattr(exc, "exit_code", 2))
     except _ABORTS:
         fail_line("aborted")
-        return 130
+        return ExitCode.INTERRUPTED
     except KeyboardInterrupt:
         fail_line("interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
     except OSError as exc:  # a path or OS problem the command did not expect: still bad input
         error = OutputError(exc)
         fail_line(str(error))
@@ -67,7 +68,7 @@ def bug(exc: Exception) -> int:
         f"internal error (a bug in turnscope): {type(exc).__name__}: {exc}; the full "
         f"trace is in {where}"
     )
-    return 3
+    return ExitCode.BUG
 
 
 def write_crash_trace(exc: BaseException) -> str:

@@ -6,13 +6,10 @@ import json
 
 import typer
 
+from turnscope.capture.device.defaults import REPEATS
 from turnscope.cli.console import fail_line, out
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.errors import CalibrationError, CallSetupError
-
-FAILED = 4  # the measurement could not be made
-# turnscope.capture.device.calibration.REPEATS, without importing the sound stack for --help
-# (tests/test_cli_basics.py checks the two agree)
-REPEATS = 5
 
 
 def calibrate(
@@ -31,7 +28,7 @@ def calibrate(
         found = measure(out_device, in_device, channel=channel, repeats=repeat, rate=rate)
     except (CalibrationError, CallSetupError) as exc:
         fail_line(str(exc))
-        return FAILED
+        return ExitCode.INCOMPLETE  # the measurement could not be made
     cal = found.calibration
     if as_json:
         print(json.dumps(cal.to_dict(), indent=2))

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from turnscope.runner import RunOutput
     from turnscope.use_cases.call_run import CallRun
 
 BUNDLED = "tiny.en"  # asr/model.py's DEFAULT_MODEL (not imported: it pulls in the ASR stack)
-CALL_FAILED = 4  # the call could not be completed, or its evidence is degraded
-DEGRADED = 4  # a replay's evidence cannot be fully trusted (what was captured is kept)
+CALL_FAILED = ExitCode.INCOMPLETE  # the call could not be completed, or its evidence is degraded
+DEGRADED = ExitCode.INCOMPLETE  # a replay's evidence cannot be fully trusted (all is kept)
 
 
 def asr_line(model: str) -> str:

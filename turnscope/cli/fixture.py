@@ -8,11 +8,9 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import say
+from turnscope.scoring.suites.defaults import TAGS
 
 app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
-# turnscope.scoring.suites.fixtures.TAGS, without importing the scoring stack for --help
-# (tests/test_cli_basics.py checks the two agree)
-TAGS = ("acoustic", "speaker", "language", "complexity", "conversational", "adversarial")
 
 
 @app.command("add")

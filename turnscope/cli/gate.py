@@ -12,13 +12,10 @@ import typer
 from turnscope.cli.console import out, say
 from turnscope.cli.options import number
 from turnscope.errors import InputError
+from turnscope.scoring.suites.defaults import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
     from turnscope.scoring.suites.gate import GateResult
-
-# turnscope.scoring.suites.gate.DEFAULT_TOLERANCE, without importing the scoring stack for
-# --help (tests/test_cli_basics.py checks the two agree); the gate applies its own default
-DEFAULT_TOLERANCE = 0.05
 
 
 def parse_floors(pairs: list[str]) -> dict[str, float]:

@@ -9,10 +9,9 @@ import typer
 
 from turnscope.cli import call_options as remote
 from turnscope.cli.console import fail_line, say
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, OUTPUT, RUN, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, number, ray_option
-
-CALL_FAILED = 4  # the run is degraded, or its aggregate could not be written
 
 
 def load(
@@ -92,7 +91,7 @@ def load(
         problems.append("degraded: " + "; ".join(run.report.degraded))
     if problems:
         fail_line("; ".join(problems))
-        return CALL_FAILED
+        return ExitCode.INCOMPLETE  # the run is degraded, or its aggregate could not be written
     return 0 if run.report.passed == len(run.report.calls) else 1
 
 
