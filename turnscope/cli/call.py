@@ -12,8 +12,9 @@ from turnscope.cli.call_options import (
     media_timeout_option,
 )
 from turnscope.cli.call_setup import device_flag
-from turnscope.cli.closing import CALL_FAILED, report_call
+from turnscope.cli.closing import report_call
 from turnscope.cli.console import fail_line, out, say
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions
 from turnscope.cli.placement_notes import warn_first_turn_mid
@@ -124,7 +125,7 @@ def call(
                     agent_trace=agent_trace, caller_llm=llm, caller_from=replay)  # fmt: skip
     except CallSetupError as exc:  # place_call wrote the bundle that says why
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
-        return CALL_FAILED
+        return ExitCode.INCOMPLETE
     return report_call(run, model=settings.asr.model)
 
 

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from turnscope.use_cases.call_run import CallRun
 
 BUNDLED = "tiny.en"  # asr/model.py's DEFAULT_MODEL (not imported: it pulls in the ASR stack)
-CALL_FAILED = ExitCode.INCOMPLETE  # the call could not be completed, or its evidence is degraded
-DEGRADED = ExitCode.INCOMPLETE  # a replay's evidence cannot be fully trusted (all is kept)
 
 
 def asr_line(model: str) -> str:
@@ -66,13 +64,7 @@ def report_call(call: CallRun, *, model: str) -> int:
         )
     say(f"{s.turns} turns, {s.backchannels} backchannels, {s.seconds:.1f} s of call; "
         f"wrote {run.outdir}")  # fmt: skip
-    say_asr(model)
-    if call.degraded:
-        fail_line("degraded evidence: " + "; ".join(call.degraded))
-    say_report(run.outdir)
-    if call.degraded:
-        return CALL_FAILED
-    return 0 if run.outcome.passed else 1
+    return _closing_lines(run, model, call.degraded)
 
 
 def report_replay(run: RunOutput, *, model: str) -> int:
@@ -94,10 +86,15 @@ def report_replay(run: RunOutput, *, model: str) -> int:
         f"{len(r.assembly.turns)} turns, {len(r.assembly.backchannels)} backchannels, "
         f"{r.audio_ms / 1000:.1f} s of audio in {r.wall_s:.1f} s; wrote {run.outdir}"
     )
+    return _closing_lines(run, model, r.degraded)
+
+
+def _closing_lines(run: RunOutput, model: str, degraded: list[str]) -> int:
+    """The ASR model, any degraded evidence, the report's path (last); the exit code."""
     say_asr(model)
-    if r.degraded:
-        fail_line("degraded evidence: " + "; ".join(r.degraded))
+    if degraded:
+        fail_line("degraded evidence: " + "; ".join(degraded))
     say_report(run.outdir)
-    if r.degraded:
-        return DEGRADED
+    if degraded:
+        return ExitCode.INCOMPLETE
     return 0 if run.outcome.passed else 1

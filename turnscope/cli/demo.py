@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.closing import CALL_FAILED, report_call
+from turnscope.cli.closing import report_call
 from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.options import PipelineOptions
 from turnscope.errors import CallSetupError
 
@@ -38,7 +39,7 @@ def demo(
                         on_listening=listening)  # fmt: skip
     except CallSetupError as exc:
         fail_line(f"the demo call could not be set up: {exc}")
-        return CALL_FAILED
+        return ExitCode.INCOMPLETE
     return report_call(call, model=settings.asr.model)
 
 
