@@ -84,11 +84,13 @@ def from_assembly(
     return CallTurns(turns, bcs, tuple(sorted(pauses)), duration_ms)
 
 
-def pauses_of(info: Any, script: Any) -> Pauses | None:
-    """The pauses a run's caller made (``info``: its SourceInfo, whose details a scripted caller
-    lists them in): ``[]`` for a scripted call that made none (pause handling not exercised),
-    None when no caller said (a replay: detect them)."""
-    return info.details.get(PAUSES_KEY, [] if script else None)
+def pauses_of(info: Any, script: Mapping[str, Any] | None) -> Pauses | None:
+    """The pauses a run's caller made: a scripted caller's report (``script``) lists them,
+    ``[]`` when it made none (pause handling not exercised); a replay's source may know them
+    (``info.details``: a synthetic call's truth); None when nothing says (detect them)."""
+    if script:
+        return script.get("pauses", [])
+    return info.details.get(PAUSES_KEY)
 
 
 def truth_pauses(truth: Mapping[str, Any]) -> list[tuple[float, float]]:

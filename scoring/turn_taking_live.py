@@ -9,12 +9,11 @@ final past the yield window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
 
 from turnscope.asr.assembly import Assembly
 from turnscope.scoring.turn_taking import YIELD_MS, measure
-from turnscope.scoring.turn_taking_input import PAUSES_KEY, from_assembly
+from turnscope.scoring.turn_taking_input import from_assembly
 from turnscope.scoring.turn_taking_model import Behaviour, Condition, TurnTakingEvent
 
 # A backchannel's outcome is settled once the assembly is final this far past its end.
@@ -46,12 +45,11 @@ class LiveTurnTaking:
         self.told: set[tuple[str, float]] = set()
 
     def new(
-        self, assembly: Assembly, final_until_ms: float, details: Mapping[str, Any]
+        self, assembly: Assembly, final_until_ms: float, pauses: Sequence[Sequence[float]]
     ) -> list[str]:
-        """Lines for the events settled in ``assembly`` (``details``: the source's, where a
-        scripted caller lists the pauses it made; a replay has none, and tells no pauses)."""
-        planned = details.get(PAUSES_KEY) or []
-        tt = measure(from_assembly(assembly, planned_pauses=planned))
+        """Lines for the events settled in ``assembly`` (``pauses``: those the caller made so
+        far; a replay has none, and tells no pauses)."""
+        tt = measure(from_assembly(assembly, planned_pauses=list(pauses)))
         out = []
         for e in tt.events:
             key = (e.kind, round(e.start_ms))

@@ -212,7 +212,7 @@ def test_a_live_caller_makes_its_pause_and_the_agent_that_takes_it_is_told(tmp_p
 
     asyncio.run(call())
     doc = json.loads((tmp_path / "run" / "result.json").read_text())
-    (pause,) = doc["source"]["details"]["caller_pauses"]
+    (pause,) = doc["script"]["pauses"]
     assert pause[1] - pause[0] == pytest.approx(1500, abs=0.2)
     tt = doc["turn_taking"]
     (event,) = [e for e in tt["events"] if e["kind"] == "pause_handling"]

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from turnscope.actors.caller.notes import CallerFindings
 from turnscope.asr.assembly import Assembly, Turn
 from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
@@ -24,6 +25,7 @@ from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
 from turnscope.reasons import Findings, Note, Severity, assembled
 from turnscope.scoring.latency import Breakdown, summary_line
 from turnscope.scoring.otlp_spans import AgentSpan
+from turnscope.scoring.turn_taking_input import PAUSES_KEY
 from turnscope.scoring.turn_taking_live import LiveTurnTaking
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
@@ -183,8 +185,10 @@ class LiveView(Sink):
 
     def _tell_turn_taking(self, assembly: Assembly, final_until_ms: float) -> None:
         """A pause takeover or a false yield, once settled (the caller's pauses: the source's)."""
+        made = [w.pauses for w in self._watch if isinstance(w, CallerFindings)]
         details = self.info.details if self.info is not None else {}
-        for note in self._turn_taking.new(assembly, final_until_ms, details):
+        pauses = made[0] if made else details.get(PAUSES_KEY) or []  # a replay's truth, if any
+        for note in self._turn_taking.new(assembly, final_until_ms, pauses):
             self.console.print(Text(note, style="yellow"), soft_wrap=True)
 
     def _splits(self, update: TurnUpdate) -> dict[int, str]:

@@ -35,7 +35,7 @@ from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, 
 from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
 from turnscope.actors.caller.llm_listen import LlmListener
-from turnscope.actors.caller.notes import CallerNote
+from turnscope.actors.caller.notes import CallerFindings, CallerNote
 from turnscope.actors.caller.pauses import note_sent
 from turnscope.actors.caller.phrase import PhraseTriggers
 from turnscope.actors.caller.reply_gap import after_stop, reply_context
@@ -45,7 +45,7 @@ from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
 from turnscope.capture.source import SourceInfo
-from turnscope.reasons import Findings, Note, Severity
+from turnscope.reasons import Note, Severity
 from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 
 # How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is
@@ -102,7 +102,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         # The caller's line: its background and the rooms' tails (acoustics.py), made already.
         self.bed = attach(scenario, self.track, [audio for _, _, audio in self.lines])
         self.records: list[LineRecord] = []
-        self.found = Findings()  # what it warned about and why the evidence is degraded
+        self.found = CallerFindings()  # its warnings, degraded reasons and pauses made
         self.greeting: dict[str, Any] | None = None
         self.finished_reason: str | None = None
         self.timed_out = False
@@ -237,7 +237,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             rec.status = "spoken"
             rec.sent = sent.to_dict() if sent else None
             planned = line_pauses(self.scenario, line)[1] if text == line.text else []
-            note_sent(self.call.info, planned, sent)  # a branch taken says its own words
+            note_sent(self.found.pauses, planned, sent)  # a branch taken says its own words
             last_end = sent.end_ms if sent and sent.end is not None else self.clock.now_ms()
         said_end = last_end  # the end of the caller's own last words
         llm_driven = self.scenario.caller.driver == "llm"

@@ -51,6 +51,7 @@ class CallerReport:
             },
             "unanswered_lines": [r.line for r in records if r.agent_answered is False],
             "warnings": list(self.warnings),
+            "pauses": list(self.found.pauses),  # made inside its lines, on the call clock
             "voices": caller_voices(self.scenario),
             **acoustics_of(self.scenario, self.bed),
             **recorded_of(self.scenario),

@@ -3,7 +3,10 @@ are the note's message; ``turnscope.reasons``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
+
+from turnscope.reasons import Findings
 
 
 class CallerNote(StrEnum):
@@ -24,3 +27,12 @@ class CallerNote(StrEnum):
     LLM_MISSING = "llm_missing"
     LLM_FAILED = "llm_failed"
     LLM_SLOW = "llm_slow"  # over caller.llm.deadline_ms: the caller's delay
+
+
+@dataclass(kw_only=True)
+class CallerFindings(Findings):
+    """What the scripted caller found: its notes, and the pauses it made inside its lines
+    (``[start_ms, end_ms]`` on the call clock: the turn-taking metrics' pause events). A
+    scripted call that made none has ``[]``: pause handling "not exercised", never guessed."""
+
+    pauses: list[list[float]] = field(default_factory=list)

@@ -11,7 +11,7 @@ purpose (``at_pause_ms``, synthetic calls).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 from pydantic import Field
@@ -19,12 +19,10 @@ from pydantic import Field
 from turnscope.actors.caller.fields import MAX_MS, _Strict
 from turnscope.actors.caller.speech import Clip
 from turnscope.capture.frames import SAMPLE_RATE
-from turnscope.scoring.turn_taking_input import PAUSES_KEY
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.scenario import Line, Scenario
     from turnscope.capture.player import SendRecord
-    from turnscope.capture.source import SourceInfo
 
 # Shorter is a breath between words, not a pause anyone could take the floor in.
 MIN_PAUSE_MS = 200
@@ -140,11 +138,11 @@ def on_clock(
     return out
 
 
-def note_sent(info: SourceInfo, spans: Sequence[tuple[int, int]], sent: SendRecord | None) -> None:
-    """Add a sent line's pauses to the call's list (the turn-taking metrics' pause events; the
-    live view's too). The list exists from the first line on: a scripted call that made no pause
-    has ``[]``, so pause handling is "not exercised" rather than guessed from silences."""
-    made: list[Any] = info.details.setdefault(PAUSES_KEY, [])
+def note_sent(
+    made: list[list[float]], spans: Sequence[tuple[int, int]], sent: SendRecord | None
+) -> None:
+    """Add a sent line's pauses to those the caller made (``CallerFindings.pauses``: the
+    turn-taking metrics' pause events, and the live view's)."""
     made.extend(on_clock(spans, sent))
 
 
