@@ -26,6 +26,16 @@ _SILENCE_S = 2.0  # a run of exact zeros at least this long, between sounds
 # merge gap, 1 s) half a second of exact zeros is no pause: audio was lost or the reply stalled.
 _IN_TURN_S = 0.5
 _LOUD_DB = -35.0  # a background median above this is loud
+_LEAD_S = 60.0  # digital silence this long before a channel's first sound is no call starting
+# A 500 ms block of sound right after one of exact zeros whose 10 ms levels keep within this of
+# their quietest (speech spreads 12-50 dB, the caller's noise beds and line noise 3-6 dB) is a
+# noise floor coming on: a line switching its noise on and off, comfort noise in bursts.
+_STEADY_DB = 8.0
+_SWITCH_BLOCKS = 50  # 10 ms blocks: 500 ms, the endpointer's noise-floor block
+# The loudest moments of a channel's audio (99th percentile of 10 ms levels) this close over its
+# background: the background is as loud as the quieter speech (pink noise 3 dB under the speech:
+# 11.6 dB; 6 dB under: 14.4; the accuracy corpus's 10 dB calls: 15-21).
+_LOW_SNR_DB = 12.0
 
 BLOCK = SAMPLE_RATE // 100  # the envelope's block: 10 ms
 MAX_LAG_MS = 150.0  # one channel a copy of the other delayed by up to this is caught
@@ -40,6 +50,9 @@ class AudioNote(StrEnum):
     SILENCE_RUN = "digital_silence"  # a long run of exact zeros (a recording from elsewhere)
     SILENCE_IN_TURN = "digital_silence_in_turn"  # exact zeros inside the party's own turn
     LOUD_BACKGROUND = "loud_background"
+    LONG_LEAD = "digital_silence_lead"  # minutes of exact zeros before the first sound
+    NOISE_SWITCHES = "noise_switches_on"  # a steady noise floor comes on after exact zeros
+    LOW_SNR = "background_near_speech"  # the background within a few dB of the speech
 
 
 class ChannelsAlike(str, Enum):
@@ -122,7 +135,10 @@ class AudioChecks:
         self._zeros = _Run()
         self._runs: list[_Run] = []  # the closed runs of zeros between sounds, long enough
         self._samples = 0
-        # Kept for ``channels_alike`` (replays); a live call's channels need none.
+        self._lead = 0  # samples of exact zeros before the first sound
+        self._switches = _Switches()
+        # Kept for ``channels_alike`` and the background's level against the speech (replays);
+        # a live call's channels need none.
         self.envelope = _Envelope() if envelope else None
 
     def add(self, start: int, pcm: np.ndarray) -> None:
@@ -133,6 +149,7 @@ class AudioChecks:
         if self.envelope is not None:
             self.envelope.add(start, pcm)
         nonzero = np.flatnonzero(pcm)
+        self._switches.add(pcm, bool(len(nonzero)))
         lead = int(nonzero[0]) if len(nonzero) else len(pcm)  # zeros before the first sound
         run = self._zeros
         if lead and not run.length:
@@ -141,6 +158,8 @@ class AudioChecks:
         if not len(nonzero):
             return
         self._close(run)
+        if not self._heard:
+            self._lead = start + lead
         self._heard = True
         tail = len(pcm) - 1 - int(nonzero[-1])
         self._zeros = _Run(start + len(pcm) - tail, tail)
@@ -198,6 +217,7 @@ class AudioChecks:
                     f"{f' ({len(inside)} such gaps)' if len(inside) > 1 else ''}: lost audio or "
                     "a reply that stalled?",
                 )
+        self._odd_floor(out, ch, background_db)
         if background_db is not None and background_db > _LOUD_DB:
             out.warn(
                 AudioNote.LOUD_BACKGROUND,
@@ -205,6 +225,74 @@ class AudioChecks:
                 "under it is not heard, boundaries may be late or early",
             )
         return out
+
+    def _odd_floor(self, out: Findings, ch: str, background_db: float | None) -> None:
+        """Warnings about a floor the boundaries are judged against that is not the usual one:
+        minutes of zeros before the first sound, a noise that comes on after zeros, a
+        background as loud as the quieter speech."""
+        if self._heard and self._lead >= _LEAD_S * SAMPLE_RATE:
+            out.warn(
+                AudioNote.LONG_LEAD,
+                f"{ch} is digital silence (exact zeros) for its first "
+                f"{self._lead / SAMPLE_RATE:.0f} s, then sound: a recording with a long silent "
+                "lead-in, or audio that started late? Timings are from the start of the file",
+            )
+        sw = self._switches
+        if sw.count:
+            out.warn(
+                AudioNote.NOISE_SWITCHES,
+                f"{ch}'s noise comes on after digital silence {sw.count} time(s) (first at "
+                f"{sw.first / SAMPLE_RATE:.1f} s): a line that switches its noise on and off "
+                "(a codec's silence suppression, comfort noise in bursts); a turn starting in "
+                "the first half second of the noise may start early",
+            )
+        if background_db is None or self.envelope is None:
+            return
+        rms = self.envelope.rms()
+        sound = rms[rms > 0]
+        if len(sound) < _SWITCH_BLOCKS:
+            return
+        loud = 20.0 * np.log10(float(np.percentile(sound, 99)) / 32768.0)
+        if loud - background_db < _LOW_SNR_DB:
+            out.warn(
+                AudioNote.LOW_SNR,
+                f"{ch}'s background ({background_db:.0f} dBFS) is within "
+                f"{loud - background_db:.0f} dB of its loudest moments: quieter speech is under "
+                "it, so turn edges there are where the speech rises out of the background",
+            )
+
+
+class _Switches:
+    """Counts a steady noise floor coming back on straight after a block of exact zeros, per
+    500 ms block on the stream (10 ms levels; a frame split across blocks counts whole). The
+    channel's first sound is not counted: a call opening in digital silence is ordinary."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = 0  # sample index of the first
+        self._pos = 0
+        self._silent_block = False  # the last full block was exact zeros
+        self._levels: list[float] = []  # this block's 10 ms mean squares
+        self._zeros = True  # this block is exact zeros so far
+        self._heard = False  # a block before this one held sound
+
+    def add(self, pcm: np.ndarray, sound: bool) -> None:
+        n = len(pcm) // BLOCK * BLOCK
+        if n:
+            x = pcm[:n].astype(np.float32).reshape(-1, BLOCK)
+            self._levels += np.einsum("ij,ij->i", x, x).tolist()
+        self._zeros = self._zeros and not sound
+        self._pos += len(pcm)
+        if len(self._levels) < _SWITCH_BLOCKS:
+            return
+        levels, self._levels = self._levels, []
+        if self._heard and self._silent_block and not self._zeros and min(levels) > 0:
+            quiet, median = min(levels), sorted(levels)[len(levels) // 2]
+            if 10.0 * np.log10(median / quiet) <= _STEADY_DB:
+                self.first = self.first if self.count else self._pos - len(levels) * BLOCK
+                self.count += 1
+        self._heard = self._heard or not self._zeros
+        self._silent_block, self._zeros = self._zeros, True
 
 
 def _within(run: _Run, turns: Iterable[tuple[float, float]]) -> bool:
