@@ -290,7 +290,9 @@ def test_a_cluster_that_goes_away_voids_what_did_not_run_and_keeps_what_did(monk
     from turnscope.distributed.fixtures import _dispatch
 
     monkeypatch.setattr(fixtures, "alive", lambda ray: False)
-    tasks = [{"id": f"t{k}"} for k in range(9)]
+    from turnscope.scoring.suites.suite import SuiteTask
+
+    tasks = [SuiteTask.model_validate({"id": f"t{k}"}) for k in range(9)]  # as load_suite's
     workers = [_Worker("a", die_on="t4"), _Worker("b")]
     run = _dispatch(_FakeRay(), tasks, None, workers, None)
     ran = sorted(t for w in workers for t in w.ran)
