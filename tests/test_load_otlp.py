@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import socket
@@ -112,6 +113,30 @@ def test_the_runs_receiver_says_a_port_in_use_in_one_line(tmp_path):
         port = taken.getsockname()[1]
         with pytest.raises(InputError, match=f"127.0.0.1:{port}: cannot listen"):
             RunReceiver(f"127.0.0.1:{port}", tmp_path).start()
+
+
+def test_the_runs_receiver_appends_each_batch_as_a_line_and_counts_what_it_refused(tmp_path):
+    from tests.test_otlp import _post, _request
+
+    port = free_port()
+    receiver = RunReceiver(f"127.0.0.1:{port}", tmp_path)
+    receiver.start()
+    try:
+        protobuf = "application/x-protobuf"
+        codes = [
+            asyncio.run(_post(port, _request(conversation=c).SerializeToString(), protobuf))
+            for c in ("call-1", "call-2")
+        ]
+        codes.append(asyncio.run(_post(port, b"not a trace", protobuf)))
+    finally:
+        summary = receiver.stop()
+    assert codes == [200, 200, 400]
+    got = summary.received
+    assert (got.batches, got.spans, got.refused_batches) == (2, 14, 1), got
+    assert len(summary.problems) == 1 and "refused" in summary.problems[0]
+    spans, batches = read_batches(tmp_path / "agent_spans.jsonl", 0)
+    assert batches == 2 and {s.conversation() for s in spans} == {"call-1", "call-2"}
+    assert receiver.stop().received == got  # a second stop does nothing
 
 
 def test_otlp_with_ray_is_one_line(tmp_path):

@@ -180,3 +180,38 @@ def hops_line(split: ReplySplit) -> str:
     if not parts:
         return ""
     return " · ".join(parts) + " (unaccounted) ms"
+
+
+LIVE_TAIL = 24  # dialogue entries reconciled live: the recent replies, whatever the call's length
+LIVE_MARGIN_S = 60.0  # spans ending this long before the tail's start are no longer looked at
+
+
+class LiveSpanSplit:
+    """The spans received so far reconciled with a call's recent replies, as the live view asks
+    again and again: bounded work on the event loop however long the call (the last LIVE_TAIL
+    dialogue entries, and the spans from a cursor that moves past the ones ended long before
+    them; spans come in about the order they end). Older replies are in the breakdown read
+    after the call."""
+
+    def __init__(self) -> None:
+        self._cursor = 0
+
+    def __call__(
+        self,
+        details: dict[str, Any],
+        dialogue: list[dict[str, Any]],
+        spans: Sequence[AgentSpan],
+        origin_unix: float | None,
+    ) -> Breakdown | None:
+        origin = origin_unix if origin_unix is not None else details.get("clock_origin_unix")
+        if not dialogue or origin is None:
+            return None
+        lo = max(0, len(dialogue) - LIVE_TAIL)
+        since_ns = (origin + float(dialogue[lo]["start_ms"]) / 1000 - LIVE_MARGIN_S) * 1e9
+        while self._cursor < len(spans) and spans[self._cursor].end_unix_nano < since_ns:
+            self._cursor += 1
+        b = span_breakdown(details, dialogue[lo:], spans[self._cursor :], origin)
+        for r in b.replies if b is not None else []:
+            r.caller_turn += lo
+            r.agent_turn += lo
+        return b

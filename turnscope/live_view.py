@@ -20,7 +20,7 @@ from turnscope.asr.events import SpeechEvent, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.capture.source import SourceInfo
-from turnscope.explain import hops_line, rtvi_breakdown, span_breakdown
+from turnscope.explain import LiveSpanSplit, hops_line, rtvi_breakdown
 from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
 from turnscope.reasons import Findings, Note, Severity, assembled
 from turnscope.scoring.latency import Breakdown, summary_line
@@ -106,6 +106,8 @@ class LiveView(Sink):
         self._turn_taking = LiveTurnTaking()  # pause takeovers and false yields, once each
         self._watch = list(watch)  # other stages' findings (the scripted caller's), told too
         self._spans = spans
+        self._reconcile = LiveSpanSplit()
+        self._fresh: Breakdown | None = None  # reconciled as turns were printed, not yet told
         self._seen = 0  # spans reconciled so far
         self._looked = 0.0  # when (monotonic)
         self._dialogue: list[dict[str, Any]] = []
@@ -196,15 +198,19 @@ class LiveView(Sink):
         events so far (agent turn -> line)."""
         details = self.info.details if self.info is not None else {}
         self._dialogue = update.assembly.dialogue()
-        b = self._span_split(force=True)
-        if b is not None and any(r.hops for r in b.replies):
-            told = {r.agent_turn: hops_line(r) for r in b.replies if r.missing is None and r.hops}
-            self._hops_told |= set(told)
-            return told
-        b = rtvi_breakdown(details, self._dialogue)
-        if b is None:
-            return {}
-        return {r.agent_turn: summary_line(r) for r in b.replies if r.missing is None}
+        b = self._fresh = self._span_split(force=True)  # earlier replies' hops: _tell_hops
+        new = {update.assembly.turns.index(t) for t in update.new_final}
+        told = {
+            r.agent_turn: hops_line(r)
+            for r in (b.replies if b is not None else [])
+            if r.missing is None and r.hops and r.agent_turn in new
+        }
+        self._hops_told |= set(told)
+        rtvi = rtvi_breakdown(details, self._dialogue)  # a reply the spans have not split yet
+        for r in rtvi.replies if rtvi is not None else []:
+            if r.missing is None and r.agent_turn not in told:
+                told[r.agent_turn] = summary_line(r)
+        return told
 
     def _span_split(self, *, force: bool = False) -> Breakdown | None:
         """The spans so far reconciled, when new ones came (at most every SPANS_EVERY_S unless
@@ -218,11 +224,13 @@ class LiveView(Sink):
         if not force and now - self._looked < SPANS_EVERY_S:
             return None
         self._seen, self._looked = len(spans), now
-        return span_breakdown(self.info.details, self._dialogue, spans, self._spans.origin_unix())
+        return self._reconcile(self.info.details, self._dialogue, spans, self._spans.origin_unix())
 
     def _tell_hops(self) -> None:
         """A reply printed before its spans came: its hops, the moment they are known."""
-        b = self._span_split() if self._agent_turns.keys() - self._hops_told else None
+        waiting = self._agent_turns.keys() - self._hops_told
+        b = self._fresh or (self._span_split() if waiting else None)
+        self._fresh = None
         for r in b.replies if b is not None else []:
             known = r.missing is None and r.hops and r.agent_turn in self._agent_turns
             if known and r.agent_turn not in self._hops_told:

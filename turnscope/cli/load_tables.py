@@ -6,7 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from turnscope.capture.player import LATE_MS
-from turnscope.cli.console import out, say
+from turnscope.cli.console import out, say, warn_line
+from turnscope.load.hops import not_separable_line
 from turnscope.load.report import LoadReport, Percentiles
 
 
@@ -71,6 +72,9 @@ def print_load(r: LoadReport) -> None:
         got = r.otlp.received
         say(f"otlp: {got.batches} batches, {got.spans} spans received at {r.otlp.endpoint} "
             f"(refused {got.refused_batches}, not kept {got.dropped_spans})")  # fmt: skip
+        for line in [*r.otlp.problems, not_separable_line(r.calls)]:
+            if line:
+                warn_line(line)
     h = r.harness
     out.print(
         f"{r.placed} of {len(r.calls)} calls placed, {r.completed} completed, {r.passed} "

@@ -26,6 +26,7 @@ from turnscope.otlp.records import MAX_RUN_BYTES, RUN_FILE, OtlpSummary
 from turnscope.scoring.otlp_spans import AgentSpan
 
 START_TIMEOUT_S = 30.0
+MAX_PROBLEMS = 20  # kinds of bad input said for the run (each is counted in received)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class _FileReceiver(OtlpReceiver):
         self._out.write(data)
         self._out.flush()
         self._bytes += len(data)
+
+    def _warn(self, line: str) -> None:
+        if len(self.doc.problems) < MAX_PROBLEMS:  # a run of hours: its lines bounded too
+            super()._warn(line)
 
     def close(self) -> None:
         self._out.close()
