@@ -42,6 +42,21 @@ class Point(str, Enum):
     AGENT_STARTED = "agent_started"  # the agent's own start of speaking (RTVI, its log)
     FIRST_HEARD = "first_sample_heard"
 
+    @property
+    def label(self) -> str:
+        """How a page or a terminal names it."""
+        return POINT_LABELS[self]
+
+
+POINT_LABELS = {
+    Point.CALLER_END: "caller end",
+    Point.TURN_END: "turn end",
+    Point.STT_FINAL: "stt final",
+    Point.LLM_FIRST_TOKEN: "llm first token",
+    Point.TTS_FIRST_BYTE: "tts first byte",
+    Point.AGENT_STARTED: "agent started",
+    Point.FIRST_HEARD: "heard",
+}
 
 # the agent's event names that are points of a reply (the others are the decision and start)
 POINT_EVENTS = {

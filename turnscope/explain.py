@@ -163,20 +163,10 @@ def span_breakdown(
     return split_latency(dialogue, sorted(events, key=lambda e: e.at_ms), source="otlp")
 
 
-HOP_NAMES = {
-    "turn_end": "turn end",
-    "stt_final": "stt final",
-    "llm_first_token": "llm first token",
-    "tts_first_byte": "tts first byte",
-    "agent_started": "agent started",
-    "first_sample_heard": "heard",
-}
-
-
 def hops_line(split: ReplySplit) -> str:
     """'turn end +640 · llm first token +310 · tts first byte +45 · heard +120 (unaccounted) ms':
     each hop by the point it reaches."""
-    parts = [f"{HOP_NAMES.get(h.to.value, h.to.value)} +{h.ms:.0f}" for h in split.hops]
+    parts = [f"{h.to.label} +{h.ms:.0f}" for h in split.hops]
     if not parts:
         return ""
     return " · ".join(parts) + " (unaccounted) ms"

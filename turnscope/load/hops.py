@@ -18,15 +18,7 @@ from turnscope.scoring.stats import median
 
 ORDER = {p.value: k for k, p in enumerate(Point)}
 LAST = Point.FIRST_HEARD.value
-NAMES = {
-    "caller_end_heard": "caller end",
-    "turn_end": "turn end",
-    "stt_final": "stt final",
-    "llm_first_token": "llm first token",
-    "tts_first_byte": "tts first byte",
-    "agent_started": "agent started",
-    "first_sample_heard": "heard",
-}
+NAMES = {p.value: p.label for p in Point}
 
 
 class Level(BaseModel):

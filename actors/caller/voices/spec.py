@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -124,8 +123,7 @@ def model_files(ref: VoiceRef) -> tuple[Path, Path]:
 
 @functools.lru_cache(maxsize=16)
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """A voice file's hash (once per file: a voice is hashed for every call's record)."""
+    from turnscope.scoring.evidence.bundle import sha256_file  # as the bundle's files are
+
+    return sha256_file(path)
