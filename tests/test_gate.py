@@ -222,6 +222,14 @@ def test_shipped_transcript_suite_passes_its_gate(tmp_path, cli):
     assert code == 0 and "gate passed" in out
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "0"
     assert (tmp_path / "r.scorecard.html").read_text().count("<tr>") == len(card_["tags"]) + 1
+    # a baseline pinned for another suite: one line naming the baseline and the fix
+    other = json.loads(TRANSCRIPT_BASELINE.read_text())
+    other["suite"] = {"name": "someone_elses_suite", "version": "1"}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    code, _, err = cli("gate", str(tmp_path / "r.scorecard.json"), "--baseline",
+                       str(tmp_path / "other.json"))  # fmt: skip
+    assert code == 2 and "other.json" in err and "someone_elses_suite" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 SCENARIO = """

@@ -33,7 +33,11 @@ def load_scorecard(path: Path) -> dict[str, Any]:
 
 def _suite_of(card: Mapping[str, Any]) -> str:
     suite = card.get("suite") or {}
-    return f"{suite.get('name')!s} v{suite.get('version')!s}" if suite else "an unnamed suite"
+    if isinstance(suite, str):  # hand-written: a name alone
+        return suite
+    if not isinstance(suite, dict) or not suite:
+        return "an unnamed suite"
+    return f"{suite.get('name')!s} v{suite.get('version')!s}"
 
 
 def same_suite(
