@@ -28,7 +28,7 @@ from turnscope.asr.events import (
     StreamGap,
     Utterance,
 )
-from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel, past_rise
+from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.settings import RefineSettings, VadSettings
@@ -342,19 +342,17 @@ class Endpointer:
 
     def _finish(self, events: list[SpeechEvent], *, forced: bool) -> None:
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
-        # Spans a noise made as it came on, before its floor was known, are dropped first.
-        spans = self._spans = past_rise(
-            self._gate, self._spans, self._utt_energy, self._utt_audio_start, self._flen, self._need
-        )
         stretch = None
-        if spans and self._refiner is not None and self._refine.stretch_search_ms > 0:
+        if self._refiner is not None and self._refine.stretch_search_ms > 0:
             stretch = find_stretch(pcm, self._flen, max(self._utt_energy, default=0.0))
         if stretch is not None:  # a recording's own room tone around it: judged against that
-            spans = stretch_spans(stretch, self._utt_audio_start, spans, self._refine)
-        elif spans and self._refiner is not None:
+            spans = stretch_spans(stretch, self._utt_audio_start, self._spans, self._refine)
+        elif self._refiner is not None:
             spans = self._refiner.spans(
-                pcm, self._utt_audio_start, spans, self._utt_energy, self._noise.background()
+                pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.background()
             )
+        else:
+            spans = self._spans
         spans = [s for s in spans if s[1] > s[0]]
         shortest = SAMPLE_RATE * self._cfg.min_utterance_ms // 1000
         if not forced:
