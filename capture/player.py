@@ -65,6 +65,7 @@ class Playback:
 LATE_MS = 20.0  # a caller frame sent this much after its time counts as late
 MAX_SEND_LAG_MS = 200.0  # a caller frame this late makes the call's timing evidence degraded
 MAX_LATE_LOGGED = 5000  # late frames remembered per call (each: when, how late)
+MAX_LATE_REPORTED = 500  # of those, written into a call's source details
 
 
 class LateFrames(Protocol):

@@ -38,6 +38,9 @@ import pytest
 from tests.conftest import ROOT, turnscope_exe
 from tests.interop.pipecat import PipecatBot, call_phone_bot, pipecat_phone_bot
 
+# scripts/test.sh runs these alone, after the rest: their bounds are tens of ms.
+pytestmark = pytest.mark.solo
+
 # Opens with the agent (the bot greets); one barge-in early enough for the bot's short reply
 # (1.6 s): pipecat's Silero hears "wait" ~130 ms in and the bot clears at once.
 SCENARIO = """
@@ -234,6 +237,25 @@ def _boundary_errors(got: dict[str, Any]) -> list[float]:
     return [m - w for p, q in zip(spans, truth, strict=True) for m, w in zip(p, q, strict=True)]
 
 
+def _harness_lag_ms(got: dict[str, Any], at_ms: float) -> float:
+    """How late turnscope's own event loop ran around ``at_ms`` (its late caller frames: each
+    due at ``due`` went out ``lag`` ms late, so the loop stalled over [due, due + lag]). A chunk
+    read in such a stall is stamped when the loop woke: the harness states this as its
+    uncertainty (source.details.caller_late_at), and these bounds hold beyond it."""
+    late = _result(got)["source"]["details"]["caller_late_at"]
+    near = [lag for due, lag in late if due - 40 <= at_ms <= due + lag + 40]
+    return max(near, default=0.0)
+
+
+def _errors_beyond_lag(got: dict[str, Any]) -> list[float]:
+    """|boundary error| less the harness's own stated lag there (start, end, start, end ...)."""
+    spans = [x for span in _agent_spans(got) for x in span]
+    return [
+        max(0.0, abs(e) - _harness_lag_ms(got, at))
+        for e, at in zip(_boundary_errors(got), spans, strict=True)
+    ]
+
+
 def _completed(got: dict[str, Any]) -> None:
     assert got["run"].result.degraded == [], got["run"].result.degraded
     assert got["caller"].finished_reason == "scenario finished", got["caller"].finished_reason
@@ -290,16 +312,16 @@ def test_agent_turns_agree_with_the_bots_carrier_playout(calls, name):
     # The bot's attribution holds: pipecat sends every 40 ms chunk as one media message.
     trace = _result(got)["source"]["details"]["agent_trace"]
     assert {e["ms"] for e in trace if e["event"] == "media"} == {40.0}, trace
-    errors = [abs(e) for e in _boundary_errors(got)]
-    assert max(errors) <= 60, errors
+    errors = _errors_beyond_lag(got)
+    assert max(errors) <= 60, (errors, _boundary_errors(got))
 
 
 def test_boundary_errors_over_every_call(calls):
     starts, ends = [], []
     for got in calls.values():
-        errors = _boundary_errors(got)
-        starts += [abs(e) for e in errors[0::2]]
-        ends += [abs(e) for e in errors[1::2]]
+        errors = _errors_beyond_lag(got)
+        starts += errors[0::2]
+        ends += errors[1::2]
     for errors in (starts, ends):
         p95 = statistics.quantiles(errors, n=20, method="inclusive")[-1]
         assert statistics.median(errors) <= 10 and p95 <= 25, (starts, ends)

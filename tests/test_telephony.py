@@ -31,6 +31,9 @@ from turnscope.capture.telephony.dialects import DIALECTS, CallIds, detect, dial
 from turnscope.capture.telephony.playout import Playout
 from turnscope.live_call import place_call
 
+# scripts/test.sh runs these alone, after the rest: their bounds are tens of ms.
+pytestmark = pytest.mark.solo
+
 BARGE = """\
 name: phone-barge
 caller: {timeout_s: 40, hangup_after_ms: 800}

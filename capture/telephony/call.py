@@ -25,7 +25,7 @@ from aiohttp import WSCloseCode
 from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
-from turnscope.capture.player import count_late, sent_too_late
+from turnscope.capture.player import MAX_LATE_REPORTED, count_late, sent_too_late
 from turnscope.capture.redirects import same_origin_only
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.telephony.codec import LINE_RATE, CodecName
@@ -361,6 +361,9 @@ class TelephonyCall(CallSource):
                 "caller_max_send_lag_ms": round(lag, 1),
                 "caller_max_send_lag_at_ms": self._worst_lag_at_ms,
                 "caller_late_frames": self.caller_track.late_frames,
+                # When the harness itself ran late (call ms, ms late): a boundary measured then
+                # is off by up to that much.
+                "caller_late_at": self.caller_track.late_at[:MAX_LATE_REPORTED],
                 "agent_media": log.media,
                 "agent_audio_ms": round(log.samples * 1000 / LINE_RATE, 1),
                 "agent_played_ms": round(p.played * 1000 / LINE_RATE, 1),

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test suite, as CI runs it: every test file on two pytest-xdist workers, then the files
+# marked `solo` on their own. Those time an agent's turns to within tens of milliseconds of what
+# a stock pipecat bot logged, over phone-line calls it serves several at once; beside another
+# worker's real calls on a 2-core runner their tails moved past 60-100 ms. Extra arguments go to
+# both runs (e.g. `-x`, `-k carrier`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+.venv/bin/python -m pytest -m "not solo" "$@" || status=$?
+solo=0
+.venv/bin/python -m pytest -n 0 -m solo "$@" || solo=$?
+# 5: the arguments selected no solo test (say, one file that is not solo): not a failure.
+if [ "$solo" -ne 0 ] && [ "$solo" -ne 5 ]; then status=$solo; fi
+exit "$status"
