@@ -6,10 +6,13 @@
 # both runs (e.g. `-x`, `-k carrier`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-status=0
-.venv/bin/python -m pytest -m "not solo" "$@" || status=$?
+rest=0
+.venv/bin/python -m pytest -m "not solo" "$@" || rest=$?
 solo=0
 .venv/bin/python -m pytest -n 0 -m solo "$@" || solo=$?
-# 5: the arguments selected no solo test (say, one file that is not solo): not a failure.
-if [ "$solo" -ne 0 ] && [ "$solo" -ne 5 ]; then status=$solo; fi
-exit "$status"
+# 5 is "no test selected": arguments naming only solo files, or none, leave one run empty.
+if [ "$rest" -eq 5 ] && [ "$solo" -eq 5 ]; then exit 5; fi
+for code in "$rest" "$solo"; do
+  if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then exit "$code"; fi
+done
+exit 0
