@@ -28,7 +28,7 @@ from turnscope.asr.events import (
     StreamGap,
     Utterance,
 )
-from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel
+from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel, past_rise
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.settings import RefineSettings, VadSettings
@@ -72,8 +72,10 @@ class Endpointer:
         self._recent = 0
         self._window_mask = (1 << self._window) - 1
         self._noise = NoiseLevel()
-        self._gate = NoiseGate(vad.energy_gate_db, vad.frame_ms, vad.noise_window_ms)
         self._background = BackgroundGate(vad.background_gate_db)
+        self._gate = NoiseGate(
+            vad.energy_gate_db, vad.frame_ms, vad.noise_window_ms, (self._noise, self._background)
+        )
         # The gate's first block is held back until it is complete (NoiseGate.gate_first_block).
         self._held: list[tuple[np.ndarray, list[float], list[bool]]] | None = (
             [] if self._gate.enabled else None
@@ -342,12 +344,15 @@ class Endpointer:
 
     def _finish(self, events: list[SpeechEvent], *, forced: bool) -> None:
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
+        self._spans = past_rise(  # spans of a noise coming on after silence (noise.py)
+            self._gate, self._spans, self._utt_energy, self._utt_audio_start, self._flen, self._need
+        )
         stretch = None
-        if self._refiner is not None and self._refine.stretch_search_ms > 0:
+        if self._spans and self._refiner is not None and self._refine.stretch_search_ms > 0:
             stretch = find_stretch(pcm, self._flen, max(self._utt_energy, default=0.0))
         if stretch is not None:  # a recording's own room tone around it: judged against that
             spans = stretch_spans(stretch, self._utt_audio_start, self._spans, self._refine)
-        elif self._refiner is not None:
+        elif self._spans and self._refiner is not None:
             spans = self._refiner.spans(
                 pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.background()
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import Protocol
 
 from turnscope.asr.refine import Background, energy_db
 
@@ -23,6 +24,19 @@ _PERCENTILE = 50
 _UPPER = 90
 _RECOMPUTE = 25  # frames between updates of the background gate
 _LOUD_END = 80  # the background gate's percentile
+# A frame under this mean square (-100 dBFS: most samples exact zeros) is digital silence: a
+# call's first packets, an agent track offset into a call, lost audio filled in, a muted line.
+SILENT = 1e-10
+# Sound after digital silence whose frames' median keeps within this of their quietest is a
+# noise floor coming on (the caller's noise beds and line noise: 3-6 dB; speech, espeak-ng's
+# included: 12-50 dB).
+_STEADY = 10 ** (8.0 / 10)
+
+
+class ForgetsSilence(Protocol):
+    """What follows the gate's floor: told when a noise came on after digital silence."""
+
+    def forget_silence(self) -> None: ...
 
 
 class NoiseGate:
@@ -31,22 +45,57 @@ class NoiseGate:
     The floor is minimum statistics: the quietest frame of each block of frames, over a few
     seconds, tracks the noise floor even while webrtcvad calls noise "speech". Blocks are aligned
     to the stream, so chunk sizes do not matter.
+
+    A steady noise that comes on after nothing but digital silence (``SILENT``: a line noisy
+    from its first packet after the 20 ms of zeros a live caller channel opens with, or after
+    minutes of a muted line) is a floor of its own from its first block: the silence's zero
+    floors leave the window, where they would let the noise pass as speech for its length.
+    Speech coming after digital silence is not steady and leaves the floor as it was, so a reply
+    into silence is judged as before. After the channel's first sound the rule is off (a hummed
+    "mm-hmm" after silence is as steady as a noise). ``rose`` says where such a noise came on; the
+    ``followers`` (the background level and gate) then forget the silence too.
     """
 
-    def __init__(self, gate_db: float, frame_ms: int, window_ms: int) -> None:
+    def __init__(
+        self,
+        gate_db: float,
+        frame_ms: int,
+        window_ms: int,
+        followers: Sequence[ForgetsSilence] = (),
+    ) -> None:
         self.enabled = gate_db > 0
-        self._ratio = 10 ** (gate_db / 10)
+        self.ratio = 10 ** (gate_db / 10)
         self.block_frames = max(1, _BLOCK_MS // frame_ms)
         self._block_mins: deque[float] = deque(maxlen=max(1, window_ms // _BLOCK_MS))
         self._block_min = _INF
         self._block_n = 0
         self._older_min = _INF  # min(self._block_mins), kept as blocks complete
+        self._block: list[float] = []  # the energies of the block in progress
+        self._after_silence = False  # the last complete block was all digital silence
+        self._heard = False  # a complete block held sound
+        self._frames = 0  # frames in complete blocks
+        self._followers = followers
+        # (frame index, floor): where the latest steady noise came on after digital silence
+        self.rose: tuple[int, float] | None = None
 
     def gate(self, energies: Sequence[float], flags: Sequence[bool]) -> list[bool]:
         """The flags of frames at least the gate above the floor (all of them before the first
         block is complete: see ``gate_first_block``)."""
-        ratio, gated, block_frames = self._ratio, self.enabled, self.block_frames
-        block_min, block_n, older = self._block_min, self._block_n, self._older_min
+        voiced: list[bool] = []
+        i, n = 0, len(energies)
+        while i < n:  # a block at a time: a block's end may change the floor
+            take = min(n - i, self.block_frames - self._block_n)
+            if not i and take == n:  # the usual batch: inside one block
+                voiced += self._gate_part(energies, flags)
+            else:
+                voiced += self._gate_part(energies[i : i + take], flags[i : i + take])
+            i += take
+        return voiced
+
+    def _gate_part(self, energies: Sequence[float], flags: Sequence[bool]) -> list[bool]:
+        """``gate`` on frames inside one block."""
+        ratio, gated = self.ratio, self.enabled
+        block_min, older = self._block_min, self._older_min
         voiced = []
         for energy, flag in zip(energies, flags, strict=True):
             if energy < block_min:
@@ -54,27 +103,59 @@ class NoiseGate:
             if flag and gated and older < _INF:
                 flag = energy >= (block_min if block_min < older else older) * ratio
             voiced.append(flag)
-            block_n += 1
-            if block_n >= block_frames:
-                self._block_mins.append(block_min)
-                older = min(self._block_mins)
-                block_min, block_n = _INF, 0
-        self._block_min, self._block_n, self._older_min = block_min, block_n, older
+        self._block_min = block_min
+        self._grow(energies)
         return voiced
+
+    def _grow(self, energies: Sequence[float]) -> None:
+        """The block in progress grown by ``energies`` (its minimum already folded in)."""
+        self._block.extend(energies)
+        self._block_n += len(energies)
+        if self._block_n >= self.block_frames:
+            self._end_block(self._block_min)
+
+    def _end_block(self, floor: float) -> None:
+        """File a complete block's floor; a steady noise after a block of digital silence
+        replaces the window's floors with its own."""
+        block, self._block = self._block, []
+        # Only before the channel's first sound: later, a steady voiced sound after silence (a
+        # hummed "mm-hmm") cannot be told from a noise coming on by its steadiness alone.
+        first = _noise_onset(block) if self._after_silence and not self._heard else None
+        self._after_silence = bool(block) and max(block) < SILENT
+        self._heard = self._heard or not self._after_silence
+        if first is not None:
+            floor = min(block[first:])
+            self._rise(self._frames + first, floor)
+        self._block_mins.append(floor)
+        self._older_min = min(self._block_mins)
+        self._frames += len(block)
+        self._block_min, self._block_n = _INF, 0
+
+    def _rise(self, frame: int, floor: float) -> None:
+        self._block_mins.clear()
+        self.rose = (frame, floor)
+        for follower in self._followers:
+            follower.forget_silence()
 
     def gate_first_block(self, energies: Sequence[float], flags: Sequence[bool]) -> list[bool]:
         """``gate`` for the stream's first frames, the first block gated against its own quietest
         frame: no floor is known before it, and a call that opens mid-speech would otherwise be
-        gated against that speech, one in noise would take the noise for speech."""
+        gated against that speech, one in noise would take the noise for speech. Digital silence
+        before a steady noise in it is no part of that floor."""
         k = min(len(energies), self.block_frames)
-        floor = min(energies[:k])
-        threshold = floor * self._ratio
-        voiced = [f and e >= threshold for e, f in zip(energies[:k], flags[:k], strict=True)]
+        block = list(energies[:k])
+        first = _noise_onset(block)
+        floor = min(block[first:]) if first else min(block)
+        threshold = floor * self.ratio
+        voiced = [f and e >= threshold for e, f in zip(block, flags[:k], strict=True)]
+        if first:
+            self._rise(first, floor)
         if k == self.block_frames:
-            self._block_mins.append(floor)
-            self._older_min = floor
+            self._block = block
+            self._block_n = k
+            self._end_block(floor)
         else:  # a stream shorter than one block
-            self._block_min, self._block_n = floor, k
+            self._block, self._block_min, self._block_n = block, floor, k
         return voiced + self.gate(energies[k:], flags[k:])
 
     def track(self, energies: list[float]) -> None:
@@ -82,13 +163,21 @@ class NoiseGate:
         i, n = 0, len(energies)
         while i < n:
             take = min(n - i, self.block_frames - self._block_n)
-            self._block_min = min(self._block_min, *energies[i : i + take])
-            self._block_n += take
-            if self._block_n >= self.block_frames:
-                self._block_mins.append(self._block_min)
-                self._older_min = min(self._block_mins)
-                self._block_min, self._block_n = _INF, 0
+            part = energies[i : i + take]
+            self._block_min = min(self._block_min, *part)
+            self._grow(part)
             i += take
+
+
+def _noise_onset(energies: Sequence[float]) -> int | None:
+    """Where a steady noise begins in a block that opens with digital silence or follows one:
+    the first frame of sound, when the sound's median frame keeps within ``_STEADY`` of its
+    quietest and it fills at least half the block; else None."""
+    first = next((k for k, e in enumerate(energies) if e >= SILENT), None)
+    if first is None or 2 * first > len(energies):
+        return None
+    sound = sorted(energies[first:])
+    return first if sound[len(sound) // 2] <= sound[0] * _STEADY else None
 
 
 class NoiseLevel:
@@ -99,10 +188,21 @@ class NoiseLevel:
         self._history: deque[float] = deque(maxlen=_HISTORY_FRAMES)
         self._added = 0  # frames ever added: keys the cached level
         self._cache: tuple[int, float | None, float | None] = (-1, None, None)
+        self._no_silence = False
 
     def add(self, energies: list[float]) -> None:
+        if self._no_silence:
+            energies = [e for e in energies if e >= SILENT]
         self._history.extend(energies)
         self._added += len(energies)
+
+    def forget_silence(self) -> None:
+        """From now on digital silence is no part of the level (a noise came on after it)."""
+        self._no_silence = True
+        kept = [e for e in self._history if e >= SILENT]
+        self._history.clear()
+        self._history.extend(kept)
+        self._added += 1
 
     def db(self) -> float | None:
         """The level, or None before enough unvoiced frames were heard. Cached: in speech it does
@@ -140,15 +240,51 @@ class BackgroundGate:
         self._history: deque[float] = deque(maxlen=_HISTORY_FRAMES)
         self._n = 0
         self.least = 0.0  # the mean square a frame must reach to stay speech
+        self._no_silence = False
 
     def fold(self, energy: float) -> None:
+        if self._no_silence and energy < SILENT:
+            return
         self._history.append(energy)
         self._n += 1
-        if self._n % _RECOMPUTE == 0 and len(self._history) >= _MIN_FRAMES:
+        if self._n % _RECOMPUTE == 0:
+            self._recompute()
+
+    def _recompute(self) -> None:
+        if len(self._history) >= _MIN_FRAMES:
             ordered = sorted(self._history)
             self.least = ordered[len(ordered) * _LOUD_END // 100] * self._ratio
+
+    def forget_silence(self) -> None:
+        """From now on digital silence is no part of the background (a noise came on after it)."""
+        self._no_silence = True
+        kept = [e for e in self._history if e >= SILENT]
+        self._history.clear()
+        self._history.extend(kept)
+        self._recompute()
 
     def fold_all(self, energies: Sequence[float]) -> None:
         if self.enabled:
             for energy in energies:
                 self.fold(energy)
+
+
+def past_rise(
+    gate: NoiseGate, spans: list[list[int]], energies: list[float], start: int, flen: int, need: int
+) -> list[list[int]]:
+    """An utterance's spans (sample indices; ``energies`` its frames' from sample ``start``)
+    without the leading ones a noise coming on after digital silence made before its floor was
+    known: spans that began in the noise's first block with fewer than ``need`` frames (the
+    endpointer's start rule) the gate over that floor (a click of typing is one or two).
+    """
+    if gate.rose is None or not gate.enabled or not spans:
+        return spans
+    at, floor = gate.rose[0] * flen, gate.rose[1] * gate.ratio
+    known = at + gate.block_frames * flen
+    k = 0
+    while k < len(spans) and at <= spans[k][0] < known:
+        a, b = (spans[k][0] - start) // flen, -(-(spans[k][1] - start) // flen)
+        if sum(e >= floor for e in energies[max(a, 0) : b]) >= need:
+            break
+        k += 1
+    return spans[k:]

@@ -1,7 +1,7 @@
 """Calls against an agent turnscope did not write: the stock pipecat bot, side by side with the
 reference agent, in one run. Prints two tables.
 
-    .venv/bin/python benchmarks/interop.py [--calls 5] [--sweep]
+    .venv/bin/python benchmarks/interop.py [--calls 5] [--real-calls 2] [--sweep]
 
 Per agent (each in its own process, each logging when it really sent every reply: the
 reference agent from its player, the pipecat bot from inside pipecat's output track; both on
@@ -12,6 +12,9 @@ time.monotonic(), the call clock's own base):
 - barge-ins planned / exercised / yielded within the verifier's 600 ms, with ``barge_in_at``
   early and mid;
 - set-up time (offer to connected), median.
+Then (``--real-calls``, 0 to skip) the pipecat bot answering with recordings of real people, room
+tone kept, between digital silence, over WebRTC and a phone line (issue 28: benchmarks/live_real.py
+does it; its table is printed here beside the others).
 With ``--sweep``: every shipped scenario against every behaviour of the bot (greeting or not,
 short, long and double replies, ignoring barge-ins, never answering, talking without a pause,
 sending silence, dying mid-call, refusing the offer): how each call ended and how long it took,
@@ -38,6 +41,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import live_real  # noqa: E402
 
 from tests.interop.pipecat import free_port, pipecat_bot  # noqa: E402
 from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
@@ -248,11 +254,15 @@ def sweep(work: Path) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5, help="calls per agent")
+    parser.add_argument(
+        "--real-calls", type=int, default=2, help="calls per transport with recorded replies"
+    )
     parser.add_argument("--sweep", action="store_true", help="shipped scenarios x bot behaviours")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-interop-"))
     rows = accuracy(args.calls, work)
+    real = live_real.run_rows(args.real_calls, work / "real") if args.real_calls > 0 else []
     swept = sweep(work) if args.sweep else []
     print()
     print(
@@ -272,6 +282,8 @@ def main() -> None:
             f"{a['over_med']:.0f} / {a['over_spread']:.0f} ms | {a['planned']} / "
             f"{a['exercised']} / {a['yielded']} | {a['setup']:.0f} ms | {a['degraded']} |"
         )
+    if real:
+        live_real.print_rows(real, args.real_calls)
     if swept:
         print()
         print(

@@ -16,6 +16,11 @@ clip nowhere (normalised correlation under 0.5, also 0.3 and 0.6 s into the spee
 "unlocated": neither scored nor counted as a turn. Latency error: (agent turn start - caller turn
 end) as measured, against (truth start - the caller line's last sample as sent, from the
 caller's own log). Each call starts at a different clip, so each is heard after different ones.
+
+The caller side (``--caller``): the caller's lines are those recordings (``audio:`` lines, their
+room tone kept where it is within the caller's 40 dB trim), sent between digital silence, and the
+bot answers in its own voice. Truth of each caller turn: when the caller's line went out (its own
+send log) + the clip's annotated speech extent within the audio sent.
 """
 
 from __future__ import annotations
@@ -194,6 +199,7 @@ def _signed(values: list[float]) -> str:
 
 def run_rows(calls: int, work: Path) -> list[tuple[str, dict]]:
     entries = clip_files()
+    work.mkdir(parents=True, exist_ok=True)
     clips = work / "clips.json"
     clips.write_text(json.dumps(entries))
     scenario = work / "live-real.yaml"
@@ -223,6 +229,105 @@ def run_rows(calls: int, work: Path) -> list[tuple[str, dict]]:
     return rows
 
 
+def caller_scenario(entries: list[dict], timeout_s: int = 70) -> str:
+    """Caller lines that are the recordings themselves; the agent lines left open."""
+    clips = load_clips()
+    names = {c.name: c for c in clips.values()}
+    lines = []
+    for e in entries:
+        stem = Path(e["wav"]).stem
+        clip = names.get(stem) or names.get("L" + stem.rsplit("-", 1)[-1])
+        text = clip.text if clip is not None else "a recorded line"
+        lines.append(f"  - caller: {json.dumps(text)}\n    audio: {json.dumps(e['wav'])}")
+        lines.append("  - agent: A reply.")
+    return (
+        "name: live-real-caller\ntask: {budgets: {max_latency_ms: 4000}}\n"
+        f"caller: {{timeout_s: {timeout_s}, hangup_after_ms: 1200}}\n"
+        "script:\n" + "\n".join(lines) + "\n"
+    )
+
+
+def sent_offset_ms(wav: str) -> float:
+    """Where the audio a recorded caller line sends begins in its file (the caller trims a
+    recording to its voiced extent, 40 dB under its peak: actors/caller/speech.py)."""
+    from turnscope.actors.caller.speech import voiced_extent
+
+    x, rate = _read(Path(wav), 16000)
+    return voiced_extent(x.astype(np.float32), rate)[0] / 16.0
+
+
+def score_caller(run: Any, caller: Any, entries: list[dict]) -> dict:
+    """Each recorded caller line against the caller turn that holds its speech."""
+    sent = [u for u in caller.truth()["utterances"] if u.get("end_ms") is not None]
+    turns = [t for t in run.result.assembly.turns if t.speaker == "caller"]
+    out: dict[str, Any] = {"start": [], "end": [], "missed": 0, "extra": 0, "rows": []}
+    used: set[int] = set()
+    for u, e in zip(sent, entries, strict=False):
+        lead = sent_offset_ms(e["wav"])
+        t0 = u["start_ms"] + e["speech_start_s"] * 1000 - lead
+        t1 = u["start_ms"] + e["speech_end_s"] * 1000 - lead
+        hit = [i for i, t in enumerate(turns) if t.start_ms < t1 and t.end_ms > t0]
+        if not hit:
+            out["missed"] += 1
+            continue
+        used.update(hit)
+        out["extra"] += len(hit) - 1
+        out["start"].append(turns[hit[0]].start_ms - t0)
+        out["end"].append(turns[hit[-1]].end_ms - t1)
+        out["rows"].append(
+            {
+                "clip": Path(e["wav"]).stem[-5:],
+                "truth": (round(t0), round(t1)),
+                "turn": (round(turns[hit[0]].start_ms), round(turns[hit[-1]].end_ms)),
+            }
+        )
+    out["extra"] += len(turns) - len(used)
+    return out
+
+
+def caller_rows(calls: int, work: Path) -> list[tuple[str, dict]]:
+    """The caller speaking the recordings (room tone kept) to the bot, both transports."""
+    entries = clip_files()
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for transport in ("WebRTC (Opus)", "phone line (Twilio, mu-law)"):
+        total: dict[str, Any] = {}
+        for i in range(calls):
+            order = (entries[i % len(entries) :] + entries[: i % len(entries)])[:4]
+            scenario = work / f"caller-{i}.yaml"
+            scenario.write_text(caller_scenario(order))
+            knobs = {"greeting": False, "latency_ms": LATENCY_MS}
+            outdir = work / f"caller-{'phone' if 'phone' in transport else 'webrtc'}-{i}"
+            if "phone" in transport:
+                with pipecat_phone_bot(outdir / "bot", **knobs) as bot:
+                    run, _, caller = asyncio.run(call_phone_bot(bot.url, scenario, outdir))
+            else:
+                with pipecat_bot(outdir / "bot", **knobs) as bot:
+                    run, _, caller = asyncio.run(call_bot(bot.url, scenario, outdir))
+            got = score_caller(run, caller, order)
+            for k, v in got.items():
+                total[k] = total.get(k, 0 if isinstance(v, int) else []) + v
+            print(f"  caller side, {transport} call {i}: {json.dumps(_round(got))}", flush=True)
+        rows.append((transport, total))
+    return rows
+
+
+def print_caller_rows(rows: list[tuple[str, dict]], calls: int) -> None:
+    print()
+    print(
+        f"caller side: {calls} calls per transport, 4 recorded caller lines each (room tone "
+        "kept, digital silence between); errors |measured - truth| median / p95 (signed median)"
+    )
+    print("| transport | lines scored | missed / extra turns | caller turn start | end |")
+    print("|---|---|---|---|---|")
+    for name, t in rows:
+        print(
+            f"| {name} | {len(t['start'])} | {t['missed']} / {t['extra']} | "
+            f"{_stats(t['start'])} ({_signed(t['start'])}) | {_stats(t['end'])} "
+            f"({_signed(t['end'])}) |"
+        )
+
+
 def _round(d: dict) -> dict:
     return {
         k: [round(x) for x in v] if isinstance(v, list) and k != "rows" else v for k, v in d.items()
@@ -232,13 +337,22 @@ def _round(d: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3, help="calls per transport")
+    parser.add_argument(
+        "--caller", action="store_true", help="also the caller side: recorded caller lines"
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-live-real-"))
-    rows = run_rows(args.calls, work)
+    print_rows(run_rows(args.calls, work), args.calls)
+    if args.caller:
+        print_caller_rows(caller_rows(args.calls, work / "caller"), args.calls)
+
+
+def print_rows(rows: list[tuple[str, dict]], calls: int) -> None:
+    """The table of agent turns against the speech in the clips the bot sent, and per clip."""
     print()
     print(
-        f"{args.calls} calls per transport, 4 clip replies each, bot latency {LATENCY_MS} ms; "
+        f"{calls} calls per transport, 4 clip replies each, bot latency {LATENCY_MS} ms; "
         "errors |measured - truth| median / p95 (signed median); target 20 / 60 ms"
     )
     print(

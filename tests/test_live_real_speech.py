@@ -6,6 +6,10 @@ replies), and turnscope's agent turns follow the speech in them, not the room to
 Truth: when the bot sent each clip (its own log) + the clip's annotated speech offsets + the
 one-way delay found in the recorded agent channel by cross-correlation (benchmarks/live_real.py).
 
+The caller side too: a caller whose lines are those recordings (``audio:`` lines, room tone
+kept, digital silence between them), the bot answering in its own voice; truth is when the
+caller's line went out (its send log) + the speech's offset in the audio it sent.
+
 Needs .venv-pipecat and the recordings (scripts/setup.sh --dev): without them these fail.
 """
 
@@ -20,7 +24,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from live_real import LATENCY_MS, clip_files, scenario_text, score_call
+from live_real import (
+    LATENCY_MS,
+    caller_scenario,
+    clip_files,
+    scenario_text,
+    score_call,
+    score_caller,
+)
 
 from tests.interop.pipecat import BOT, call_bot, free_port, pipecat_bot, pipecat_python
 
@@ -83,6 +94,22 @@ def test_agent_turns_follow_the_speech_in_the_clips_not_their_room_tone(clip_cal
         assert abs(err) <= BOUND_MS, got
     # the caller's latency is measured from the speech, not from the room tone before it
     assert got["latency"] and all(abs(e) <= BOUND_MS for e in got["latency"]), got
+
+
+def test_caller_turns_follow_the_speech_in_recorded_caller_lines_not_their_room_tone(
+    tmp_path,
+):
+    entries = clip_files(CLIPS)
+    scenario = tmp_path / "caller.yaml"
+    scenario.write_text(caller_scenario(entries, timeout_s=40))
+    with pipecat_bot(tmp_path / "bot", greeting=False, latency_ms=LATENCY_MS) as bot:
+        run, _, caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+    got = score_caller(run, caller, entries)
+    assert (got["missed"], got["extra"]) == (0, 0), got
+    assert len(got["start"]) == len(CLIPS), got
+    # the room tone the caller sent before and after each line's speech is not its turn
+    for err in got["start"] + got["end"]:
+        assert abs(err) <= BOUND_MS, got
 
 
 def test_a_bad_clip_list_is_one_line_naming_the_flag(tmp_path):
