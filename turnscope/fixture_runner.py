@@ -27,10 +27,14 @@ from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import scored_row, void_row
 from turnscope.scoring.suites.fixtures import Fixture, parse_fixture, resolve
 from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions
-from turnscope.scoring.suites.turn_taking_gate import result_metrics, synth_pauses
+from turnscope.scoring.suites.turn_taking_gate import (
+    result_metrics,
+    synth_backchannels,
+    synth_pauses,
+)
 from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
-from turnscope.scoring.turn_taking_input import PAUSES_KEY
+from turnscope.scoring.turn_taking_input import BACKCHANNELS_KEY, PAUSES_KEY
 from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
@@ -126,6 +130,19 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     return folder / "call.wav"
 
 
+async def _redriven(
+    task: dict[str, Any], fx: Fixture, suite_path: Path | None, settings: Settings
+) -> Path:
+    """The scenario that re-drives a ``redrive`` fixture's recording (its replay runs in a
+    thread of its own: `turnscope scenario from-recording`'s own code path)."""
+    from turnscope.redrive import fixture_scenario
+
+    assert fx.redrive is not None
+    where = f"task {task['id']!r} fixture"
+    recording = resolve(suite_path, fx.redrive)
+    return await asyncio.to_thread(fixture_scenario, where, fx.redrive, recording, settings, CACHE)
+
+
 def _void(task: dict[str, Any], fx: Fixture | None, kind: str, why: str) -> FixtureRun:
     row = void_row(task, EVIDENCE.get(kind, "captured_fixture"))
     row["result"]["explanation"] = row["error"] = why
@@ -189,6 +206,7 @@ async def run_fixture(
             source = FileSource.stereo(audio, chunk_ms=max(settings.audio.chunk_ms, 200))
             if fx.synth is not None:  # the pauses its caller made, as a live caller reports them
                 source.info.details[PAUSES_KEY] = synth_pauses(audio) or []
+                source.info.details[BACKCHANNELS_KEY] = synth_backchannels(audio)
             run = await run_and_record(
                 source, settings, contract, outdir, evidence_class=evidence, console=None
             )
@@ -202,6 +220,8 @@ async def run_fixture(
             from turnscope.live_call import place_call
 
             options = transports.options(transport, agent_url, loopback_only=loopback_only)
+            if fx.redrive is not None:  # a recorded caller: its scenario made once (redrive.py)
+                audio = await _redriven(task, fx, suite_path, settings)
             sc = load_scenario(audio)
             contract = dataclasses.replace(contract, plan=scenario_plan(sc))
             run, call, caller = await place_call(

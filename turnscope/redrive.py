@@ -201,3 +201,43 @@ def scenario_from_recording(
         caller_turns=sum(t.speaker == "caller" for t in turns),
         agent_turns=sum(t.speaker == "agent" for t in turns),
     )
+
+
+def _digest(recording: Path, settings: Settings) -> str:
+    """What a cached re-drive depends on: the recording's bytes (a bundle folder's two channels)
+    and the pipeline's settings (they decide the recorded turns)."""
+    import hashlib
+
+    h = hashlib.sha256(settings.model_dump_json().encode())
+    files = (
+        [recording / f"{ch}.wav" for ch in ("caller", "agent")]
+        if recording.is_dir()
+        else [recording]
+    )
+    for path in files:
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def fixture_scenario(
+    where: str, value: str, recording: Path, settings: Settings, cache: Path
+) -> Path:
+    """The scenario re-driving a suite fixture's ``redrive`` recording (``where``: the task's
+    fixture as messages name it, ``value``: the key's value as written), made once into
+    ``cache`` (keyed by the recording and the settings). A recording that holds no call: one
+    line naming the fixture key and the file (nothing is kept of it)."""
+    if not (recording.is_file() or recording.is_dir()):
+        raise InputError(f"{where} redrive {value!r}: no such recording ({recording})")
+    folder = cache / f"redrive-{recording.stem}-{_digest(recording, settings)}"
+    if (folder / SCENARIO).is_file():
+        return folder / SCENARIO
+    try:
+        made = scenario_from_recording(recording, outdir=folder, settings=settings, force=True)
+    except InputError as exc:
+        problem = str(exc)
+        prefix = f"{recording}: "
+        problem = problem[len(prefix) :] if problem.startswith(prefix) else problem
+        raise InputError(f"{where} redrive {value!r}: {problem}") from None
+    return made.built.scenario

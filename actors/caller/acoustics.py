@@ -11,8 +11,10 @@ the codec add after it (``Spoken.tail``) goes out after it, outside the record. 
 (`noise.py`) is set ``snr_db`` (default 15) under the caller's speech (the RMS of all its lines
 as sent) and put through the call's telephone line once.
 
-On the call (`Bed`, the caller track's ``ClipQueue.bed``): every frame gets the bed's samples for
-its place on the call clock (a 12 s loop), the tails due, and loses the samples of each 20 ms
+On the call (`Bed`: a WebRTC or phone-line caller track's ``ClipQueue.bed``, a sound device
+player's ``bed`` mixed per block at the device rate; `synth_acoustics.py` mixes the same over a
+synthetic call's caller channel): every frame gets the bed's samples for its place on the call
+clock (a 12 s loop), the tails due, and loses the samples of each 20 ms
 packet lost: by chance ``loss``, or arriving later than ``jitter_buffer_ms`` with delays
 exponential of mean ``jitter_ms`` (seeded). A lost packet loses the caller's speech, not the
 background: the receiver fills it with the line's noise, as comfort noise does (digital zeros
@@ -159,26 +161,37 @@ def lost_packets(a: Acoustics) -> np.ndarray | None:
 
 
 class Bed:
-    """What the caller's channel carries besides the clips, mixed into each frame of a
-    ``ClipQueue`` at ``rate`` (`capture/player.py` calls ``mix`` and ``after``)."""
+    """What the caller's channel carries besides the clips, mixed into each frame at ``rate``:
+    a ``ClipQueue``'s (`capture/player.py` calls ``mix`` and ``after``, positions on the 16 kHz
+    call clock), a sound device's (`capture/device/playback.py` calls ``mix_at`` and
+    ``after_at``, positions in samples at ``rate`` from the call's start: any rate), a synthetic
+    call's (`synth_acoustics.py`, the same)."""
 
     def __init__(self, loop: np.ndarray | None, lost: np.ndarray | None, rate: int) -> None:
         self.loop = loop
         self.lost = lost
         self.rate = rate
-        self.step = SAMPLE_RATE // rate
+        self.step = max(1, SAMPLE_RATE // rate)  # call-clock samples per sample (mix, after)
         self.packet = rate * PACKET_MS // 1000
-        self.tails: list[tuple[np.ndarray, int]] = []  # (int16 samples, first queue sample)
+        self.tails: list[tuple[np.ndarray, int]] = []  # (int16 samples, first sample at rate)
         self.lost_count = 0
         self.packets = 0
 
     def after(self, tail: np.ndarray, at: int) -> None:
         """``tail`` (int16 at ``rate``) goes out from call-clock sample ``at``."""
-        self.tails.append((tail, at // self.step))
+        self.after_at(tail, at // self.step)
+
+    def after_at(self, tail: np.ndarray, first: int) -> None:
+        """``tail`` (int16 at ``rate``) goes out from sample ``first`` (at ``rate``)."""
+        self.tails.append((tail, first))
 
     def mix(self, frame: np.ndarray, position: int) -> np.ndarray:
         """``frame`` (int16, its first sample at call-clock ``position``) with the bed."""
-        first = position // self.step
+        return self.mix_at(frame, position // self.step)
+
+    def mix_at(self, frame: np.ndarray, first: int) -> np.ndarray:
+        """``frame`` (int16 at ``rate``, its first sample ``first`` samples into the call)
+        with the bed."""
         n = frame.size
         if self.loop is None and not self.tails and self.lost is None:
             return frame
@@ -216,17 +229,27 @@ def needs_bed(scenario: Scenario) -> bool:
 
 
 def attach(scenario: Scenario, track: Any, clips: list[np.ndarray]) -> Bed | None:
-    """Put the scenario's bed on the caller track's queue (a track without one, a sound
-    device's, plays the clips as they are, tails left out). ``clips``: the caller's lines as
-    sent (their level sets the bed's)."""
-    queue = getattr(track, "clips", None)
-    if queue is None or not needs_bed(scenario):
+    """Put the scenario's bed on the caller track: a paced sender's queue (WebRTC, a phone
+    line) or a sound device's player (mixed in its callback at the device's rate). ``clips``:
+    the caller's lines as sent (their level sets the bed's)."""
+    if not needs_bed(scenario):
         return None
+    target = getattr(track, "clips", None)  # a ClipQueue
+    if target is None and hasattr(track, "bed"):
+        target = track  # a sound device: DevicePlayer mixes it per block
+    rate = getattr(target, "rate", None)
+    if target is None or not isinstance(rate, int):
+        return None
+    bed = make_bed(scenario, clips, rate)
+    target.bed = bed
+    return bed
+
+
+def make_bed(scenario: Scenario, clips: list[np.ndarray], rate: int) -> Bed:
+    """The scenario's bed at ``rate`` for a caller whose lines as sent are ``clips``."""
     a = scenario.caller.acoustics or Acoustics()
     level = round(speech_level([c for c in clips if c.size]), 6)
-    bed = Bed(bed_loop(a, level, queue.rate), lost_packets(a), queue.rate)
-    queue.bed = bed
-    return bed
+    return Bed(bed_loop(a, level, rate), lost_packets(a), rate)
 
 
 def prepare(scenario: Scenario, clips: list[np.ndarray]) -> None:

@@ -16,7 +16,8 @@ Timeline rules (in samples, from the script in order):
   (by its share of the line's text).
 - A barge-in cuts the agent's current line at barge-in start + ``yield_ms`` (5 ms fade, then
   re-trimmed to the last voiced sample before the cut) unless ``yield_ms`` is null.
-  Backchannels never cut; they must start before the agent's line (as finally placed) ends.
+  Backchannels cut only an agent line with ``backchannel_yield_ms`` (a false yield, as at a
+  barge-in); they must start before the agent's line (as finally placed) ends.
 - Agent lines start ``latency_ms`` after the call goes quiet (so after a barge-in, after the
   barge-in line ends), or ``talk_over_ms`` before the end of the caller line just before.
 - A line may not start before the same speaker's previous clip ends: that is an InputError
@@ -42,6 +43,7 @@ from turnscope.actors.caller.conditions import pink_noise, telephone_channel
 from turnscope.actors.caller.placement import Renderer
 from turnscope.actors.caller.scenario import Kind, Scenario
 from turnscope.actors.caller.scenario_contract import scenario_task
+from turnscope.actors.caller.synth_acoustics import placed_caller
 from turnscope.errors import InputError, OutputError
 from turnscope.jsonio import check_output, native_path, write_json
 
@@ -232,7 +234,12 @@ def render(
         skip = max(0, -at)  # an onset before the call start is dropped
         clean[c.speaker][at + skip : at + c.clip.audio.size] += c.clip.audio[skip:]
 
+    sent = placed_caller(scenario, r.clips, n, sample_rate)  # caller.acoustics, as sent live
+    if sent is not None:
+        clean["caller"] = sent.speech
     mixed = {side: x.copy() for side, x in clean.items()}
+    if sent is not None:
+        mixed["caller"] = sent.channel
     if snr_db is not None:
         rngs = np.random.default_rng(seed).spawn(2)
         for rng, side in zip(rngs, ("caller", "agent"), strict=True):
@@ -271,6 +278,7 @@ def render(
             "snr_db": snr_db,
             "telephone": telephone,
             "seed": seed,
+            **({} if sent is None else {"acoustics": sent.record}),
         },
         task=scenario_task(scenario),  # resolving its suite is scoring's job
         pauses=[

@@ -7,6 +7,11 @@ likewise cuts at the sample the DAC plays at the asked time. The callback only s
 arrays (clips are resampled to the device rate when queued); start and end times go back to the
 loop, which logs them on the call clock (SendRecord, as the WebRTC track does), and every block
 that was played goes to ``listeners`` (the caller channel of a device call).
+
+A caller's acoustics (``bed``, set by actors/caller/acoustics.py before the call, as on a WebRTC
+or phone-line caller's queue): from the call clock's start every block gets the bed's samples
+for its place in the call (background, lost packets), and a clip's ``tail`` (its room) goes out
+after it; both in the callback, by slicing and adding only.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import soxr
@@ -32,6 +37,15 @@ from turnscope.capture.frames import SAMPLE_RATE, to_float32, to_int16
 from turnscope.capture.player import Playback, SendRecord
 
 DEFAULT_LEAD_MS = 200.0  # more than the <= 120 ms the callback runs ahead of the DAC, plus a block
+
+
+class DeviceBed(Protocol):
+    """What the caller's channel carries besides its clips, at the device rate (positions are
+    samples from the call's start): actors/caller/acoustics.py's ``Bed``."""
+
+    def mix_at(self, frame: np.ndarray, first: int) -> np.ndarray: ...
+
+    def after_at(self, tail: np.ndarray, first: int) -> None: ...
 
 
 @dataclass(eq=False)  # compared by identity (the audio arrays make field equality ambiguous)
@@ -48,6 +62,7 @@ class DeviceClip(Playback):
     dpos: int = 0  # device-rate samples rendered so far
     first_n: int | None = None  # stream sample index of its first and (once ended) last sample
     end_n: int | None = None
+    tail_pcm: np.ndarray | None = None  # int16 at the device rate: the room after the clip
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -84,6 +99,8 @@ class DevicePlayer(DeviceStream):
         self._logged: list[DeviceClip] = []
         self._lock = threading.Lock()  # the queue is shared with the audio thread
         self._muted = False
+        self.bed: DeviceBed | None = None  # the caller's acoustics, mixed from the call's start
+        self._bed_n0: int | None = None  # the stream sample at the call clock's sample 0
 
     # -- the Player interface (event loop) -------------------------------------------------------
 
@@ -109,7 +126,14 @@ class DevicePlayer(DeviceStream):
         start = time.monotonic() + self.lead_ms / 1000
         if at_ms is not None and self.call_clock.origin is not None:
             start = max(start, self.call_clock.origin + at_ms / 1000)
-        return self._enqueue(DeviceClip(label, pcm, self._future(), frames=frames, start_at=start))
+        clip = DeviceClip(label, pcm, self._future(), frames=frames, start_at=start)
+        tail = getattr(audio, "tail", None)  # a caller line's room (actors/caller/acoustics)
+        if tail is not None and self.bed is not None:
+            x = np.asarray(tail, np.float32)
+            if self.rate != SAMPLE_RATE:
+                x = soxr.resample(x, SAMPLE_RATE, self.rate, quality="HQ")
+            clip.tail_pcm = to_int16(x)
+        return self._enqueue(clip)
 
     def play_raw(self, frames: np.ndarray, at: float) -> DeviceClip:
         """Play device-rate float samples from monotonic time ``at`` (not logged: a marker)."""
@@ -174,6 +198,8 @@ class DevicePlayer(DeviceStream):
             self.ahead_ms = max(self.ahead_ms, (t - now) * 1000)
             with self._lock:
                 self._render(out, n, t, now, events)
+        if t is not None and self.bed is not None:
+            self._mix_bed(out, n, t)
         self._post(self._delivered, Block(outdata.copy(), n, t, self.clock.run, now), events)
 
     def _render(
@@ -208,9 +234,34 @@ class DevicePlayer(DeviceStream):
                 break  # continues in the next block
             clip.ended_t = t + (k + take) / rate
             clip.end_n = n + k + take
+            if clip.tail_pcm is not None and limit == len(clip.frames):
+                self._tail_after(clip.tail_pcm, clip.end_n, t, n)
             events.append(("end", clip, limit < len(clip.frames)))
             self._queue.popleft()
             filled = k + take
+
+    def _bed_start(self, n: int, t: float) -> int | None:
+        """The stream sample at the call clock's sample 0 (fixed once known: the bed's samples
+        follow the stream's, never a re-estimated time), None before the call starts."""
+        origin = self.call_clock.origin
+        if self._bed_n0 is None and origin is not None:
+            self._bed_n0 = n - round((t - origin) * self.rate)
+        return self._bed_n0
+
+    def _tail_after(self, tail: np.ndarray, at_n: int, t: float, n: int) -> None:
+        n0 = self._bed_start(n, t)
+        if self.bed is not None and n0 is not None:
+            self.bed.after_at(tail, at_n - n0)
+
+    def _mix_bed(self, out: np.ndarray, n: int, t: float) -> None:
+        """The bed's samples for this block (stream samples ``n``..., DAC time ``t``)."""
+        n0 = self._bed_start(n, t)
+        if self.bed is None or n0 is None:
+            return
+        lo = max(0, n0 - n)  # the block's samples before the call's start carry no bed
+        if lo < len(out):
+            mixed = self.bed.mix_at(to_int16(out[lo:]), n + lo - n0)
+            out[lo:] = to_float32(mixed)
 
     # -- back on the event loop ------------------------------------------------------------------
 

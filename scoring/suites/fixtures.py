@@ -6,6 +6,9 @@ A task's optional ``fixture`` block:
     synth: a synthetic recording as its recipe {scenario, snr_db, telephone, caller_voice,
            agent_voice, seed}: rendered with `turnscope synth` into a local cache, then replayed
     transcript: a transcript JSON to score directly (no audio: the fast, unit-test kind)
+    redrive: a recorded call (two channels, or a turnscope bundle folder) whose real caller is
+            re-driven live against the agent (`turnscope scenario from-recording`, made once
+            into the fixture cache); its report sets the new call beside the recorded one
     references: a reference JSON for WER (default: the task's reference_dialogue)
     wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
             WER is not measured, never scored against the ASR's own transcript
@@ -70,6 +73,7 @@ class Fixture(BaseModel):
     audio: str | None = None
     synth: SynthRecipe | None = None
     transcript: str | None = None
+    redrive: str | None = None  # a recorded call whose caller is re-driven live
     references: str | None = None
     wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
@@ -77,9 +81,9 @@ class Fixture(BaseModel):
 
     @model_validator(mode="after")
     def _one_thing_to_run(self) -> Fixture:
-        if sum(x is not None for x in (self.audio, self.transcript, self.synth)) != 1:
+        if sum(x is not None for x in (self.audio, self.transcript, self.synth, self.redrive)) != 1:
             raise PydanticCustomError(
-                "fixture_kind", "give exactly one of audio, synth or transcript"
+                "fixture_kind", "give exactly one of audio, synth, transcript or redrive"
             )
         if self.synth is not None and self.source != "synthetic":
             raise PydanticCustomError(
@@ -100,6 +104,8 @@ class Fixture(BaseModel):
             return "transcript"
         if self.synth is not None:
             return "replay"
+        if self.redrive is not None:
+            return "live"
         assert self.audio is not None
         return "live" if self.audio.endswith(SCENARIO_SUFFIXES) else "replay"
 
@@ -107,6 +113,7 @@ class Fixture(BaseModel):
         """Each file it names that does not exist under ``base`` (the suite's folder)."""
         named = [("synth scenario", self.synth.scenario if self.synth else None)]
         named += [(f"{n} file", getattr(self, n)) for n in ("audio", "transcript", "references")]
+        named += [("redrive recording", self.redrive)]
         return [f"{what} {value!r} does not exist" for what, value in named
                 if value is not None and not (base / value).exists()]  # fmt: skip
 
