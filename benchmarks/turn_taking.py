@@ -11,11 +11,12 @@ and the events inside them: a pause takeover, a false yield): precision / recall
 turn-taking event, ending within it), agreement of
 the takeover decision on matched events, and the median / p95 absolute error of the timings
 (latency, t_stop, t_resp, talk-over) on matched events. The corpus adds the two pause scenarios
-(pauses.yaml: the agent waits; pause-takeover.yaml: it jumps in once in three) to the usual
-five; the replay is handed the pauses the rendered caller made (truth.json), as a live caller
-reports its own. The synthetic agent never stops at a backchannel (synth refuses one its agent
-turn does not outlast by the yield window), so false yields have no truth events: any found is
-a false positive.
+(pauses.yaml: the agent waits; pause-takeover.yaml: it jumps in once in three) and
+backchannel-yield.yaml (the agent stops at two backchannels of three: false yields, exact in
+truth) to the usual five. The replay is handed the pauses and backchannels the rendered caller
+made (truth.json), as a live caller reports its own; the rows ``asr-only`` score the same
+replays without the caller's backchannels (a recording with no caller report: what the ASR
+alone makes of a hum). --misses prints every missed and false event.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from turnscope.capture.file.source import FileSource
 from turnscope.offline import ensure_offline
 from turnscope.pipeline import run_pipeline
 from turnscope.scoring.turn_taking import from_dicts, measure, turn_taking_section
-from turnscope.scoring.turn_taking_input import truth_pauses
+from turnscope.scoring.turn_taking_input import truth_backchannels, truth_pauses
 from turnscope.scoring.turn_taking_model import Behaviour, TurnTakingEvent
 
 MATCH_MS = 500.0
@@ -45,7 +46,8 @@ KINDS = (
     "pause_takeover", "false_yield",
 )  # fmt: skip
 TIMINGS = ("latency_ms", "t_stop_ms", "t_resp_ms", "overlap_ms")
-PAUSE_SCENARIOS = ["pauses", "pause-takeover"]
+PAUSE_SCENARIOS = ["pauses", "pause-takeover", "backchannel-yield"]
+ASR_ONLY = "asr-only"  # the rows scored without the caller's backchannels
 
 
 def _derived(events: list[TurnTakingEvent]) -> list[TurnTakingEvent]:
@@ -83,12 +85,13 @@ def _pair(truth: list[TurnTakingEvent], found: list[TurnTakingEvent]):
     return out
 
 
-def _score(call, found, expected, counts, errors, misses) -> None:
-    """Add one call's events to the per-(condition, kind) counts and timing errors."""
+def _score(call, found, expected, counts, errors, misses, rows=None) -> None:
+    """Add one call's events to the per-(condition, kind) counts and timing errors (``rows``:
+    the conditions to count them under, default the call's and "all")."""
     for kind in KINDS:
         t_k = [e for e in expected.events if e.kind == kind]
         f_k = [e for e in found if e.kind == kind]
-        for key in ((call.condition, kind), ("all", kind)):
+        for key in ((r, kind) for r in rows or (call.condition, "all")):
             c = counts[key]
             paired = _pair(t_k, f_k)
             tp = sum(1 for _, f in paired if f is not None)
@@ -103,6 +106,8 @@ def _score(call, found, expected, counts, errors, misses) -> None:
                     a, b = getattr(t, name), getattr(f, name)
                     if a is not None and b is not None:
                         errors[(key, name)].append(abs(a - b))
+        if rows is not None:
+            continue  # the asr-only rows: their misses are the assembly's, listed once below
         paired = _pair(t_k, f_k)
         misses += [f"{call.name}: {kind} at {t.start_ms:.0f} ms not found"
                    for t, f in paired if f is None]  # fmt: skip
@@ -138,18 +143,20 @@ def main() -> None:
         result = asyncio.run(run_pipeline(src, settings, transcriber=transcriber))
         tr = call.truth
         planned = truth_pauses(tr)  # what the rendered caller made, as a live caller reports it
-        found = _derived(
-            turn_taking_section(result.assembly, result.heard, result.audio_ms, planned).events
-        )
+        said = truth_backchannels(tr)
+        a, heard, ms = result.assembly, result.heard, result.audio_ms
+        found = _derived(turn_taking_section(a, heard, ms, planned, said).events)
         expected = measure(
             from_dicts(tr["turns"], tr.get("backchannels") or [], planned, tr.get("duration_ms"))
         )
         expected.events = _derived(expected.events)
         _score(call, found, expected, counts, errors, misses)
+        asr_only = _derived(turn_taking_section(a, heard, ms, planned).events)
+        _score(call, asr_only, expected, counts, errors, [], rows=(ASR_ONLY,))
     print(f"{len(calls)} calls ({', '.join(conditions)}; {len(pairs)} voice pair(s))")
     head = f"{'condition':<10}{'event':<20}{'P':>6}{'R':>6}{'TOR agree':>11}"
     print(f"{head}   timing |error| median / p95 ms (n)")
-    for cond in [*conditions, "all"]:
+    for cond in [*conditions, "all", ASR_ONLY]:
         for kind in KINDS:
             tp, fp, fn, agree = counts[(cond, kind)]
             if tp + fp + fn == 0:

@@ -28,6 +28,11 @@ Where turnscope differs, and why:
   turn after it is the takeover. The agent's own backchannels (an agent turn starting inside a
   caller turn, < 1 s and <= 2 words: eval_backchannel.py's rule) are counted per minute of
   caller speech.
+- Which caller speech is a backchannel: FDB knows from its data set; here the caller's own report
+  when it made one (a scripted caller, a synthetic call's truth), else the turn assembly's
+  reading of the words (turn_taking_input.py). The agent stopped at it when its voice went
+  silent for at least the end-of-turn silence by the yield window's end, even if the assembly
+  kept one turn across it (stops_at_backchannels).
 - ``t_stop_ms``: the agent's speech in progress at the barge-in's start -> its end (not capped at
   the caller's end, so talking on shows in full); ``t_resp_ms``: barge-in start -> the agent's
   next turn. The post-overlap class (Behaviour) comes from timing and words, not an LLM judge.
@@ -38,18 +43,22 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from turnscope.asr.assembly import Assembly, Heard, normalise_words
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.scoring.stats import median
 from turnscope.scoring.turn_taking_input import (  # noqa: F401 (this module's input, one import)
+    END_OF_TURN_MS,
     PAUSE_MIN_MS,
     CallTurns,
     Pauses,
     Speech,
+    backchannels_of,
     from_assembly,
     from_dicts,
+    pauses_of,
 )
 from turnscope.scoring.turn_taking_model import (
     LOWER_IS_BETTER,
@@ -134,6 +143,19 @@ def _at_resumption(c: _Call, t: float) -> bool:
     return any(abs(t - hi) <= RESUME_MS for _, hi in c.call.caller_pauses)
 
 
+def _ends_at_pause(c: _Call, turn: Speech) -> bool:
+    """``turn`` is the part of a paused line before its pause: it began before the pause, ended
+    before the pause's end, and the caller's next speech is the line going on at the pause's end.
+    Read from the resumption, not from how near the pause's start the turn ended: in noise the
+    endpointer closes it up to a few hundred ms early (a quiet last syllable)."""
+    return any(
+        turn.start_ms < lo
+        and turn.end_ms < hi
+        and abs(c.next_caller_start(turn.end_ms) - hi) <= RESUME_MS
+        for lo, hi in c.call.caller_pauses
+    )
+
+
 def _pause_events(c: _Call) -> list[TurnTakingEvent]:
     out = []
     for lo, hi in c.call.caller_pauses:
@@ -199,7 +221,7 @@ def _end_of_turn_events(c: _Call) -> list[TurnTakingEvent]:
             turn.interrupt or (talking is not None and talking.start_ms < turn.start_ms)
         ):
             continue  # a barge-in, or the agent talking since before the caller began
-        if any(lo - 100.0 <= turn.end_ms < hi for lo, hi in c.call.caller_pauses):
+        if _ends_at_pause(c, turn):
             continue  # it ends at a pause the caller resumed after: pause handling's event
         # An agent turn begun in one of the line's pauses is that pause's event, not an answer.
         inside = [hi for lo, hi in c.call.caller_pauses if turn.start_ms <= lo < turn.end_ms]
@@ -345,7 +367,35 @@ def turn_taking_section(
     heard: Iterable[Heard] = (),
     duration_ms: float | None = None,
     planned_pauses: Pauses | None = None,
+    planned_backchannels: Pauses | None = None,
+    end_of_turn_ms: float = END_OF_TURN_MS,
 ) -> TurnTaking:
     """result.json's ``turn_taking`` for a run; ``planned_pauses``: the pauses a scripted
-    caller made (``[]``: none, pause handling not exercised; None: no caller said, detect)."""
-    return measure(from_assembly(assembly, heard, duration_ms, planned_pauses=planned_pauses))
+    caller made (``[]``: none, pause handling not exercised; None: no caller said, detect);
+    ``planned_backchannels``: the backchannels it made (None: the assembly's reading)."""
+    return measure(
+        from_assembly(
+            assembly,
+            heard,
+            duration_ms,
+            planned_pauses=planned_pauses,
+            planned_backchannels=planned_backchannels,
+            end_of_turn_ms=end_of_turn_ms,
+        )
+    )
+
+
+def turn_taking_of(
+    assembly: Assembly, run: Any, info: Any, script: Mapping[str, Any] | None
+) -> TurnTaking:
+    """A finished run's section: ``run`` the pipeline's result (heard, audio_ms, settings),
+    with the pauses and backchannels its caller made (``info``: the source's, ``script``: a
+    scripted caller's report)."""
+    return turn_taking_section(
+        assembly,
+        run.heard,
+        run.audio_ms,
+        pauses_of(info, script),
+        backchannels_of(info, script),  # the caller's own: a misheard hum is still one
+        run.settings.vad.end_of_turn_ms,
+    )

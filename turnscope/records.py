@@ -55,8 +55,7 @@ from turnscope.scoring.evidence.results import (
     VadInfo,
 )
 from turnscope.scoring.outcome import Outcome
-from turnscope.scoring.turn_taking import turn_taking_section
-from turnscope.scoring.turn_taking_input import pauses_of
+from turnscope.scoring.turn_taking import turn_taking_of
 from turnscope.scoring.verifier import verifier_facts
 
 
@@ -214,7 +213,7 @@ def _run_fields(
         degraded=found.degraded,
         degraded_codes=found.codes(Severity.DEGRADED),
         settings=result.settings.model_dump(mode="json"),
-        turn_taking=turn_taking_section(a, result.heard, result.audio_ms, pauses_of(info, script)),
+        turn_taking=turn_taking_of(a, result, info, script),  # with the caller's own plan
         **(extra or {}),
         **({"conversation": conversation} if conversation is not None else {}),
     )

@@ -31,7 +31,7 @@ CALLER_TRIGGERS = (
     "reply_gap_ms",  # a recorded caller's own reply gap (from_recording.py)
 )
 PHRASE_TRIGGERS = ("barge_in_on", "backchannel_on")  # spoken when the agent's words reach it
-AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms", "at_pause_ms")
+AGENT_ONLY = ("latency_ms", "talk_over_ms", "yield_ms", "at_pause_ms", "backchannel_yield_ms")
 DEFAULT_THINK_MS = 500
 # ``barge_in_at: early`` (and ``backchannel_at``): this long into the agent's turn. Long enough
 # that the agent is clearly under way (its speech start is decided 50-100 ms after it), short

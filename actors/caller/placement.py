@@ -196,6 +196,11 @@ class Renderer:
             yield_ms = self.yield_ms(agent)
             if yield_ms is not None:
                 self.cut(agent, start + self.ms(yield_ms), i)
+        if line.kind == "backchannel":  # an agent line may take "mm-hmm" for a barge-in
+            agent = self.current_agent()
+            stop = self.scenario.script[agent.line].backchannel_yield_ms
+            if stop is not None:
+                self.cut(agent, start + self.ms(stop), i)
         peak = tts.peak_window_rms(clip.audio, self.sr)
         said = spoken_text(self.scenario, line)  # a dysfluent caller's words as spoken
         self.clips.append(_Placed(line.speaker, start, clip, i, said, voice, peak, size))
@@ -211,6 +216,9 @@ class Renderer:
                     _where(clip.line, "backchannel_ms"),
                     f"a barge-in cut script[{agent.line}] before this backchannel starts",
                 )
+            if self.scenario.script[agent.line].backchannel_yield_ms is not None:
+                self.check_false_yield(clip, agent)
+                continue
             # An agent going quiet within the yield window after it would look like a false yield:
             # "kept talking" needs the agent's turn to outlast it by that much.
             if clip.end + self.ms(YIELD_MS) >= agent.end:
@@ -224,6 +232,20 @@ class Renderer:
                     "agent finishing looks like yielding to it): the agent's turn is too short "
                     "to hold it; place it earlier or lengthen the agent line",
                 )
+
+    def check_false_yield(self, clip: _Placed, agent: _Placed) -> None:
+        """A planned false yield must be one: the agent line cut, and silent by the yield
+        window's end (else the metrics would call it talking on)."""
+        key = _where(agent.line, "backchannel_yield_ms")
+        if not agent.truncated:
+            raise _fail(self.scenario, key, f"script[{agent.line}] ends before it would stop "
+                        f"for the backchannel script[{clip.line}]: no false yield to make; give "
+                        "less, or place the backchannel earlier")  # fmt: skip
+        if agent.end > clip.end + self.ms(YIELD_MS):
+            late = (agent.end - clip.end) * 1000 // self.sr
+            raise _fail(self.scenario, key, f"the agent stops {late} ms after the backchannel "
+                        f"script[{clip.line}] ends, past the {YIELD_MS} ms yield window (that "
+                        "is talking on, not a yield): give less")  # fmt: skip
 
     def spoken_text(self, clip: _Placed) -> str:
         """The words spoken before a cut: a word counts once the cut is past its middle.

@@ -91,6 +91,9 @@ class Line(_Strict):
     - ``talk_over_ms``: start this long BEFORE the end of the caller line just before.
     - ``yield_ms``: how this line reacts to a barge-in (overrides ``agent.yield_ms``; null keeps
       talking).
+    - ``backchannel_yield_ms``: synth only: the line stops this long after a caller backchannel
+      starts inside it, as if it were a barge-in (a false yield, exact in truth; default: it
+      keeps talking).
     A caller line's ``pauses`` and an agent line's ``at_pause_ms``: see ``pauses.py``.
     A caller line's ``acoustics`` / ``dysfluency``: over ``caller.acoustics`` / ``.dysfluency``
     for this line (acoustic_keys.py).
@@ -115,6 +118,7 @@ class Line(_Strict):
     latency_ms: Ms | None = None
     talk_over_ms: Annotated[int, Field(gt=0, le=MAX_MS)] | None = None
     yield_ms: Ms | None = None
+    backchannel_yield_ms: Ms | None = None  # a synthetic agent stopping at a backchannel
     # The caller stops mid-line and goes on; an agent line may start inside it (pauses.py).
     pauses: Annotated[list[Pause], Field(min_length=1, max_length=20)] | None = None
     at_pause_ms: Ms | None = None

@@ -25,6 +25,7 @@ from turnscope.scoring.suites.gate import (
     task_checks,
 )
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, VERIFIER_DIMS
+from turnscope.scoring.suites.turn_taking_view import NONE_EXERCISED, State, exercised_any, rows
 
 BASELINE_BESIDE = "baseline.scorecard.json"  # a baseline pinned next to the scorecard
 EPSILON = 1e-9
@@ -113,6 +114,39 @@ def _tags(card: Mapping[str, Any], cells: dict[tuple[str, str], Cell], has_base:
         "; under each value, the baseline's and the change" if has_base else ""
     )
     return f"<h2>Tags</h2><p class='meta'>{caption}</p><table>{''.join(rows)}</table>"
+
+
+_TT_CLASS = {State.FAIL: "fail", State.WORSE: "worse", State.BETTER: "better",
+             State.NOT_EXERCISED: "note", State.VALUE: ""}  # fmt: skip
+
+
+def _turn_taking(card: Mapping[str, Any], judged: list[Cell], has_base: bool) -> str:
+    """The turn-taking block (Full-Duplex-Bench's measures): a metric per row, a tag per
+    column, "not exercised" where no scored task of the tag met the condition."""
+    view = rows(card, judged)
+    if not view:
+        return ""  # a scorecard from before the turn-taking metrics
+    head = "<h2 id='turn-taking'>Turn-taking</h2>"
+    if not exercised_any(view):
+        return f"{head}<p class='meta'>{escape(NONE_EXERCISED)}</p>"
+    tags = list(card.get("tags") or {})
+    ths = "".join(f"<th>{escape(t)}</th>" for t in tags)
+    out = [f"<tr><th class='l'>metric</th><th class='l'>better</th>{ths}</tr>"]
+    for r in view:
+        tds = "".join(_cell(c.text, _TT_CLASS[c.state], c.under, c.why) for c in r.cells)
+        out.append(
+            f"<tr data-metric='{r.metric}'><td class='l'>{escape(r.label)}"
+            f"<span class='d'>{escape(r.metric)}</span></td>"
+            f"<td class='l'>{escape(r.better)}</td>{tds}</tr>"
+        )
+    caption = (
+        "Full-Duplex-Bench's measures per tag: the mean over the scored tasks that exercised "
+        "each (under it, how many"
+        + (", and the baseline's value" if has_base else "")
+        + "); TOR: the share of events where the agent took the turn (spoke >= 1 s or more "
+        "than 3 words)."
+    )
+    return f"{head}<p class='meta'>{escape(caption)}</p><table class='tt'>{''.join(out)}</table>"
 
 
 def _report_href(runs: str | None, task_id: str, here: Path | None) -> str | None:
@@ -236,6 +270,7 @@ def page(
         f"<p class='meta' id='baseline'>{base_line}</p>"
         + (f"<ul>{problems}</ul>" if problems else "")
         + _tags(card, cells, baseline is not None)
+        + _turn_taking(card, judged.cells, baseline is not None)
         + _tasks(card, baseline, fl, here, tolerance)
         + _thresholds(list(card.get("dimensions") or fl), fl, tolerance)
         + "</body></html>\n"

@@ -183,3 +183,13 @@ def synth_pauses(audio: Path) -> list[list[float]] | None:
         return None
     doc = json.loads(truth.read_text(encoding="utf-8"))
     return [[float(p["start_ms"]), float(p["end_ms"])] for p in doc.get("pauses") or ()]
+
+
+def synth_backchannels(audio: Path) -> list[list[float]] | None:
+    """The caller's backchannels a rendered call made (its truth.json beside call.wav), for
+    the replay's metrics (None: no truth)."""
+    truth = audio.with_name("truth.json")
+    if not truth.is_file():
+        return None
+    doc = json.loads(truth.read_text(encoding="utf-8"))
+    return [[float(b["start_ms"]), float(b["end_ms"])] for b in doc.get("backchannels") or ()]

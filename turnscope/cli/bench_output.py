@@ -83,6 +83,9 @@ def fixtures_code(run: SuiteRun) -> int:
     exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
     out.print(bench_table(run.result, exercise))
     out.print(scorecard_table(run.scorecard))
+    from turnscope.cli.turn_taking_table import print_turn_taking
+
+    print_turn_taking(out, run.scorecard)
     for task_id, why in run.void():
         warn_line(f"task {task_id} is void: {why}")
     if run.ray is not None:
