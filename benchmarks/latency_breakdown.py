@@ -4,6 +4,7 @@ pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latenc
     .venv/bin/python benchmarks/latency_breakdown.py [--calls 3]
     .venv/bin/python benchmarks/latency_breakdown.py --otlp [--calls 2]
     .venv/bin/python benchmarks/latency_breakdown.py --load-otlp [--calls 8] [--rounds 2]
+        [--transport webrtc|twilio|telnyx|plivo|exotel|both]
 
 For every bot setting (Silero VAD stop 0.2 / 0.8 s x reply latency 300 / 1200 ms) and every
 reply the split covers: each part (endpointing, processing, delivery) against the bot's own log
@@ -21,7 +22,15 @@ configured (target: within 15 ms; the unaccounted part steady).
 the pipecat bot exporting its spans over OTLP/HTTP, without --otlp and with it (the run's one
 receiver, each call taking its spans from it), alternating, --rounds times each: the worst
 caller send lag of the run, the caller frames sent more than 20 ms late, the replies split hop
-by hop, and the machine's load average beside (a timing under load is a ceiling).
+by hop, the CPU of turnscope's driver, of its call workers and of the bot (which exports in
+both: without --otlp nothing listens), and the machine's load average beside (a timing under
+load is a ceiling). --transport twilio (or another carrier) runs the same over a phone line
+(the stock pipecat phone bot, tests/interop/pipecat_phone_bot.py, naming its spans by the
+carrier's stream sid); both runs WebRTC and then Twilio. Last, per transport, the worst caller
+frame lateness without and with --otlp side by side. The whole target, one command (on a quiet
+machine):
+
+    .venv/bin/python benchmarks/latency_breakdown.py --load-otlp --calls 8 --transport both
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.interop.pipecat import call_bot, pipecat_bot  # noqa: E402
+from tests.interop.pipecat import call_bot, pipecat_bot, pipecat_phone_bot  # noqa: E402
 
 PARTS = ("endpointing", "processing", "delivery")
 SCENARIO = """
@@ -182,18 +191,55 @@ def otlp_table(work: Path, calls: int) -> None:
           f"spread {max(un) - min(un):.1f} |")  # fmt: skip
 
 
-def load_round(work: Path, url: str, port: int, calls: int, otlp: bool, k: int) -> dict:
-    """One `turnscope load` run of ``calls`` calls at once (all dialled within 0.1 s)."""
+CARRIERS = ("twilio", "telnyx", "plivo", "exotel")
+LATE_TARGET_MS = 20.0
+QUIET_LOAD = 1.0  # the 1-minute load average under which a missed target is judged missed
+
+
+def call_options(transport: str, url: str) -> object:
+    """What `turnscope load` dials: a WebRTC offer URL, or a carrier's websocket."""
+    if transport in CARRIERS:
+        from turnscope.capture.telephony.call import TelephonyOptions
+
+        return TelephonyOptions(url, dialect=transport)  # type: ignore[arg-type]
     from turnscope.capture.webrtc.call import CallOptions
+
+    return CallOptions(url, loopback_only=True)
+
+
+def proc_cpu_s(pid: int) -> float:
+    """A live process's CPU time so far (Linux /proc; NaN elsewhere): the bot's, which runs on
+    the same cores as the calls and is no child of the benchmark's until it exits."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_round(
+    work: Path,
+    bot: object,
+    port: int,
+    calls: int,
+    otlp: bool,
+    k: int,
+    transport: str = "webrtc",
+) -> dict:
+    """One `turnscope load` run of ``calls`` calls at once (all dialled within 0.1 s) against
+    ``bot`` (a PipecatBot)."""
     from turnscope.load.plan import LoadPlan
     from turnscope.load.run import load_test
 
-    name = f"load-{'otlp' if otlp else 'plain'}-{k}"
+    url, pid = bot.url, bot.proc.pid  # type: ignore[attr-defined]
+    name = f"load-{transport}-{'otlp' if otlp else 'plain'}-{k}"
+    bot_before = proc_cpu_s(pid)
     before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    run = load_test(CallOptions(url, loopback_only=True), work / "s.yaml",
+    run = load_test(call_options(transport, url), work / "s.yaml",  # type: ignore[arg-type]
                     LoadPlan(calls=calls, rate=calls * 10.0), outdir=work / name,
                     otlp=f"127.0.0.1:{port}" if otlp else None)  # fmt: skip
     after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    bot_cpu = proc_cpu_s(pid) - bot_before
     cpu = [
         a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime
         for a, b in zip(after, before, strict=True)
@@ -201,46 +247,78 @@ def load_round(work: Path, url: str, port: int, calls: int, otlp: bool, k: int) 
     r = run.report
     lags = [c.caller_max_send_lag_ms for c in r.calls if c.caller_max_send_lag_ms is not None]
     return {
-        "otlp": otlp, "completed": r.completed, "calls": len(r.calls),
+        "transport": transport, "otlp": otlp, "completed": r.completed, "calls": len(r.calls),
         "max_lag": max(lags) if lags else float("nan"),
         "late": r.harness.caller_late_frames, "up": r.harness.max_calls_up,
         "split": r.hops.replies if r.hops else 0,
         "replies": sum(len(c.replies) for c in r.calls),
         "load": os.getloadavg()[0],
-        "driver_cpu": cpu[0], "workers_cpu": cpu[1],
+        "driver_cpu": cpu[0], "workers_cpu": cpu[1], "bot_cpu": bot_cpu,
     }  # fmt: skip
 
 
-def load_otlp_table(work: Path, calls: int, rounds: int) -> None:
+def load_otlp_table(work: Path, calls: int, rounds: int, transport: str = "webrtc") -> list[dict]:
     from tests.interop.pipecat import free_port
 
     port = free_port()
     rows = []
-    with pipecat_bot(work / "bot", greeting=False, reply="short", latency_ms=300,
-                     otlp=f"http://127.0.0.1:{port}") as bot:  # fmt: skip
+    bot_of = pipecat_phone_bot if transport in CARRIERS else pipecat_bot
+    with bot_of(work / f"bot-{transport}", greeting=False, reply="short", latency_ms=300,
+                otlp=f"http://127.0.0.1:{port}") as bot:  # fmt: skip
         for k in range(rounds):
             for otlp in (False, True):
-                rows.append(load_round(work, bot.url, port, calls, otlp, k))
+                rows.append(load_round(work, bot, port, calls, otlp, k, transport))
+    line = (
+        f"a phone line ({transport}; the pipecat phone bot)" if transport in CARRIERS else "WebRTC"
+    )
     print()
-    print(f"`turnscope load`: {calls} calls at once against the pipecat bot exporting its spans "
-          f"(OTLP/HTTP), {rounds} round(s) each, alternating; cores {os.cpu_count()}")  # fmt: skip
+    print(f"`turnscope load` over {line}: {calls} calls at once against the pipecat bot exporting "
+          f"its spans (OTLP/HTTP), {rounds} round(s) each, alternating; cores "
+          f"{os.cpu_count()}")  # fmt: skip
     print("| --otlp | round | completed | most calls up | caller send lag max | caller frames "
-          "> 20 ms late | replies split hop by hop | driver CPU | workers CPU "
+          "> 20 ms late | replies split hop by hop | driver CPU | workers CPU | bot CPU "
           "| load avg (1 min) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for k, r in enumerate(rows):
         print(f"| {'yes' if r['otlp'] else 'no'} | {k // 2 + 1} | {r['completed']} of "
               f"{r['calls']} | {r['up']} | {r['max_lag']:.1f} ms | {r['late']} | "
               f"{r['split']} of {r['replies']} | {r['driver_cpu']:.2f} s | "
-              f"{r['workers_cpu']:.1f} s | {r['load']:.2f} |")  # fmt: skip
+              f"{r['workers_cpu']:.1f} s | {r['bot_cpu']:.1f} s | {r['load']:.2f} |")  # fmt: skip
     for otlp in (False, True):
         mine = [r for r in rows if r["otlp"] is otlp]
         print(
             f"| {'yes' if otlp else 'no'} | all | | | "
             f"{max(r['max_lag'] for r in mine):.1f} ms | {sum(r['late'] for r in mine)} | | "
             f"{sum(r['driver_cpu'] for r in mine):.2f} s | "
-            f"{sum(r['workers_cpu'] for r in mine):.1f} s | |"
+            f"{sum(r['workers_cpu'] for r in mine):.1f} s | "
+            f"{sum(r['bot_cpu'] for r in mine):.1f} s | |"
         )
+    return rows
+
+
+def lateness_table(rows: list[dict]) -> None:
+    """Per transport, the worst caller frame lateness without and with --otlp, side by side."""
+    print()
+    print(f"worst caller frame lateness (target: none more than {LATE_TARGET_MS:.0f} ms late; "
+          "the load average is the highest seen at a run's end: a figure under load is a "
+          "ceiling)")  # fmt: skip
+    print("| transport | calls at once | without --otlp: worst, frames > 20 ms | with --otlp: "
+          "worst, frames > 20 ms | target met with --otlp (judged below load "
+          f"{QUIET_LOAD:.0f}) | load avg (1 min) |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for transport in dict.fromkeys(r["transport"] for r in rows):
+        mine = [r for r in rows if r["transport"] == transport]
+        cells = []
+        for otlp in (False, True):
+            these = [r for r in mine if r["otlp"] is otlp]
+            cells.append(f"{max(r['max_lag'] for r in these):.1f} ms, "
+                         f"{sum(r['late'] for r in these)}")  # fmt: skip
+        worst = max(r["max_lag"] for r in mine if r["otlp"])
+        load = max(r["load"] for r in mine)
+        # a busy machine delays the caller's frames with or without a receiver: not a verdict
+        met = "yes" if worst <= LATE_TARGET_MS else "NO" if load < QUIET_LOAD else "not judged"
+        print(f"| {transport} | {max(r['calls'] for r in mine)} | {cells[0]} | {cells[1]} | "
+              f"{met} | {load:.2f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -253,6 +331,13 @@ def main() -> None:
         help="the run's receiver's cost on the caller's audio, --calls at once",
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--transport",
+        choices=["webrtc", *CARRIERS, "both"],
+        default="webrtc",
+        help="--load-otlp: WebRTC, a phone line (the carrier turnscope plays), or both "
+        "(WebRTC, then Twilio)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-split-"))
@@ -261,7 +346,10 @@ def main() -> None:
         otlp_table(work, args.calls)
         return
     if args.load_otlp:
-        load_otlp_table(work, args.calls if args.calls != 3 else 8, args.rounds)
+        calls = args.calls if args.calls != 3 else 8
+        transports = ["webrtc", "twilio"] if args.transport == "both" else [args.transport]
+        rows = [r for t in transports for r in load_otlp_table(work, calls, args.rounds, t)]
+        lateness_table(rows)
         return
     rows = [
         asyncio.run(one_setting(work, stop, lat, args.calls))

@@ -7,7 +7,9 @@
         ...  # bot.url is ws://127.0.0.1:PORT/ws; bot.replies(session=call.ids.stream)
 
 Knobs are the bot's flags with underscores: ``reply="long"`` is ``--reply long``,
-``ignore_barge_ins=True`` is ``--ignore-barge-ins``, ``greeting=False`` is ``--no-greeting``.
+``ignore_barge_ins=True`` is ``--ignore-barge-ins``, ``greeting=False`` is ``--no-greeting``;
+``otlp="http://127.0.0.1:PORT"`` has either bot export its spans there (the phone bot names a
+call's conversation by the carrier's stream sid).
 The bot runs in ``.venv-pipecat`` (``scripts/setup.sh --dev`` builds it); when that is missing
 this raises, so the tests fail rather than skip.
 """

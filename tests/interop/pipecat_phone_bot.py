@@ -60,14 +60,25 @@ short|long|double, --ignore-barge-ins, --answer-barge-ins, --mode, --die-after-s
 and die-after is os._exit --die-after-s after the first call connects (every call ends at once,
 no close frame); plus --port and --in-rate (8000 or 16000: Silero takes either).
 
+--otlp URL (pipecat_bot.py's flag, its set-up shared: ``pb._setup_tracing``) turns pipecat's
+tracing and metrics on, exported by the OpenTelemetry SDK's OTLPSpanExporter to URL: pipecat's
+conversation and turn spans, its traced TTS's tts span (with metrics.ttfb), the bot's own
+end_of_turn and llm spans, and an stt span from ``CannedSTT``, an STT service through pipecat's
+``@traced_stt`` base behaviour that hears nothing and finalizes a canned transcript
+--stt-delay-ms (80) after each VAD stop (its TTFS is 0, so the turn decision waits for nothing
+more; without --otlp it is not in the pipeline). A call's spans are named by the carrier's
+stream sid (``conversation.id``, the ``session`` of the truth log; ``conversation_id`` of
+pipecat's PipelineWorker) and call sid (``call.id`` on the conversation span): ids turnscope's
+carrier side makes up per call, so a load of concurrent calls keeps each call's spans apart.
+
 Prints exactly one line to stdout, ``pipecat phone bot ready on ws://127.0.0.1:PORT/ws``, once
 the server accepts connections; pipecat's and uvicorn's logs go to stderr. Runs until
 SIGTERM/SIGINT, which first cancel the live calls (uvicorn would otherwise wait for them).
 
 Offline: the serializers never hang up through a carrier's REST API (``auto_hang_up=False``),
 nothing reads a .env (the dev runner is never used; pipecat_bot.py's import of it is made with
-python-dotenv disabled), onnxruntime telemetry off, HF_HUB_OFFLINE=1, pipecat's tracing off,
-and the server binds 127.0.0.1 only.
+python-dotenv disabled), onnxruntime telemetry off, HF_HUB_OFFLINE=1, pipecat's tracing off
+unless --otlp names a (loopback) receiver, and the server binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -120,7 +131,13 @@ sys.stdout = sys.stderr  # (pipecat_bot.py swaps it too; ours is _STDOUT)
 
 import uvicorn  # noqa: E402
 from fastapi import FastAPI, WebSocket  # noqa: E402
-from pipecat.frames.frames import Frame, InputDTMFFrame  # noqa: E402
+from pipecat.frames.frames import (  # noqa: E402
+    Frame,
+    InputDTMFFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker  # noqa: E402
 from pipecat.processors.audio.vad_processor import VADProcessor  # noqa: E402
@@ -130,6 +147,7 @@ from pipecat.serializers.exotel import ExotelFrameSerializer  # noqa: E402
 from pipecat.serializers.plivo import PlivoFrameSerializer  # noqa: E402
 from pipecat.serializers.telnyx import TelnyxFrameSerializer  # noqa: E402
 from pipecat.serializers.twilio import TwilioFrameSerializer  # noqa: E402
+from pipecat.services.stt_service import STTService  # noqa: E402
 from pipecat.transports.websocket.fastapi import (  # noqa: E402
     FastAPIWebsocketParams,
     FastAPIWebsocketTransport,
@@ -138,6 +156,7 @@ from pipecat.turns.user_start import VADUserTurnStartStrategy  # noqa: E402
 from pipecat.turns.user_stop import SpeechTimeoutUserTurnStopStrategy  # noqa: E402
 from pipecat.turns.user_turn_processor import UserTurnProcessor  # noqa: E402
 from pipecat.turns.user_turn_strategies import UserTurnStrategies  # noqa: E402
+from pipecat.utils.time import time_now_iso8601  # noqa: E402
 from pipecat.workers.runner import WorkerRunner  # noqa: E402
 
 READY = "pipecat phone bot ready on ws://127.0.0.1:{port}/ws"
@@ -152,6 +171,10 @@ CLEAR_EVENTS = ("clear", "clearAudio")  # clearAudio: Plivo
 # After a clear, a chunk pipecat was already writing may still go out; a cut reply is written
 # up once this long has passed and everything attributed to it has played.
 SETTLE_S = 0.2
+# --otlp: a cloud STT's final transcript comes this long after the VAD's stop (well inside
+# --user-speech-timeout, so the turn decision waits for nothing more than without an STT).
+STT_DELAY_MS = 80.0
+CALLER_WORDS = "(the caller's words)"  # the canned STT hears no words: it stands for the timing
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[8000, 16000],
         default=8000,
         help="the pipeline's input rate (Silero runs at 8 or 16 kHz; 8000: the line as it is)",
+    )
+    p.add_argument(
+        "--stt-delay-ms",
+        type=float,
+        default=STT_DELAY_MS,
+        help="with --otlp: from pipecat's VAD stop to the canned STT's final transcript (its "
+        "stt span's end)",
     )
     return p
 
@@ -393,6 +423,45 @@ class DTMFTap(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
+class CannedSTT(STTService):
+    """With --otlp: an STT service through pipecat's traced base class (its ``stt`` span runs
+    from the caller's speech start to the final transcript), which hears nothing and finalizes
+    a canned transcript --stt-delay-ms after each VAD stop. Its TTFS is 0: the turn strategy
+    adds no wait for it."""
+
+    def __init__(self, delay_ms: float):
+        super().__init__(ttfs_p99_latency=0.0)
+        self._delay_s = delay_ms / 1000
+        self._pending: asyncio.Task | None = None
+
+    async def run_stt(self, audio: bytes):
+        return
+        yield  # an async generator that yields nothing
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection):
+        await super().process_frame(frame, direction)
+        if isinstance(frame, VADUserStartedSpeakingFrame):
+            await self._drop_pending()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            await self._drop_pending()
+            self._pending = self.create_task(self._final())
+
+    async def _drop_pending(self) -> None:
+        if self._pending is not None and not self._pending.done():
+            await self.cancel_task(self._pending)
+        self._pending = None
+
+    async def _final(self) -> None:
+        await asyncio.sleep(self._delay_s)
+        await self._handle_transcription(CALLER_WORDS, is_final=True)
+
+    async def _handle_transcription(self, transcript: str, is_final: bool) -> None:
+        """What pipecat's STT services mark ``@traced_stt`` (the span itself is driven by the
+        frames it pushes)."""
+        frame = TranscriptionFrame(transcript, "", time_now_iso8601(), finalized=is_final)
+        await self.push_frame(frame)
+
+
 # --------------------------------------------------------------------------------------------
 # The bot
 
@@ -483,11 +552,13 @@ async def ws(websocket: WebSocket):
     tap = pb.OutputTap(TRUTH)
     replies.ledger = ledger
     tap.ledger = ledger
+    stt = [CannedSTT(args.stt_delay_ms)] if args.otlp else []
     pipeline = Pipeline(
         [
             transport.input(),
             DTMFTap(TRUTH, session),
             VADProcessor(vad_analyzer=vad),
+            *stt,
             turns,
             replies,
             tts,
@@ -497,9 +568,18 @@ async def ws(websocket: WebSocket):
     )
     worker = PipelineWorker(
         pipeline,
-        params=PipelineParams(audio_in_sample_rate=args.in_rate, audio_out_sample_rate=RATE),
-        enable_tracing=False,
-        enable_turn_tracking=False,
+        params=PipelineParams(
+            audio_in_sample_rate=args.in_rate,
+            audio_out_sample_rate=RATE,
+            enable_metrics=bool(args.otlp),
+        ),
+        # --otlp: pipecat's tracing, the call's spans named by the carrier's stream sid (the
+        # conversation.id of its conversation, turn and the bot's own spans) and call sid (call.id
+        # on its conversation span)
+        enable_tracing=bool(args.otlp),
+        enable_turn_tracking=bool(args.otlp),
+        conversation_id=session if args.otlp else None,
+        additional_span_attributes={"call.id": str(cd.call_id)} if args.otlp else None,
         idle_timeout_secs=None,
     )
     WORKERS.add(worker)
@@ -525,6 +605,15 @@ async def ws(websocket: WebSocket):
     finally:
         WORKERS.discard(worker)
         ledger.close()
+
+
+def _setup_tracing(url: str) -> None:
+    """pipecat_bot.py's tracing set-up (the SDK's OTLP/HTTP exporter to ``url``, the traced
+    TTS), and the canned STT traced as ``@traced_stt`` would at class definition."""
+    from pipecat.utils.tracing.service_decorators import traced_stt
+
+    pb._setup_tracing(url)
+    traced_stt(CannedSTT._handle_transcription).__set_name__(CannedSTT, "_handle_transcription")
 
 
 def _die() -> None:
@@ -576,6 +665,8 @@ def main() -> None:
     TRUTH = pb.TruthLog(ARGS.truth_log)
     TRUTH.mark("config", **{k: str(v) for k, v in vars(ARGS).items()})
     pb._prepare_speech(ARGS)  # every canned line, at RATE
+    if ARGS.otlp:
+        _setup_tracing(ARGS.otlp)
     # Make sure nothing else listens there (uvicorn would fail later, less clearly).
     with socket.socket() as s:
         s.bind(("127.0.0.1", ARGS.port))
