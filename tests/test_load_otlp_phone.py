@@ -27,6 +27,11 @@ import pytest
 from tests.conftest import ROOT, turnscope_exe
 from tests.interop.pipecat import free_port, pipecat_phone_bot
 
+# Three phone calls and the stock bot with its tracing take both cores for ~40 s: beside another
+# worker's live call (test_terminal's, a fresh-clone CI run) that call's caller audio went out
+# 212 ms late and it was rightly degraded. It asserts no timing; it runs with the solo files.
+pytestmark = pytest.mark.solo
+
 SCENARIO = """
 name: load-otlp-phone
 task: {budgets: {max_latency_ms: 3000}}
