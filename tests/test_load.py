@@ -29,9 +29,12 @@ from turnscope.load.report import aggregate, missing_slots
 LATENCY_MS = 600
 # What the caller hears beyond the agent's configured latency on loopback (the jitter buffer,
 # packetisation, the agent's own end-of-speech wait): benchmarks/scale.py measures 175-178 ms
-# (2026-12-02). The spread across calls and replies stays within a few tens of ms.
+# (2026-12-02). The spread across calls and replies stays within a few tens of ms on a quiet
+# machine; with six calls and the agent sharing two cores beside another test worker it was 82 ms
+# in a fresh-clone CI run (the agent's own replies come later under load, the harness not late).
+# A wrong reference point (a reply timed from the wrong turn) scatters by hundreds of ms.
 EAR_EXTRA_MS = (100, 320)
-MAX_SPREAD_MS = 80
+MAX_SPREAD_MS = 150
 
 SCENARIO = f"""
 name: load-test
