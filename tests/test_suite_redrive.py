@@ -131,3 +131,46 @@ def test_a_missing_recording_is_one_line_naming_the_fixture(tmp_path):
     msg = str(err.value)
     assert "task 'gone' fixture: redrive recording 'recordings/nope.wav' does not exist" in msg
     assert msg.startswith(str(path)) and "\n" not in msg
+
+
+def test_a_right_channel_caller_is_re_driven_from_its_channel(suite_run):
+    """``caller_channel: right``: the recording's right channel is the caller re-driven, and
+    it is a cache entry of its own (the left-channel reading of the same file is another)."""
+    from turnscope.redrive import fixture_scenario
+
+    root, _ = suite_run
+    caller, _ = sf.read(root / "recordings" / "call" / "caller.wav", dtype="float32")
+    agent, _ = sf.read(root / "recordings" / "call" / "agent.wav", dtype="float32")
+    n = min(caller.size, agent.size)
+    path = root / "recordings" / "swapped.wav"
+    sf.write(path, np.stack([agent[:n], caller[:n]], axis=1), 16000, subtype="PCM_16")
+    made = fixture_scenario("task 'r' fixture", "swapped.wav", path, load_settings(),
+                            root / "cache", "right")  # fmt: skip
+    scenario = load_scenario(made)
+    assert sum(line.caller is not None for line in scenario.script) == 3
+    assert made.parent.name.startswith("redrive-swapped-")
+    said = [line.caller for line in scenario.script if line.caller is not None]
+    # Read the other way round it is another cache entry, whose "caller" is the agent's words.
+    other = fixture_scenario("task 'r' fixture", "swapped.wav", path, load_settings(),
+                             root / "cache", "left")  # fmt: skip
+    assert other.parent != made.parent
+    assert [line.caller for line in load_scenario(other).script if line.caller] != said
+
+
+def test_a_silent_caller_channel_names_the_fixtures_key_not_the_flag(suite_run):
+    _, runs = suite_run
+    reason = runs["silent"].scores.note
+    assert "the fixture's caller_channel: right" in reason and "--caller-channel" not in reason
+
+
+def test_caller_channel_belongs_to_a_recording(tmp_path):
+    path = _suite(
+        tmp_path,
+        [{"id": "t", "fixture": {"source": "synthetic", "synth": {"scenario": "s.yaml"},
+                                 "caller_channel": "right", "tags": ["acoustic"]}}],
+    )  # fmt: skip
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    with pytest.raises(InputError) as err:
+        check_fixtures(load_suite(path), path)
+    msg = str(err.value)
+    assert "caller_channel picks a recording's channel" in msg and "\n" not in msg

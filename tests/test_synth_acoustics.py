@@ -112,3 +112,29 @@ def test_a_room_and_a_lossy_line_keep_the_truth(tmp_path):
     # The room's tail goes out after each line (outside its extent), as on a live call.
     last = max(u.end for u in call.utterances if u.speaker == "caller")
     assert np.abs(call.caller[last : last + 1600]).max() > 0
+
+
+def test_a_suite_fixtures_cached_rendering_follows_its_noise_file(tmp_path, monkeypatch):
+    """A synth fixture is rendered once into the cache, keyed by every file its audio is made of:
+    the noise bed the scenario names, edited in place, renders again (not the stale call)."""
+    from turnscope import fixture_runner
+    from turnscope.actors.caller.scenario_file import files_used
+    from turnscope.scoring.suites.fixtures import Fixture
+
+    rng = np.random.default_rng(0)
+    sf.write(tmp_path / "hum.wav", 0.05 * rng.standard_normal(32000), 16000, subtype="PCM_16")
+    _scenario(tmp_path, "acoustics: {noise: hum.wav, snr_db: 10}", "filed")
+    assert files_used(load_scenario(tmp_path / "filed.yaml")) == [(tmp_path / "hum.wav").resolve()]
+    monkeypatch.setattr(fixture_runner, "CACHE", tmp_path / "cache")
+    fx = Fixture.model_validate(
+        {"source": "synthetic", "synth": {"scenario": "filed.yaml"}, "tags": ["acoustic"]}
+    )
+    suite = tmp_path / "suite.json"
+    first = fixture_runner.synthesized(fx, suite)
+    assert fixture_runner.synthesized(fx, suite) == first  # cached: not rendered again
+    sf.write(tmp_path / "hum.wav", 0.2 * rng.standard_normal(40000), 16000, subtype="PCM_16")
+    again = fixture_runner.synthesized(fx, suite)
+    assert again != first and again.is_file()
+    a, _ = sf.read(first, dtype="float32")
+    b, _ = sf.read(again, dtype="float32")
+    assert a.shape == b.shape and not np.array_equal(a, b)  # the new bed is what is heard

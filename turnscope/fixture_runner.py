@@ -21,6 +21,7 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import TurnscopeError, UploadError
 from turnscope.jsonio import read_json
+from turnscope.redrive import CHANNELS
 from turnscope.scoring.contract import Reference, load_reference, task_contract
 from turnscope.scoring.conversation import call_conversation
 from turnscope.scoring.exercise import Exercise, exercise
@@ -104,22 +105,28 @@ REPLAY_JOBS = 8
 
 
 def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
-    """Render a synthetic fixture's recipe once into the cache (keyed by recipe and scenario)."""
+    """Render a synthetic fixture's recipe once into the cache (keyed by the recipe, the
+    scenario's text and every file its audio is made from: a noise bed or recorded line edited
+    in place renders again)."""
     import hashlib
 
-    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.scenario_file import files_used, load_scenario
     from turnscope.actors.caller.synth import render, write_call
 
     assert fx.synth is not None
     scenario_path = resolve(suite_path, fx.synth.scenario)
-    key = hashlib.sha256(
+    scenario = load_scenario(scenario_path)
+    h = hashlib.sha256(
         (fx.synth.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode()
-    ).hexdigest()[:16]
-    folder = CACHE / f"{scenario_path.stem}-{key}"
+    )
+    for path in files_used(scenario):  # its name, size and change time: a large voice unread
+        st = path.stat()
+        h.update(f"\n{path}:{st.st_size}:{st.st_mtime_ns}".encode())
+    folder = CACHE / f"{scenario_path.stem}-{h.hexdigest()[:16]}"
     if not (folder / "call.wav").exists():
         r = fx.synth
         call = render(
-            load_scenario(scenario_path),
+            scenario,
             caller_voice=r.caller_voice,
             agent_voice=r.agent_voice,
             snr_db=r.snr_db,
@@ -140,7 +147,9 @@ async def _redriven(
     assert fx.redrive is not None
     where = f"task {task['id']!r} fixture"
     recording = resolve(suite_path, fx.redrive)
-    return await asyncio.to_thread(fixture_scenario, where, fx.redrive, recording, settings, CACHE)
+    return await asyncio.to_thread(
+        fixture_scenario, where, fx.redrive, recording, settings, CACHE, fx.caller_channel
+    )
 
 
 def _void(task: dict[str, Any], fx: Fixture | None, kind: str, why: str) -> FixtureRun:
@@ -203,7 +212,11 @@ async def run_fixture(
     try:
         audio = audio or resolve(suite_path, fx.audio or "")
         if kind == "replay":
-            source = FileSource.stereo(audio, chunk_ms=max(settings.audio.chunk_ms, 200))
+            source = FileSource.stereo(
+                audio,
+                caller_channel=CHANNELS[fx.caller_channel],
+                chunk_ms=max(settings.audio.chunk_ms, 200),
+            )
             if fx.synth is not None:  # the pauses its caller made, as a live caller reports them
                 source.info.details[PAUSES_KEY] = synth_pauses(audio) or []
                 source.info.details[BACKCHANNELS_KEY] = synth_backchannels(audio)
@@ -245,7 +258,9 @@ async def run_fixture(
     if run.result.channels_alike is not None:  # one recording on both channels: no evidence
         return _void(task, fx, kind, run.result.channels_alike.message())
     if run.outcome.swapped is not None:  # scored from the wrong side: no evidence either
-        return _void(task, fx, kind, run.outcome.swapped.message())
+        other = "right" if fx.caller_channel == "left" else "left"
+        why = f"{run.outcome.swapped.message()}; in a suite: the fixture's caller_channel: {other}"
+        return _void(task, fx, kind, why)
     row = scored_row(task, run.result.assembly.dialogue(), evidence)
     wer = run.outcome.wer.overall.wer if run.outcome.wer else None
     facts = verifier_facts(

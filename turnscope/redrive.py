@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 RECORDED = "recorded"  # the replay's bundle, inside the scenario's folder
 SCENARIO = "scenario.yaml"
 CHANNELS = {"left": 0, "right": 1}
+CHANNEL_FLAG = "--caller-channel"  # the command's name for it (a suite's: caller_channel)
 SAME_SIGNAL = 0.98  # two channels' sample correlation from which they are one signal
 
 
@@ -106,7 +107,7 @@ def _no_call(
             side = caller_channel if speaker == "caller" else other
             return (
                 f"no speech on the {speaker} channel ({side}): a silent or muted channel; give "
-                f"the recording with both parties, or --caller-channel {other} if they are "
+                f"the recording with both parties, or {CHANNEL_FLAG} {other} if they are "
                 "the other way round"
             )
     return None
@@ -133,7 +134,7 @@ def scenario_from_recording(
 
     call = Path(call)
     if caller_channel not in CHANNELS:
-        raise InputError(f"--caller-channel must be left or right, not {caller_channel!r}")
+        raise InputError(f"{CHANNEL_FLAG} must be left or right, not {caller_channel!r}")
     inputs, stem = _inputs(call)
     ref = load_reference(reference) if reference is not None else None
     if ref is not None and not ref.turns:
@@ -203,12 +204,12 @@ def scenario_from_recording(
     )
 
 
-def _digest(recording: Path, settings: Settings) -> str:
-    """What a cached re-drive depends on: the recording's bytes (a bundle folder's two channels)
-    and the pipeline's settings (they decide the recorded turns)."""
+def _digest(recording: Path, settings: Settings, caller_channel: str) -> str:
+    """What a cached re-drive depends on: the recording's bytes (a bundle folder's two channels),
+    which channel is the caller, and the pipeline's settings (they decide the recorded turns)."""
     import hashlib
 
-    h = hashlib.sha256(settings.model_dump_json().encode())
+    h = hashlib.sha256((settings.model_dump_json() + caller_channel).encode())
     files = (
         [recording / f"{ch}.wav" for ch in ("caller", "agent")]
         if recording.is_dir()
@@ -222,22 +223,32 @@ def _digest(recording: Path, settings: Settings) -> str:
 
 
 def fixture_scenario(
-    where: str, value: str, recording: Path, settings: Settings, cache: Path
+    where: str,
+    value: str,
+    recording: Path,
+    settings: Settings,
+    cache: Path,
+    caller_channel: str = "left",
 ) -> Path:
     """The scenario re-driving a suite fixture's ``redrive`` recording (``where``: the task's
     fixture as messages name it, ``value``: the key's value as written), made once into
-    ``cache`` (keyed by the recording and the settings). A recording that holds no call: one
-    line naming the fixture key and the file (nothing is kept of it)."""
+    ``cache`` (keyed by the recording, its caller channel and the settings). A recording that
+    holds no call: one line naming the fixture key and the file (nothing is kept of it)."""
     if not (recording.is_file() or recording.is_dir()):
         raise InputError(f"{where} redrive {value!r}: no such recording ({recording})")
-    folder = cache / f"redrive-{recording.stem}-{_digest(recording, settings)}"
+    digest = _digest(recording, settings, caller_channel)
+    folder = cache / f"redrive-{recording.stem}-{digest}"
     if (folder / SCENARIO).is_file():
         return folder / SCENARIO
     try:
-        made = scenario_from_recording(recording, outdir=folder, settings=settings, force=True)
+        made = scenario_from_recording(
+            recording, outdir=folder, caller_channel=caller_channel, settings=settings, force=True
+        )
     except InputError as exc:
         problem = str(exc)
         prefix = f"{recording}: "
         problem = problem[len(prefix) :] if problem.startswith(prefix) else problem
+        # A suite names the channel with the fixture's key, not the command's flag.
+        problem = problem.replace(f"{CHANNEL_FLAG} ", "the fixture's caller_channel: ")
         raise InputError(f"{where} redrive {value!r}: {problem}") from None
     return made.built.scenario

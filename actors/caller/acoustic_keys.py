@@ -108,6 +108,18 @@ def _resolved(value: str, info: ValidationInfo, kinds: type[Enum], what: str) ->
     return str(path.absolute())
 
 
+def file_stamp(value: str | None) -> tuple[int, int] | None:
+    """A named audio file's size and change time (None for a kind's name): a per-process cache
+    of audio made from the file is keyed by it too, so a file edited in place is read again."""
+    if value is None or not Path(value).is_absolute():  # files are resolved to absolute paths
+        return None
+    try:
+        st = Path(value).stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def audio_problem(path: Path, what: str) -> str | None:
     """What is wrong with a noise or impulse-response file's format, read from its header."""
     import soundfile as sf

@@ -32,7 +32,7 @@ import numpy as np
 import soxr
 
 from turnscope.actors.caller import codecs, noise, room
-from turnscope.actors.caller.acoustic_keys import Acoustics, LineAcoustics
+from turnscope.actors.caller.acoustic_keys import Acoustics, LineAcoustics, file_stamp
 from turnscope.actors.caller.dysfluency import spoken_text
 from turnscope.capture.frames import SAMPLE_RATE, to_int16
 
@@ -124,10 +124,17 @@ def speech_level(clips: list[np.ndarray]) -> float:
     return float(np.sqrt(energy / size)) if size and energy > 0 else NOMINAL_LEVEL
 
 
-@functools.lru_cache(maxsize=32)
 def bed_loop(a: Acoustics, level: float, rate: int) -> np.ndarray | None:
     """The call's background as int16 samples at ``rate``: its loop, at its SNR under
-    ``level``, through the call's telephone line (cached: a load run's calls share it)."""
+    ``level``, through the call's telephone line (cached: a load run's calls share it; a noise
+    file edited since is read again)."""
+    return _bed_loop(a, level, rate, file_stamp(a.noise))
+
+
+@functools.lru_cache(maxsize=32)
+def _bed_loop(
+    a: Acoustics, level: float, rate: int, _stamp: tuple[int, int] | None
+) -> np.ndarray | None:
     if a.noise is None or level <= 0:
         return None
     x = noise.bed(a.noise, a.seed).astype(np.float64)

@@ -18,7 +18,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.actors.caller.acoustic_keys import NOISE_FILE_MIN_RATE, NoiseKind
+from turnscope.actors.caller.acoustic_keys import NOISE_FILE_MIN_RATE, NoiseKind, file_stamp
 from turnscope.actors.caller.conditions import pink_noise
 from turnscope.errors import InputError
 from turnscope.jsonio import native_path
@@ -137,10 +137,14 @@ GENERATORS = {
 }
 
 
-@functools.lru_cache(maxsize=16)
 def bed(noise: str, seed: int) -> np.ndarray:
     """The background ``noise`` names (a kind or a file) as a unit-RMS 16 kHz loop (read-only,
-    cached per process: a load run's calls share it)."""
+    cached per process: a load run's calls share it; a file edited since is read again)."""
+    return _bed(noise, seed, file_stamp(noise))
+
+
+@functools.lru_cache(maxsize=16)
+def _bed(noise: str, seed: int, _stamp: tuple[int, int] | None) -> np.ndarray:
     n = round(LOOP_S * SR)
     if noise in {k.value for k in NoiseKind}:
         rng = np.random.default_rng([seed, list(NoiseKind).index(NoiseKind(noise))])

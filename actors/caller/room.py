@@ -20,7 +20,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from turnscope.actors.caller.acoustic_keys import Room
+from turnscope.actors.caller.acoustic_keys import Room, file_stamp
 from turnscope.errors import InputError
 from turnscope.jsonio import native_path
 
@@ -42,9 +42,14 @@ ROOMS = {
 }
 
 
-@functools.lru_cache(maxsize=16)
 def impulse_response(reverb: str, seed: int) -> np.ndarray:
-    """The impulse response ``reverb`` names (a room or a file) at 16 kHz, direct sound first."""
+    """The impulse response ``reverb`` names (a room or a file) at 16 kHz, direct sound first
+    (cached per process; a file edited since is read again)."""
+    return _impulse_response(reverb, seed, file_stamp(reverb))
+
+
+@functools.lru_cache(maxsize=16)
+def _impulse_response(reverb: str, seed: int, _stamp: tuple[int, int] | None) -> np.ndarray:
     if reverb in {r.value for r in Room}:
         ir = _generated(ROOMS[Room(reverb)], np.random.default_rng([seed, 17]))
     else:

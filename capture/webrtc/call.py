@@ -23,7 +23,7 @@ from turnscope.capture import tally
 from turnscope.capture.call_source import CallEnd, CallSource
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, CALLER, PcmFrame
-from turnscope.capture.player import sent_too_late
+from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.opus import sending_codec
@@ -314,6 +314,8 @@ class WebRTCCall(CallSource):
                 "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 1),
                 "caller_max_send_lag_ms": round(lag, 1),
                 "caller_late_frames": self.caller_track.late_frames,
+                # When the harness itself ran late (call ms, ms late), as on a phone line.
+                "caller_late_at": self.caller_track.late_at[:MAX_LATE_REPORTED],
                 "first_agent_frame_ms": None
                 if st.first_frame_ms is None
                 else round(st.first_frame_ms, 1),

@@ -9,6 +9,8 @@ A task's optional ``fixture`` block:
     redrive: a recorded call (two channels, or a turnscope bundle folder) whose real caller is
             re-driven live against the agent (`turnscope scenario from-recording`, made once
             into the fixture cache); its report sets the new call beside the recorded one
+    caller_channel: left | right  which channel of a recording (audio, redrive) is the caller
+            (default left)
     references: a reference JSON for WER (default: the task's reference_dialogue)
     wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
             WER is not measured, never scored against the ASR's own transcript
@@ -74,6 +76,7 @@ class Fixture(BaseModel):
     synth: SynthRecipe | None = None
     transcript: str | None = None
     redrive: str | None = None  # a recorded call whose caller is re-driven live
+    caller_channel: Literal["left", "right"] = "left"  # of a recording (audio or redrive)
     references: str | None = None
     wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
@@ -97,7 +100,19 @@ class Fixture(BaseModel):
                 "audio {audio!r} is neither a recording nor a scenario",
                 {"audio": self.audio},
             )
+        if self.caller_channel != "left" and not self._recording():
+            raise PydanticCustomError(
+                "fixture_caller_channel",
+                "caller_channel picks a recording's channel: give it with audio (a recording) "
+                "or redrive, or leave it out",
+            )
         return self
+
+    def _recording(self) -> bool:
+        """Whether it names a two-channel recording (a replay's audio or a redrive)."""
+        return self.redrive is not None or (
+            self.audio is not None and self.audio.endswith(AUDIO_SUFFIXES)
+        )
 
     def kind(self) -> Literal["replay", "live", "transcript"]:
         if self.transcript is not None:
