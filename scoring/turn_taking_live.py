@@ -45,11 +45,18 @@ class LiveTurnTaking:
         self.told: set[tuple[str, float]] = set()
 
     def new(
-        self, assembly: Assembly, final_until_ms: float, pauses: Sequence[Sequence[float]]
+        self,
+        assembly: Assembly,
+        final_until_ms: float,
+        pauses: Sequence[Sequence[float]],
+        backchannels: Sequence[Sequence[float]] | None = None,
     ) -> list[str]:
         """Lines for the events settled in ``assembly`` (``pauses``: those the caller made so
-        far; a replay has none, and tells no pauses)."""
-        tt = measure(from_assembly(assembly, planned_pauses=list(pauses)))
+        far, a replay has none and tells no pauses; ``backchannels``: those it said, when it
+        reports them, as result.json's measure reads them)."""
+        said = [tuple(b) for b in backchannels] if backchannels is not None else None
+        turns = from_assembly(assembly, planned_pauses=list(pauses), planned_backchannels=said)
+        tt = measure(turns)
         out = []
         for e in tt.events:
             key = (e.kind, round(e.start_ms))

@@ -173,6 +173,7 @@ def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path)
     path = tmp_path / "s.yaml"
     path.write_text(HUMMED)
     sc = load_scenario(path)
+    seen = io.StringIO()
 
     async def call():
         server = AgentServer(AgentBehaviour.from_scenario(sc))
@@ -181,7 +182,7 @@ def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path)
         try:
             return await place_call(
                 options, sc, load_settings(), scenario_contract(sc), tmp_path / "run",
-                console=Console(file=io.StringIO(), width=200),
+                console=Console(file=seen, width=200),
             )  # fmt: skip
         finally:
             await server.stop()
@@ -194,6 +195,9 @@ def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path)
     assert bc["start_ms"] == pytest.approx(line["sent"]["start_ms"], abs=150)
     assert tt["conditions"]["user_interruption"]["events"] == 0
     assert bc["behaviour"] != "kept_talking" and tt["backchannel_false_yield_rate"] == 1.0
+    # The live view read the caller's own report too: the false yield told as it settled.
+    told = [x for x in seen.getvalue().splitlines() if "turn-taking: false yield" in x]
+    assert len(told) == 1, seen.getvalue()
 
 
 def test_an_agent_that_stops_at_a_backchannel_and_starts_over_within_a_second_by_hand():

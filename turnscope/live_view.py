@@ -25,7 +25,7 @@ from turnscope.pipeline import PipelineResult, Sink, TurnUpdate
 from turnscope.reasons import Findings, Note, Severity, assembled
 from turnscope.scoring.latency import Breakdown, summary_line
 from turnscope.scoring.otlp_spans import AgentSpan
-from turnscope.scoring.turn_taking_input import PAUSES_KEY
+from turnscope.scoring.turn_taking_input import BACKCHANNELS_KEY, PAUSES_KEY
 from turnscope.scoring.turn_taking_live import LiveTurnTaking
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS, Facts, verifier_facts
 from turnscope.sinks import LiveVerifier
@@ -186,11 +186,14 @@ class LiveView(Sink):
             self._live.update(self._status())
 
     def _tell_turn_taking(self, assembly: Assembly, final_until_ms: float) -> None:
-        """A pause takeover or a false yield, once settled (the caller's pauses: the source's)."""
-        made = [w.pauses for w in self._watch if isinstance(w, CallerFindings)]
+        """A pause takeover or a false yield, once settled (the caller's pauses and backchannels
+        when it reports them: a hum it made is a backchannel, whatever the ASR heard)."""
+        made = [w for w in self._watch if isinstance(w, CallerFindings)]
         details = self.info.details if self.info is not None else {}
-        pauses = made[0] if made else details.get(PAUSES_KEY) or []  # a replay's truth, if any
-        for note in self._turn_taking.new(assembly, final_until_ms, pauses):
+        # The caller's own (a live call's), else a replay's truth if any.
+        pauses = made[0].pauses if made else details.get(PAUSES_KEY) or []
+        said = made[0].backchannels if made else details.get(BACKCHANNELS_KEY)
+        for note in self._turn_taking.new(assembly, final_until_ms, pauses, said):
             self.console.print(Text(note, style="yellow"), soft_wrap=True)
 
     def _splits(self, update: TurnUpdate) -> dict[int, str]:

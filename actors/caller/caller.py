@@ -236,6 +236,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             sent = playback.record
             rec.status = "spoken"
             rec.sent = sent.to_dict() if sent else None
+            self.found.said(spoken_as, sent)
             planned = line_pauses(self.scenario, line)[1] if text == line.text else []
             note_sent(self.found.pauses, planned, sent)  # a branch taken says its own words
             last_end = sent.end_ms if sent and sent.end is not None else self.clock.now_ms()

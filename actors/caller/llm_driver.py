@@ -236,6 +236,7 @@ class LlmDriver:
         rec.status, rec.spoken_as = "spoken", action["action"] if mid_turn else "line"
         rec.into_agent_speech = mid_turn or None
         rec.sent = sent.to_dict() if sent else None
+        self.found.said(rec.spoken_as, sent)
         if rec.sent is not None:
             turn.sent_offset_ms = round(rec.sent["start_ms"] - heard_end, 1)
             if turn.offset_ms is None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from turnscope.reasons import Findings
+
+if TYPE_CHECKING:
+    from turnscope.capture.player import SendRecord
 
 
 class CallerNote(StrEnum):
@@ -36,3 +40,11 @@ class CallerFindings(Findings):
     scripted call that made none has ``[]``: pause handling "not exercised", never guessed."""
 
     pauses: list[list[float]] = field(default_factory=list)
+    # The backchannels it said, as sent: the live view reads a hum as result.json does (the
+    # report's lines spoken as backchannels), not as the ASR alone would.
+    backchannels: list[list[float]] = field(default_factory=list)
+
+    def said(self, spoken_as: str | None, sent: SendRecord | None) -> None:
+        """Note a line that went out (a backchannel's extent on the call clock)."""
+        if spoken_as == "backchannel" and sent is not None and sent.end_ms is not None:
+            self.backchannels.append([sent.start_ms, sent.end_ms])
