@@ -4,40 +4,39 @@ Plain, synchronous and incremental: ``push(frame)`` returns the events that audi
 decidable, so it runs the same under a live call, a paced replay or a fast replay. Memory is
 bounded: a pre-roll ring plus the audio of the utterance in progress (max_utterance_ms).
 
-It has to run far faster than real time (>= 1000x per channel, for 20 ms frames and 200 ms
-chunks alike; benchmarks/endpointer_speed.py), so a push calls numpy a fixed few times per batch
-of frames, the per-frame state machine touches only plain Python values, and audio is filed a
-run of frames at a time. Events never depend on how the stream was chunked.
+It runs >= 1000x real time per channel (benchmarks/endpointer_speed.py): a push calls numpy a
+fixed few times per batch, the per-frame state machine touches plain Python values, audio is
+filed a run of frames at a time. Events never depend on how the stream was chunked.
 
-This module is the state machine; it decides on ``vad.FrameClassifier``'s flags and energies,
-gated by ``noise.NoiseGate``, opens utterances with ``preroll.PreRoll``'s frames and moves
-boundaries with ``refine.SpanRefiner`` against ``noise.NoiseLevel`` (or, at turn close, against
-the utterance's own room tone when it is a recording played into silence: ``stretch``).
+The state machine: on ``vad.FrameClassifier``'s flags gated by ``noise.NoiseGate``, utterances
+opened with ``preroll.PreRoll``'s frames, live boundaries by ``refine.SpanRefiner``, a start out
+of silence moved past room tone (``room_tone_start``), final spans by ``closing_spans``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from turnscope.asr.closing_spans import closing_spans
 from turnscope.asr.events import (
     EndOfTurn,
     Span,
     SpeechEvent,
     SpeechStart,
     SpeechStop,
+    StartMoved,
     StreamGap,
     Utterance,
 )
 from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel, past_rise
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
+from turnscope.asr.room_tone_start import StartWatch, watch_start
 from turnscope.asr.settings import RefineSettings, VadSettings
-from turnscope.asr.stretch import find_stretch, stretch_spans
 from turnscope.asr.vad import FrameClassifier
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, samples_to_ms, to_float32
 
 _SILENCE, _SPEECH, _PAUSE = 0, 1, 2
-_LONE_SPAN_GAP = SAMPLE_RATE * 400 // 1000  # see _finish
 _DEFER_FRAMES = 50  # silent frames whose energies are computed in one batch
 _NO_SAMPLES = np.empty(0, dtype=np.int16)  # shared, never written: the usual empty remainder
 
@@ -96,6 +95,9 @@ class Endpointer:
         self._unvoiced_run = 0
         self._count = 0
         self.gap_ms = 0.0
+        self._stretching = self._refiner is not None and refine.stretch_search_ms > 0
+        self._watch: tuple[StartWatch, SpeechStart] | None = None  # maybe on room tone
+        self._loudest = 0.0  # the channel's loudest frame (energy) in its utterances so far
 
     # -- public -------------------------------------------------------------------------------
 
@@ -256,6 +258,9 @@ class Endpointer:
                     filed = self._file(frames, energies, voiced, filed, i + 1)
                     self._open_utterance(self._pos - flen, events)
             elif state == _SPEECH:
+                if self._watch is not None and self._watch[0].due(energies[i], self._pos):
+                    filed = self._file(frames, energies, voiced, filed, i + 1)
+                    self._move_start(events)
                 if v:
                     self._last_voiced_end = self._pos
                     self._unvoiced_run = 0
@@ -318,7 +323,25 @@ class Endpointer:
         self._state = _SPEECH
         self._last_voiced_end = self._pos
         self._unvoiced_run = 0
-        events.append(SpeechStart(self.channel, self._live_start_ms(onset), self.position_ms, True))
+        start = SpeechStart(self.channel, self._live_estimate(onset, True), self.position_ms, True)
+        events.append(start)
+        base, flen = self._utt_audio_start, self._flen
+        watch = (
+            watch_start(onset, base, flen, energies, self._loudest) if self._stretching else None
+        )
+        self._watch = (watch, start) if watch is not None else None
+
+    def _move_start(self, events: list[SpeechEvent]) -> None:
+        """The watched start moved past the room tone, once the speech has risen out of it."""
+        assert self._watch is not None
+        watch, start = self._watch
+        a, e, b, sp = self._utt_audio, self._utt_energy, self._utt_audio_start, self._spans
+        at = watch.decide(a, e, b, sp, self._pos, self._refine)
+        if at is None:
+            return
+        self._watch = None
+        if at != watch.onset and samples_to_ms(at) > start.at_ms:
+            events.append(StartMoved(self.channel, samples_to_ms(at), self.position_ms))
 
     def _resume(self, events: list[SpeechEvent]) -> None:
         """Speech again after a pause inside the utterance: a new span."""
@@ -327,14 +350,13 @@ class Endpointer:
         self._state = _SPEECH
         self._last_voiced_end = self._pos
         self._unvoiced_run = 0
-        events.append(
-            SpeechStart(self.channel, self._live_start_ms(onset), self.position_ms, False)
-        )
+        at = self._live_estimate(onset, True)
+        events.append(SpeechStart(self.channel, at, self.position_ms, False))
 
     def _close_span(self, end: int, events: list[SpeechEvent]) -> None:
         self._spans[-1][1] = end
         self._state = _PAUSE
-        events.append(SpeechStop(self.channel, self._live_end_ms(end), self.position_ms))
+        events.append(SpeechStop(self.channel, self._live_estimate(end, False), self.position_ms))
 
     def _force_end(self, events: list[SpeechEvent]) -> None:
         """max_utterance_ms reached: end the turn here, in speech or not."""
@@ -343,33 +365,17 @@ class Endpointer:
         self._finish(events, forced=True)
 
     def _finish(self, events: list[SpeechEvent], *, forced: bool) -> None:
+        self._watch = None
+        self._loudest = max(self._loudest, max(self._utt_energy, default=0.0))
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
         self._spans = past_rise(  # spans of a noise coming on after silence (noise.py)
             self._gate, self._spans, self._utt_energy, self._utt_audio_start, self._flen, self._need
         )
-        stretch = None
-        if self._spans and self._refiner is not None and self._refine.stretch_search_ms > 0:
-            stretch = find_stretch(pcm, self._flen, max(self._utt_energy, default=0.0))
-        if stretch is not None:  # a recording's own room tone around it: judged against that
-            spans = stretch_spans(stretch, self._utt_audio_start, self._spans, self._refine)
-        elif self._spans and self._refiner is not None:
-            spans = self._refiner.spans(
-                pcm, self._utt_audio_start, self._spans, self._utt_energy, self._noise.background()
-            )
-        else:
-            spans = self._spans
-        spans = [s for s in spans if s[1] > s[0]]
         shortest = SAMPLE_RATE * self._cfg.min_utterance_ms // 1000
-        if not forced:
-            # A last span too short to be an utterance of its own, well after the last word, is
-            # a click or a burst of noise (pink noise at 10 dB SNR: 40 ms, 500 ms after it). A
-            # final consonant's release comes much closer to the word it ends.
-            while (
-                len(spans) > 1
-                and spans[-1][1] - spans[-1][0] < shortest
-                and spans[-1][0] - spans[-2][1] >= _LONE_SPAN_GAP
-            ):
-                spans.pop()
+        spans = closing_spans(
+            pcm, self._utt_audio_start, self._spans, self._utt_energy, self._flen, self._refiner,
+            self._refine, self._noise.background(), shortest=shortest, forced=forced,
+        )  # fmt: skip
         voiced = sum(e - s for s, e in spans)
         decided = self.position_ms
         self._state = _SILENCE
@@ -397,23 +403,12 @@ class Endpointer:
 
     # -- live boundaries ----------------------------------------------------------------------
 
-    def _live_estimate(self, sample: int, *, start: bool) -> float:
+    def _live_estimate(self, sample: int, start: bool) -> float:
         """Best estimate of a boundary from the audio seen so far (the final one comes with the
         utterance)."""
         if self._refiner is None or not self._utt_audio:
             return samples_to_ms(sample)
-        refined = self._refiner.live(
-            self._utt_audio,
-            self._utt_energy,
-            self._pos,
-            sample,
-            self._noise.background(),
-            start=start,
+        audio, energies, noise = self._utt_audio, self._utt_energy, self._noise.background()
+        return samples_to_ms(
+            self._refiner.live(audio, energies, self._pos, sample, noise, start=start)
         )
-        return samples_to_ms(refined)
-
-    def _live_start_ms(self, onset: int) -> float:
-        return self._live_estimate(onset, start=True)
-
-    def _live_end_ms(self, end: int) -> float:
-        return self._live_estimate(end, start=False)

@@ -28,6 +28,16 @@ class SpeechStart:
 
 
 @dataclass(frozen=True, slots=True)
+class StartMoved:
+    """The open utterance's speech starts later than its SpeechStart said: that opened on the
+    room tone a recording brought before its first word (``room_tone_start``)."""
+
+    channel: str
+    at_ms: float
+    decided_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechStop:
     channel: str
     at_ms: float
@@ -85,4 +95,4 @@ class StreamGap:
     end_ms: float
 
 
-SpeechEvent = SpeechStart | SpeechStop | EndOfTurn | StreamGap
+SpeechEvent = SpeechStart | StartMoved | SpeechStop | EndOfTurn | StreamGap

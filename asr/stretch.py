@@ -53,6 +53,8 @@ _AUDIBLE_DB = 50.0  # a plateau further under the speech than this is under the 
 # ... unless its full-band level is within this of the speech's full-band peak, where the usual
 # refinement (refine.below_peak_db's default) would take it for speech.
 _AUDIBLE_FULL_DB = 40.0
+_RISE_MS = 100  # a live rise is seen this long into the speech, at most (room_tone_start.py)
+_RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over the room tone
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,37 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
         tail = (last + 1) * flen
     if not pieces:
         return None
-    levels = np.sort(np.concatenate(pieces))
+    return Stretch(audio, _plateau_background(np.concatenate(pieces)), head, tail)
+
+
+def _plateau_background(levels: np.ndarray) -> Background:
+    """The background of a plateau's emphasised frame levels (dB)."""
+    levels = np.sort(levels)
     median = float(levels[len(levels) // 2])
     # The plateau's loud end as far above its median as its quiet end is below: a breath or a
     # click inside the room tone would pull a plain upper percentile up to the speech's edges.
     low = float(levels[len(levels) // 10])
-    return Stretch(audio, Background(median, median + max(3.0, median - low)), head, tail)
+    return Background(median, median + max(3.0, median - low))
+
+
+def rise_start(pcm: np.ndarray, flen: int, head: int, rise: int, window_ms: float) -> int | None:
+    """Where the speech that rises at sample ``rise`` out of the plateau the audio (``pcm``)
+    stepped up to at ``head`` begins (the live start: ``room_tone_start``): walking back from the
+    rise while the pre-emphasised envelope stays ``_RISE_FROM_DB`` over the plateau's median.
+    None when the opening is shorter than a plateau. Local to the rise: a click or a breath
+    in the room tone further back does not move it."""
+    a, b = head // flen, rise // flen
+    if (b - a) * flen < _PLATEAU_MS * SAMPLE_RATE // 1000:
+        return None
+    audio = emphasised(pcm)
+    quiet = b - _RISE_MS * SAMPLE_RATE // 1000 // flen  # the speech's first frames, under the rise
+    median = float(np.median(_frame_db(audio[a * flen :], flen, quiet - a)))
+    lo = head + _RISE_MS * HOP
+    env = envelope_db(audio, window_ms, lo, rise + HOP)
+    i = len(env) - 1
+    while i > 0 and env[i - 1] > median + _RISE_FROM_DB:
+        i -= 1
+    return lo + i * HOP
 
 
 def _steady(seg: np.ndarray, plateau: int, floor: float, ceiling: float) -> bool:

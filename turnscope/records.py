@@ -9,8 +9,8 @@ transcript.json (schema "turnscope.transcript.v1"):
   backchannels: [{speaker, start_ms, end_ms, text, utterance}] (kept out of the verifier);
   rejected: utterances that became no turn, with the reason;
   utterances: every endpointer utterance with its voiced spans and ASR metadata;
-  events: every endpointer event (speech_start, speech_stop, end_of_turn, gap) with the refined
-          audio time (at_ms) and the stream time it was decided (decided_ms).
+  events: every endpointer event (speech_start, start_moved, speech_stop, end_of_turn, gap) with
+          the refined audio time (at_ms) and the stream time it was decided (decided_ms).
 All times are milliseconds on the call clock (0 = start of the recording or call).
 """
 

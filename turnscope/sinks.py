@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from turnscope.asr.assembly import Heard
-from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop, StreamGap
+from turnscope.asr.events import (
+    EndOfTurn,
+    SpeechEvent,
+    SpeechStart,
+    SpeechStop,
+    StartMoved,
+    StreamGap,
+)
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import AGENT, CHANNELS, SAMPLE_RATE, PcmFrame
 from turnscope.capture.source import SourceInfo
@@ -140,6 +147,15 @@ class EventLog(Sink):
                     "at_ms": round(event.at_ms, 1),
                     "decided_ms": round(event.decided_ms, 1),
                     "first_in_utterance": event.first_in_utterance,
+                }
+            )
+        elif isinstance(event, StartMoved):
+            self.records.append(
+                {
+                    "type": "start_moved",
+                    "channel": event.channel,
+                    "at_ms": round(event.at_ms, 1),
+                    "decided_ms": round(event.decided_ms, 1),
                 }
             )
         elif isinstance(event, SpeechStop):

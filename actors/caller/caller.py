@@ -390,7 +390,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         _, offset = line.placed_trigger(self.ear.typical_turn_ms())
         rec.trigger_ms = offset
         # Until the moment, or the end of the agent's utterance if that comes first.
-        await self.ear.wait_for(lambda: speech.decided_ms is not None, speech.start_ms + offset)
+        await self.ear.wait_for(
+            lambda: speech.decided_ms is not None, lambda: speech.start_ms + offset
+        )  # its start may move past a recording's room tone (asr/room_tone_start.py)
         if speech.decided_ms is None and not self.ear.speaking:
             # A pause inside the agent's turn: barge in when it resumes, unless the turn ends.
             await self.ear.wait_for(lambda: self.ear.speaking or speech.decided_ms is not None)

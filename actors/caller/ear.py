@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop
+from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop, StartMoved
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import AGENT, PcmFrame
@@ -71,6 +71,12 @@ class AgentEar:
             # yields and answers within the end-of-turn silence still answered.
             self.speeches.append(AgentSpeech(event.at_ms))
             self.speaking = True
+        elif isinstance(event, StartMoved):
+            # The utterance opened on a recording's room tone: its speech starts here (a
+            # barge-in "600 ms into the agent's turn" counts from the first word).
+            for speech in self.speeches:
+                if speech.decided_ms is None and speech.start_ms < event.at_ms:
+                    speech.start_ms = event.at_ms
         elif isinstance(event, SpeechStop):
             self.speaking = False
             self.stops.append(event.at_ms)
@@ -142,8 +148,11 @@ class AgentEar:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def wait_for(self, find: Callable[[], Any], deadline_ms: float | None = None) -> Any:
-        """``find()`` once it is truthy; None when the call clock passes ``deadline_ms``."""
+    async def wait_for(
+        self, find: Callable[[], Any], deadline_ms: float | Callable[[], float] | None = None
+    ) -> Any:
+        """``find()`` once it is truthy; None when the call clock passes ``deadline_ms`` (a
+        callable: read again whenever what was heard changes, e.g. a start moved)."""
         while True:
             found = find()
             if found:
@@ -152,7 +161,8 @@ class AgentEar:
             if deadline_ms is None:
                 await self._changed.wait()
                 continue
-            remaining = (deadline_ms - self.clock.now_ms()) / 1000
+            deadline = deadline_ms() if callable(deadline_ms) else deadline_ms
+            remaining = (deadline - self.clock.now_ms()) / 1000
             if remaining <= 0:
                 return find() or None
             with contextlib.suppress(asyncio.TimeoutError, TimeoutError):

@@ -216,7 +216,8 @@ class UtteranceRecord(Document):
 
 
 class TranscriptEvent(Document):
-    """An endpointer event: speech_start (first_in_utterance), speech_stop, end_of_turn
+    """An endpointer event: speech_start (first_in_utterance), start_moved (the open
+    utterance's speech starts at at_ms, past a recording's room tone), speech_stop, end_of_turn
     (utterance, start_ms) or gap (start_ms, no decided_ms); at_ms is the refined audio time.
     A call event: dtmf (digit), at_ms when the key press was sent."""
 
