@@ -29,8 +29,9 @@ from turnscope.capture.frames import SAMPLE_RATE
 __all__ = ["StartWatch", "watch_start"]
 
 RISE_DB = 10.0  # a frame this far above the opening's median: the speech, if that was room tone
-SETTLE_MS = 300  # after the rise, the head is read again each frame for this long ...
-READ_MS = 60  # ... from this long after it (the speech's envelope under way)
+SETTLE_MS = 300  # after the rise, the head is read for this long ...
+READ_MS = 60  # ... from this long after it (the speech's envelope under way) ...
+EVERY_MS = 40  # ... this often (each read is a turn close's work on the audio so far)
 WATCH_MS = 1200  # no rise by then: the start stands
 SILENT_FRAMES = 3  # frames of digital silence in the pre-roll, then the sound to the onset
 MOVED_MS = 50  # a start found this far past the step up is out of the room tone
@@ -46,6 +47,7 @@ class StartWatch:
     head: int  # call-clock sample where the channel stepped up out of digital silence
     rise_energy: float  # a frame at least this loud is the rise
     rise_at: int | None = None  # call-clock sample when the rise was seen
+    read_at: int = 0  # call-clock sample of the next read
 
     def due(self, energy: float, pos: int) -> bool:
         """Whether the frame ending at ``pos`` (of ``energy``) needs a decision."""
@@ -71,8 +73,12 @@ class StartWatch:
             if pos - self.onset >= WATCH_MS * SAMPLE_RATE // 1000:
                 return self.onset
             self.rise_at = pos
-        if pos - self.rise_at < READ_MS * SAMPLE_RATE // 1000:
+            self.read_at = pos + READ_MS * SAMPLE_RATE // 1000
+        if pos - self.rise_at >= SETTLE_MS * SAMPLE_RATE // 1000:
+            return self.onset
+        if pos < self.read_at:
             return None
+        self.read_at = pos + EVERY_MS * SAMPLE_RATE // 1000
         frames = np.concatenate(runs) if len(runs) > 1 else runs[0]
         flen, pcm = frames.shape[1], frames.reshape(-1)
         # As at turn close; else (the speech not at its peak yet) where it rose out of the tone.
@@ -87,8 +93,6 @@ class StartWatch:
         # Still at the step up: read again (more speech, surer).
         if start is not None and start - self.head >= MOVED_MS * SAMPLE_RATE // 1000:
             return start
-        if pos - self.rise_at >= SETTLE_MS * SAMPLE_RATE // 1000:
-            return self.onset
         return None
 
 

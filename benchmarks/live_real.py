@@ -143,6 +143,8 @@ def score_call(run: Any, call: Any, caller: Any, replies: list[dict], outdir: Pa
     ]
     caller_turns = [t for t in run.result.assembly.turns if t.speaker == "caller"]
     out: dict[str, Any] = {"start": [], "end": [], "latency": [], "delay": [], "extra": 0}
+    out["live_start"] = []  # the live start event (moved past the room tone, if it was) - truth
+    starts = live_starts(outdir / "transcript.json", "agent")
     out["rows"] = []  # per reply: the clip, its truth and the turn measured (ms, call clock)
     out["missed"] = out["unlocated"] = 0
     heard, rate = _read(outdir / "agent.wav")
@@ -169,6 +171,9 @@ def score_call(run: Any, call: Any, caller: Any, replies: list[dict], outdir: Pa
         i = hit[0]
         used.update(hit)
         out["start"].append(turns[i].start_ms - t0)
+        live = [at for at in starts if turns[i].start_ms - _SEARCH_MS <= at <= t1]
+        if live:
+            out["live_start"].append(live[0] - t0)
         out["end"].append(turns[hit[-1]].end_ms - t1)
         out["rows"].append(
             {
@@ -183,6 +188,20 @@ def score_call(run: Any, call: Any, caller: Any, replies: list[dict], outdir: Pa
             truth_gap = t0 - before[-1]["end_ms"]
             out["latency"].append(turns[i].start_ms - heard_before[-1].end_ms - truth_gap)
     out["extra"] += len(turns) - len(used)
+    return out
+
+
+def live_starts(transcript: Path, channel: str) -> list[float]:
+    """Each utterance's live start on ``channel`` as the call told it (transcript.json's events):
+    its speech_start, or the start_moved after it."""
+    out: list[float] = []
+    for e in json.loads(transcript.read_text())["events"]:
+        if e["channel"] != channel:
+            continue
+        if e["type"] == "speech_start" and e.get("first_in_utterance"):
+            out.append(e["at_ms"])
+        elif e["type"] == "start_moved" and out:
+            out[-1] = e["at_ms"]
     return out
 
 
@@ -357,14 +376,15 @@ def print_rows(rows: list[tuple[str, dict]], calls: int) -> None:
     )
     print(
         "| transport | replies scored | unlocated / missed / extra turns | agent turn start | "
-        "end | latency error | one-way delay (from the audio) |"
+        "end | live start (told during the call) | latency error | one-way delay (from the audio) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, t in rows:
         print(
             f"| {name} | {len(t['start'])} | {t['unlocated']} / {t['missed']} / {t['extra']} | "
             f"{_stats(t['start'])} ({_signed(t['start'])}) | {_stats(t['end'])} "
-            f"({_signed(t['end'])}) | {_stats(t['latency'])} ({_signed(t['latency'])}) | "
+            f"({_signed(t['end'])}) | {_stats(t['live_start'])} ({_signed(t['live_start'])}) | "
+            f"{_stats(t['latency'])} ({_signed(t['latency'])}) | "
             f"{_signed(t['delay'])} |"
         )
     print()

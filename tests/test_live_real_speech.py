@@ -94,6 +94,9 @@ def test_agent_turns_follow_the_speech_in_the_clips_not_their_room_tone(clip_cal
         assert abs(err) <= BOUND_MS, got
     # the caller's latency is measured from the speech, not from the room tone before it
     assert got["latency"] and all(abs(e) <= BOUND_MS for e in got["latency"]), got
+    # and the start told during the call (a barge-in counts from it) was moved to the speech
+    assert len(got["live_start"]) == len(CLIPS), got
+    assert all(abs(e) <= BOUND_MS for e in got["live_start"]), got
 
 
 def test_caller_turns_follow_the_speech_in_recorded_caller_lines_not_their_room_tone(
