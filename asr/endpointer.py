@@ -336,11 +336,10 @@ class Endpointer:
         assert self._watch is not None
         watch, start = self._watch
         a, e, b, sp = self._utt_audio, self._utt_energy, self._utt_audio_start, self._spans
-        at = watch.decide(a, e, b, sp, self._pos, self._refine)
-        if at is None:
-            return
-        self._watch = None
-        if at != watch.onset and samples_to_ms(at) > start.at_ms:
+        over, at = watch.decide(a, e, b, sp, self._pos, self._refine)
+        if over:
+            self._watch = None
+        if at is not None and samples_to_ms(at) > start.at_ms:  # the live guess was the tone's
             events.append(StartMoved(self.channel, samples_to_ms(at), self.position_ms))
 
     def _resume(self, events: list[SpeechEvent]) -> None:

@@ -65,19 +65,19 @@ class StartWatch:
         spans: Sequence[Sequence[int]],
         pos: int,
         refine: RefineSettings,
-    ) -> int | None:
-        """The speech's start (call-clock sample; ``onset``: the start stands), or None to read
-        on. ``runs``: the utterance's frames so far from ``base``; ``spans``: its spans (an
-        open one ends at ``pos``)."""
+    ) -> tuple[bool, int | None]:
+        """Whether the watch is over, and the speech's start it found (call-clock sample; None:
+        the start told stands). ``runs``: the utterance's frames so far from ``base``;
+        ``spans``: its spans (an open one ends at ``pos``)."""
         if self.rise_at is None:
             if pos - self.onset >= WATCH_MS * SAMPLE_RATE // 1000:
-                return self.onset
+                return True, None
             self.rise_at = pos
             self.read_at = pos + READ_MS * SAMPLE_RATE // 1000
         if pos - self.rise_at >= SETTLE_MS * SAMPLE_RATE // 1000:
-            return self.onset
+            return True, None
         if pos < self.read_at:
-            return None
+            return False, None
         self.read_at = pos + EVERY_MS * SAMPLE_RATE // 1000
         frames = np.concatenate(runs) if len(runs) > 1 else runs[0]
         flen, pcm = frames.shape[1], frames.reshape(-1)
@@ -92,8 +92,8 @@ class StartWatch:
             start = None if rose is None else base + rose
         # Still at the step up: read again (more speech, surer).
         if start is not None and start - self.head >= MOVED_MS * SAMPLE_RATE // 1000:
-            return start
-        return None
+            return True, start
+        return False, None
 
 
 def watch_start(
