@@ -25,7 +25,10 @@ class LoadWorker:
     """The Ray actor: one event loop placing calls; its events wait here for the driver."""
 
     def __init__(self, job: LoadJob, cwd: str, name: str) -> None:
+        from turnscope.offload import favour_the_loop
+
         cluster.enter_driver_cwd(cwd)
+        favour_the_loop()  # the calls' audio before the bundles being written beside them
         self.job, self.name = job, name
         self.events: list[str] = []
         self.ready: Any = None

@@ -26,6 +26,9 @@ def _loop_main(job: LoadJob, slots: list[Slot], name: str, out: Any, go: Any, st
     import asyncio
 
     os.setpgrp()  # signals come from the driver, one each (see _stopper)
+    from turnscope.offload import favour_the_loop
+
+    favour_the_loop()  # the calls' audio before the bundles being written beside them
 
     from turnscope.interrupts import stop_on_signals
     from turnscope.load.calls import Stopping, prepare, run_slots
