@@ -141,11 +141,18 @@ def test_the_reference_agents_own_log_splits_a_real_call(tmp_path, cli):
     assert b["source"] == "agent_trace" and b["reliable"], b
     replies = [r for r in b["replies"] if "missing" not in r]
     assert len(replies) == 2
+    # The agent answers 700 ms after the speech end it found, which it found some hundreds of ms
+    # before deciding: processing is 700 ms less that wait, by its own log (on a loaded machine
+    # the end it finds in the Opus audio moves by 100+ ms, so the wait is read, not assumed).
+    log = json.loads(truth.read_text().splitlines()[-1])
+    waits = [
+        e["decided_ms"] - e["at_ms"] for e in log["events"] if e["event"] == "caller_end_of_turn"
+    ]
     for r in replies:
         total = r["endpointing_ms"] + r["processing_ms"] + r["delivery_ms"]
         assert total == pytest.approx(r["latency_ms"], abs=0.2)
-        # The agent answers 700 ms after the speech end it heard; it decided ~400 ms after it.
-        assert 150 <= r["processing_ms"] <= 450, r
+        assert any(abs(r["processing_ms"] - (700 - w)) <= 30 for w in waits), (r, waits)
+        assert 0 < r["processing_ms"] < 700, r
         assert 60 <= r["delivery_ms"] <= 200, r  # transport + the caller's jitter buffer
     assert statistics.median(r["endpointing_ms"] for r in replies) >= 300
     # The same agent says the same moments as RTVI on the data channel: both paths agree.
