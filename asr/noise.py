@@ -31,6 +31,10 @@ SILENT = 1e-10
 # noise floor coming on (the caller's noise beds and line noise: 3-6 dB; speech, espeak-ng's
 # included: 12-50 dB).
 _STEADY = 10 ** (8.0 / 10)
+# After the channel's first sound, a steady sound after digital silence is a noise coming on only
+# this far under the loudest frame heard so far: a hummed "mm-hmm" is as steady, but 5-13 dB
+# under a sentence's loudest frame; an office bed at 15 dB SNR is 25 dB under it, at 10 dB 20.
+_UNDER_HEARD = 10 ** (-18.0 / 10)
 
 
 class ForgetsSilence(Protocol):
@@ -51,9 +55,10 @@ class NoiseGate:
     minutes of a muted line) is a floor of its own from its first block: the silence's zero
     floors leave the window, where they would let the noise pass as speech for its length.
     Speech coming after digital silence is not steady and leaves the floor as it was, so a reply
-    into silence is judged as before. After the channel's first sound the rule is off (a hummed
-    "mm-hmm" after silence is as steady as a noise). ``rose`` says where such a noise came on; the
-    ``followers`` (the background level and gate) then forget the silence too.
+    into silence is judged as before. After the channel's first sound the rule holds for a sound
+    well under the loudest heard so far (a hummed "mm-hmm" after silence is as steady as a noise,
+    but at a speaker's level). ``rose`` says where such a noise came on; the ``followers`` (the
+    background level and gate) then forget the silence too.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class NoiseGate:
         self._block: list[float] = []  # the energies of the block in progress
         self._after_silence = False  # the last complete block was all digital silence
         self._heard = False  # a complete block held sound
+        self._loudest = 0.0  # the loudest frame of the complete blocks
         self._frames = 0  # frames in complete blocks
         self._followers = followers
         # (frame index, floor): where the latest steady noise came on after digital silence
@@ -118,10 +124,13 @@ class NoiseGate:
         """File a complete block's floor; a steady noise after a block of digital silence
         replaces the window's floors with its own."""
         block, self._block = self._block, []
-        # Only before the channel's first sound: later, a steady voiced sound after silence (a
-        # hummed "mm-hmm") cannot be told from a noise coming on by its steadiness alone.
-        first = _noise_onset(block) if self._after_silence and not self._heard else None
-        self._after_silence = bool(block) and max(block) < SILENT
+        # After the channel's first sound a steady sound after silence (a hummed "mm-hmm")
+        # cannot be told from a noise coming on by its steadiness alone: by its level, too.
+        ceiling = self._loudest * _UNDER_HEARD if self._heard else _INF
+        first = _noise_onset(block, ceiling) if self._after_silence else None
+        loudest = max(block, default=0.0)
+        self._loudest = max(self._loudest, loudest)
+        self._after_silence = bool(block) and loudest < SILENT
         self._heard = self._heard or not self._after_silence
         if first is not None:
             floor = min(block[first:])
@@ -169,15 +178,16 @@ class NoiseGate:
             i += take
 
 
-def _noise_onset(energies: Sequence[float]) -> int | None:
+def _noise_onset(energies: Sequence[float], ceiling: float = _INF) -> int | None:
     """Where a steady noise begins in a block that opens with digital silence or follows one:
     the first frame of sound, when the sound's median frame keeps within ``_STEADY`` of its
-    quietest and it fills at least half the block; else None."""
+    quietest and under ``ceiling``, and it fills at least half the block; else None."""
     first = next((k for k, e in enumerate(energies) if e >= SILENT), None)
     if first is None or 2 * first > len(energies):
         return None
     sound = sorted(energies[first:])
-    return first if sound[len(sound) // 2] <= sound[0] * _STEADY else None
+    median = sound[len(sound) // 2]
+    return first if median <= sound[0] * _STEADY and median <= ceiling else None
 
 
 class NoiseLevel:
