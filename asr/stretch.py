@@ -59,10 +59,14 @@ _RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over t
 
 @dataclass(frozen=True)
 class Stretch:
-    """An utterance's own background, read on its pre-emphasised audio."""
+    """An utterance's own background, read on its pre-emphasised audio: a start is judged on
+    the tone before the speech, an end on the tone after it."""
 
     audio: np.ndarray  # pre-emphasised float audio of the utterance
-    background: Background  # dBFS of the emphasised audio, per VAD frame of the plateaus
+    # dBFS of the emphasised audio, per VAD frame of the plateau a start / an end is judged on:
+    # each its own side's (a recording's tone after its speech may stand dB over the one before)
+    head_background: Background
+    tail_background: Background
     head: int | None  # sample index (into the utterance audio) of the step up, if found
     tail: int | None  # sample index of the step down (exclusive), if found
 
@@ -120,19 +124,26 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     audio = emphasised(pcm)
     emph = _frame_db(audio, flen, n)
     peak = float(emph.max())
-    pieces, head, tail = [], None, None
+    pieces: list[Background] = []
+    head, tail = None, None
     full_peak = 10.0 * np.log10(max(loudest, 1e-12))
     if at_head and _under_speech(emph[first : first + plateau], peak,
                                  full[first : first + plateau], full_peak):  # fmt: skip
-        pieces.append(_extent(full, emph, first, 1, floor, peak))
+        pieces.append(_plateau_background(_extent(full, emph, first, 1, floor, peak)))
         head = first * flen
     if at_tail and _under_speech(emph[last + 1 - plateau : last + 1], peak,
                                  full[last + 1 - plateau : last + 1], full_peak):  # fmt: skip
-        pieces.append(_extent(full, emph, last, -1, floor, peak))
+        pieces.append(_plateau_background(_extent(full, emph, last, -1, floor, peak)))
         tail = (last + 1) * flen
     if not pieces:
         return None
-    return Stretch(audio, _plateau_background(np.concatenate(pieces)), head, tail)
+    # Each side's own level, the smaller swing of the two: a tone that swings wider on one side
+    # (a decay into it, a breath) would raise that side's threshold over a quiet last sound.
+    swing = min(b.upper_db - b.median_db for b in pieces)
+    head_bg, tail_bg = (
+        Background(b.median_db, b.median_db + swing) for b in (pieces[0], pieces[-1])
+    )
+    return Stretch(audio, head_bg, tail_bg, head, tail)
 
 
 def _plateau_background(levels: np.ndarray) -> Background:
@@ -221,12 +232,13 @@ def stretch_spans(
         return spans
     inside = env[lo:hi]
     peak = float(inside.max())
-    thresh = threshold_db(peak, stretch.background, p)
+    thresh = threshold_db(peak, stretch.head_background, p)  # a start's, on the tone before
+    tail_thresh = threshold_db(peak, stretch.tail_background, p)  # an end's, on the tone after
     wide = p.model_copy(update={"search_ms": p.stretch_search_ms})
     out: list[list[int]] = []
     for s, e in spans:
         a, b = max(0, (s - base) // HOP - lo), min(hi - lo, -(-(e - base) // HOP) - lo)
-        if b <= a or float(inside[a:b].max()) < thresh:
+        if b <= a or float(inside[a:b].max()) < min(thresh, tail_thresh):
             continue  # room tone the VAD took for speech
         hs = refine_start(inside, a, thresh, wide)
         if p.weak_db > 0:
@@ -236,7 +248,7 @@ def stretch_spans(
             )
         if p.stretch_weak_db > 0:
             hs = skip_weak_lead(inside, hs, thresh, peak - p.stretch_weak_db, p.blip_gap_ms)
-        he = refine_end(inside, b, thresh, wide)
+        he = refine_end(inside, b, tail_thresh, wide)
         rs = max(base + (lo + hs) * HOP, out[-1][1] if out else base)
         out.append([rs, max(rs, base + (lo + he) * HOP)])
     return merge_touching(out) or spans

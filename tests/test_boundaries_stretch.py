@@ -78,8 +78,10 @@ def test_recorded_prompts_between_digital_silence_end_where_their_speech_does(ca
         missed += sum(1 for _, f in pairs if f is None)
         extra += len(turns) - sum(1 for _, f in pairs if f is not None)
     assert missed == 0 and extra == 0, (missed, extra)
-    assert statistics.median(errors) <= 30, sorted(errors)
-    assert np.percentile(errors, 90) <= 120, sorted(errors)
+    # The target (20 / 80): 21.1 ms median while a start and an end were judged against
+    # one background made of both room-tone plateaus (the louder tail's tone taken as speech).
+    assert statistics.median(errors) <= 20, sorted(errors)
+    assert np.percentile(errors, 90) <= 80, sorted(errors)
 
 
 def test_a_recording_over_its_own_room_tone_everywhere_is_refined_as_before(calls):
