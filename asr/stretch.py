@@ -64,7 +64,8 @@ class Stretch:
 
     audio: np.ndarray  # pre-emphasised float audio of the utterance
     # dBFS of the emphasised audio, per VAD frame of the plateau a start / an end is judged on:
-    # each its own side's (a recording's tone after its speech may stand dB over the one before)
+    # each its own side's (a recording's tone after its speech may stand several dB over the one
+    # before it)
     head_background: Background
     tail_background: Background
     head: int | None  # sample index (into the utterance audio) of the step up, if found
