@@ -147,15 +147,23 @@ def test_fixtures_are_handed_to_the_least_loaded_worker_and_a_lost_one_is_retrie
     assert sorted(run.per_node.values()) == [3, 3, 3]  # spread evenly
 
 
-def _kill_first(pattern: str, ready) -> None:  # type: ignore[no-untyped-def]
-    """Once ``ready()`` holds, SIGKILL the first process whose command line has ``pattern``."""
+def _kill(pattern: str, ready, *, every: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """Once ``ready()`` holds, SIGKILL the first process whose command line has ``pattern``
+    (``every``: each of them)."""
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and not ready():
-        time.sleep(0.2)
+        time.sleep(0.1)
     ps = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
     pids = [int(p) for p in ps.stdout.split()]
-    if pids:
-        os.kill(pids[0], signal.SIGKILL)
+    for pid in pids if every else pids[:1]:
+        os.kill(pid, signal.SIGKILL)
+
+
+def _one_done_one_running(runs: Path) -> bool:
+    """A fixture's bundle is finished and another's is still being written."""
+    folders = [d for d in runs.glob("*") if d.is_dir()]
+    done = [d for d in folders if (d / "transcript.json").exists()]
+    return bool(done) and len(done) < len(folders)
 
 
 @pytest.fixture(scope="module")
@@ -186,10 +194,12 @@ sleep 3
 echo $? >{tmp}/load.rc
 kill "$agent"
 """
+    # Every fixture worker is killed while a fixture is still running: the one that ran a
+    # single short fixture may be idle by then, and killing only it would lose nothing to retry
     killers = [
-        threading.Thread(target=_kill_first, args=(
-            "ray::FixtureWorker", lambda: list(runs.glob("*/transcript.json")))),
-        threading.Thread(target=_kill_first, args=(
+        threading.Thread(target=_kill, args=("ray::FixtureWorker", lambda: _one_done_one_running(
+            runs) or (tmp / "bench.rc").exists()), kwargs={"every": True}),
+        threading.Thread(target=_kill, args=(
             "ray::LoadWorker", lambda: len(list(out.glob("calls/*/caller.wav"))) >= 4
             and time.sleep(2.0) is None)),
     ]  # fmt: skip
