@@ -7,7 +7,7 @@ is relative to the utterance's own peak (so it means "audible relative to this s
 below the channel's noise floor plus a margin (so noise does not extend the boundary).
 ``SpanRefiner`` applies this to the endpointer's utterances, its final spans and its live guesses;
 where the noise, not the speech, sets the threshold, a turn's end then follows the speech's
-spectral shape past it (tail.py).
+spectral shape past it (tail.py), and its start back before it (head.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from turnscope.asr.head import spectral_start
 from turnscope.asr.settings import RefineSettings
 from turnscope.asr.tail import spectral_end
 from turnscope.capture.frames import SAMPLE_RATE
@@ -277,6 +278,9 @@ class SpanRefiner:
             end = spectral_end(pcm, out[-1][1] - base, spans[-1][1] - base, p.tail_band_db,
                                p.tail_below_db)  # fmt: skip
             out[-1][1] = out[-1][1] if end is None else base + end
+        if p.head_band_db > 0 and out and thresh > peak - p.below_peak_db:  # noise-bound start
+            start = spectral_start(pcm, out[0][0] - base, p.head_band_db, p.tail_below_db)
+            out[0][0] = out[0][0] if start is None else base + start
         return merge_touching(out)
 
     def _drop_weak_lead(

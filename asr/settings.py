@@ -54,6 +54,7 @@ class RefineSettings(_Strict):
     stretch_weak_db: float = Field(default=0.0, ge=0)  # a stretch's lead this far under: not speech
     tail_band_db: float = Field(default=0.0, ge=0)  # 0: a turn's end by its envelope alone
     tail_below_db: float = Field(default=20.0, ge=0)  # tail.py: within this of the words' level
+    head_band_db: float = Field(default=0.0, ge=0)  # 0: a turn's start by its envelope alone
 
 
 class ConfirmSettings(_Strict):

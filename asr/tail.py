@@ -16,27 +16,16 @@ stays.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
+from turnscope.asr.bands import HOP as _HOP
+from turnscope.asr.bands import WIN as _WIN
+from turnscope.asr.bands import band_levels, follow, full_level, heard, windows
 from turnscope.capture.frames import SAMPLE_RATE
 
-_WIN = SAMPLE_RATE * 20 // 1000
-_HOP = SAMPLE_RATE * 10 // 1000  # the hop the end is followed at; levels are read every _WIN
-_EDGES_HZ = (150, 500, 1000, 2000, 3200, 5000, 7600)
 _WORDS_MS = 400  # the sentence's last words, before the refined end: their own band levels
 _NEAR_MS = 50  # the end is followed from this far before the refined end ...
 _REACH_MS = 250  # ... to this far past it
-# A final consonant's closure (the "l" before "...self"'s "f" under pink noise at 15 dB: 60-110
-# ms) may pause the evidence this long, when what follows lasts _RUN_FRAMES (a fricative: 50-150
-# ms; the noise's own swings over the margin are a frame or two). Measured (accuracy.py
-# --real-only, boundary median/p90): gap 6 / run 1: 15 dB 22.6/95, 10 dB 30.2/118, as recorded
-# 15.3/55; gap 8 / run 3: 25.0/86, 28.2/97, 15.8/46 (the quiet ends robustly found).
-_GAP_FRAMES = 8
-_RUN_FRAMES = 3
-_BANDS_DB = 25.0  # bands whose peak is further than this under the loudest band's are not read
 _GUARD_MS = 250  # the background is read from this far past the VAD's last voiced frame
 _BG_FRAMES = (8, 15)  # 160-300 ms of it (non-overlapping windows), or the envelope's end stands
 _RESOLUTION = _HOP  # a move shorter than a hop says nothing finer than the envelope does
@@ -44,32 +33,6 @@ _RESOLUTION = _HOP  # a move shorter than a hop says nothing finer than the enve
 # from the turn's own floor (a recorded reply's room tone, then digital silence on a phone line:
 # judged against the silence, the room tone stood out in every band and ends ran 250 ms late).
 _STEP_DB = 10.0
-
-_FREQS = np.fft.rfftfreq(_WIN, 1.0 / SAMPLE_RATE)
-_PAIRS = tuple(itertools.pairwise(_EDGES_HZ))
-# Bins to bands, scaled so int16 squares come out in float audio units.
-_SUM = np.zeros((len(_FREQS), len(_PAIRS)), dtype=np.float32)
-for _k, (_lo, _hi) in enumerate(_PAIRS):
-    _SUM[np.searchsorted(_FREQS, _lo) : np.searchsorted(_FREQS, _hi), _k] = 2.0**-30
-_WINDOW = np.hanning(_WIN).astype(np.float32)
-
-
-def band_levels(frames: np.ndarray) -> np.ndarray:
-    """dB level of each band, (n, bands), of (n, 20 ms) windows of int16 audio (float32
-    throughout: a few per turn end, cheap beside the VAD)."""
-    spectrum = np.fft.rfft(frames.astype(np.float32) * _WINDOW, axis=1)
-    power = spectrum.real**2 + spectrum.imag**2
-    return 10.0 * np.log10(np.maximum(power @ _SUM, 1e-14))
-
-
-def _full(levels: np.ndarray) -> np.ndarray:
-    """Each frame's level over all the bands, dB."""
-    return 10.0 * np.log10(np.power(10.0, levels / 10.0).sum(axis=1))
-
-
-def _windows(pcm: np.ndarray, start: int, n: int, hop: int) -> np.ndarray:
-    """``n`` windows of ``pcm`` from ``start``, ``hop`` apart, as an (n, _WIN) view."""
-    return sliding_window_view(pcm[start : start + (n - 1) * hop + _WIN], _WIN)[::hop]
 
 
 def spectral_end(
@@ -86,34 +49,18 @@ def spectral_end(
         return None
     first = max(0, end - SAMPLE_RATE * _WORDS_MS // 1000)
     n_words, n_near = -(-(near - first) // _WIN), -(-(hi - near) // _HOP)
-    frames = [_windows(pcm, first, n_words, _WIN)] if n_words else []
-    frames += [_windows(pcm, near, n_near, _HOP), _windows(pcm, bg_from, n_bg, _WIN)]
+    frames = [windows(pcm, first, n_words, _WIN)] if n_words else []
+    frames += [windows(pcm, near, n_near, _HOP), windows(pcm, bg_from, n_bg, _WIN)]
     levels = band_levels(np.concatenate(frames))
     said, levels, background = np.split(levels, [n_words, n_words + n_near])
     starts = near + _HOP * np.arange(n_near)
-    if _full(levels).min() > float(np.median(_full(background))) + _STEP_DB:
+    if full_level(levels).min() > float(np.median(full_level(background))) + _STEP_DB:
         return None  # the end sits on a floor of its own (a recording's room tone): stretch.py's
-    loud = np.sort(background, axis=0)[n_bg * 9 // 10]  # each band's loud end
-    peaks = np.maximum(said.max(axis=0, initial=-140.0), levels.max(axis=0))  # the words' own
-    heard = (levels >= loud + margin_db) & (levels >= peaks - below_db)
-    # Bands the speech barely reaches are not read (a telephone recording's above 3.4 kHz).
-    evidence = heard[:, peaks >= peaks.max() - _BANDS_DB].any(axis=1).tolist()
-    if True not in evidence and not (said >= loud + margin_db).any():
-        return None  # nothing of the words stands out: no shape to follow
+    evidence = heard(levels, said, background, margin_db, below_db)
+    if evidence is None:
+        return None
     centres = starts + _WIN // 2
     at = int(np.searchsorted(centres, end, side="right"))  # frames centred at or before the end
-    last, k = at - 1, at  # the envelope's end is speech: follow it from there
-    while k < len(evidence):  # across pauses of up to _GAP_FRAMES to runs of _RUN_FRAMES
-        nxt = next(
-            (j for j in range(k, min(len(evidence), k + _GAP_FRAMES + 1)) if evidence[j]), None
-        )
-        if nxt is None:
-            break
-        run = nxt
-        while run < len(evidence) and evidence[run]:
-            run += 1
-        if nxt == k or run - nxt >= _RUN_FRAMES:
-            last = run - 1
-        k = run
+    last = follow(evidence, at)  # the envelope's end is speech: follow it from there
     moved = int(centres[last]) + _HOP // 2
     return moved if moved >= end + _RESOLUTION else None
