@@ -16,7 +16,8 @@ backchannel-yield.yaml (the agent stops at two backchannels of three: false yiel
 truth) to the usual five. The replay is handed the pauses and backchannels the rendered caller
 made (truth.json), as a live caller reports its own; the rows ``asr-only`` score the same
 replays without the caller's backchannels (a recording with no caller report: what the ASR
-alone makes of a hum). --misses prints every missed and false event.
+alone makes of a hum). --misses prints every missed and false event, and every takeover found
+otherwise than in truth.
 """
 
 from __future__ import annotations
@@ -111,6 +112,9 @@ def _score(call, found, expected, counts, errors, misses, rows=None) -> None:
         paired = _pair(t_k, f_k)
         misses += [f"{call.name}: {kind} at {t.start_ms:.0f} ms not found"
                    for t, f in paired if f is None]  # fmt: skip
+        misses += [f"{call.name}: {kind} at {t.start_ms:.0f} ms: takeover {t.takeover} in "
+                   f"truth, {f.takeover} found" for t, f in paired
+                   if f is not None and t.takeover != f.takeover]  # fmt: skip
         hit = {id(f) for _, f in paired if f is not None}
         misses += [f"{call.name}: {kind} at {f.start_ms:.0f} ms found, not in truth"
                    for f in f_k if id(f) not in hit]  # fmt: skip
