@@ -3,11 +3,12 @@
 # marked `solo` on their own. Those time an agent's turns to within tens of milliseconds of what
 # a stock pipecat bot logged, over phone-line calls it serves several at once; beside another
 # worker's real calls on a 2-core runner their tails moved past 60-100 ms. Extra arguments go to
-# both runs (e.g. `-x`, `-k carrier`).
+# both runs (e.g. `-x`, `-k carrier`). The slowest tests are listed: the suite's budget is about
+# 10 minutes on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rest=0
-.venv/bin/python -m pytest -m "not solo" "$@" || rest=$?
+.venv/bin/python -m pytest -m "not solo" --durations=30 "$@" || rest=$?
 solo=0
 .venv/bin/python -m pytest -n 0 -m solo "$@" || solo=$?
 # 5 is "no test selected": arguments naming only solo files, or none, leave one run empty.
