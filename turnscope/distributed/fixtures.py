@@ -12,6 +12,7 @@ its own input is void once with its reason, as locally.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,55 @@ from turnscope.storage import bundle_store, is_remote
 
 PER_WORKER = 4  # fixtures at once on one worker
 MAX_ATTEMPTS = 3  # a fixture whose worker died this many times is void
+REST_S = 1.0  # a restarting worker that refused its probe is asked again this much later
+MAX_RESTART_S = 300.0  # no worker back this long after they all died: the rest is void
+
+
+class _Restarting:
+    """Workers Ray is restarting after one died under its fixtures: handed nothing until they
+    answer a probe again. A restarting actor refuses what it is handed at once ("temporarily
+    unavailable"); handed the died fixtures straight back, every worker killed together spent all
+    three attempts of each in a second."""
+
+    def __init__(self) -> None:
+        # id(worker) -> [worker, its probe (None: asked again at retry), retry, down since]
+        self._down: dict[int, list[Any]] = {}
+
+    def down(self, worker: Any) -> None:
+        if id(worker) not in self._down:
+            self._down[id(worker)] = [worker, worker.where.remote(), 0.0, time.monotonic()]
+
+    def awake(self, workers: list[Any]) -> list[Any]:
+        return [w for w in workers if id(w) not in self._down]
+
+    def probes(self) -> list[Any]:
+        """The probes to wait on (re-asking those whose wait is over)."""
+        now = time.monotonic()
+        for entry in self._down.values():
+            if entry[1] is None and entry[2] <= now:
+                entry[1] = entry[0].where.remote()
+        return [entry[1] for entry in self._down.values() if entry[1] is not None]
+
+    def answered(self, ray: Any, ref: Any) -> bool:
+        """Take a finished probe: its worker is back, or asked again later. False: not a probe."""
+        from ray.exceptions import RayError
+
+        entry = next((e for e in self._down.values() if e[1] is ref), None)
+        if entry is None:
+            return False
+        try:
+            ray.get(ref)
+        except RayError:
+            entry[1], entry[2] = None, time.monotonic() + REST_S
+        else:
+            del self._down[id(entry[0])]
+        return True
+
+    def all_gone_for(self, workers: list[Any]) -> float:
+        """How long every worker has been down (0 while one is up)."""
+        if len(self._down) < len(workers):
+            return 0.0
+        return time.monotonic() - max(e[3] for e in self._down.values())
 
 
 @dataclass
@@ -181,17 +231,28 @@ def _dispatch(
     flying: dict[Any, tuple[int, Any]] = {}
     per_node: dict[str, int] = {}
     gone: str | None = None
+    restarting = _Restarting()
     while (queue and gone is None) or flying:
-        while queue and gone is None:  # one at a time to the least loaded worker
-            w = min(workers, key=lambda w: load[id(w)])
+        awake = restarting.awake(workers)
+        while queue and gone is None and awake:  # one at a time to the least loaded worker
+            w = min(awake, key=lambda w: load[id(w)])
             if load[id(w)] >= PER_WORKER:
                 break
             k = queue.popleft()
             attempts[k] += 1
             flying[w.run.remote(tasks[k])] = (k, w)
             load[id(w)] += 1
-        done, _ = ray.wait(list(flying), num_returns=1, timeout=1.0)
+        if not flying and restarting.all_gone_for(workers) > MAX_RESTART_S:
+            gone = f"no Ray worker came back within {MAX_RESTART_S:.0f} s of dying"
+            break
+        waiting = [*flying, *restarting.probes()]
+        if not waiting:  # every worker restarting, each to be asked again
+            time.sleep(REST_S / 4)
+            continue
+        done, _ = ray.wait(waiting, num_returns=1, timeout=1.0)
         for ref in done:
+            if restarting.answered(ray, ref):
+                continue
             k, w = flying.pop(ref)
             load[id(w)] -= 1
             try:
@@ -200,6 +261,7 @@ def _dispatch(
                 why = f"{type(exc.cause).__name__}: {exc.cause}"
                 results[k] = void_run(tasks[k], suite_path, why)
             except RayError as exc:  # the worker died (killed, out of memory, node gone)
+                restarting.down(w)
                 if gone is None and not alive(ray):
                     gone = f"{GONE} ({one_line(exc)[:120]})"
                 if gone is not None:
