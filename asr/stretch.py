@@ -55,6 +55,7 @@ _AUDIBLE_DB = 50.0  # a plateau further under the speech than this is under the 
 _AUDIBLE_FULL_DB = 40.0
 _RISE_MS = 100  # a live rise is seen this long into the speech, at most (room_tone_start.py)
 _RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over the room tone
+_CUT_MS = 20  # a cut's click: the frame it falls in, and the envelope's window past it
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,9 @@ def stretch_spans(
     recording) is skipped. Ordered, and merged where refinement closed a pause."""
     env = envelope_db(stretch.audio, p.window_ms)
     lo = (stretch.head or 0) // HOP
-    hi = len(env) if stretch.tail is None else min(len(env), stretch.tail // HOP)
+    # The room tone's last moments before the step down are left out: a recording cut off in
+    # its tone clicks there (pre-emphasised, 17 dB over the tone), and the turn ended at the click
+    hi = len(env) if stretch.tail is None else min(len(env), stretch.tail // HOP - _CUT_MS)
     if hi <= lo:
         return spans
     inside = env[lo:hi]

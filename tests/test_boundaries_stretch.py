@@ -165,3 +165,33 @@ def test_moved_starts_do_not_depend_on_chunking(calls, chunk):
     assert [r[:2] + r[3:] for r in _live_starts(wav, chunk)] == [
         r[:2] + r[3:] for r in _live_starts(wav)
     ]
+
+
+def _tone(n: int, db: float, seed: int) -> np.ndarray:
+    """Room-tone-like rumble (a high-passed random walk) at ``db`` dBFS."""
+    x = np.cumsum(np.random.default_rng(seed).standard_normal(n))
+    x -= np.convolve(x, np.ones(400) / 400, "same")
+    return (x / np.sqrt(np.mean(x**2)) * 10 ** (db / 20)).astype(np.float32)
+
+
+def test_a_recording_cut_off_in_a_louder_tail_tone_ends_with_its_speech():
+    """Speech with 300 ms of room tone before it and 350 ms after, 7 dB louder (a recording
+    whose tail is noisier than its head), cut off into digital silence: the cut clicks, and the
+    turn used to end at the click, 353 ms late, in 5 of 8 such lines."""
+    from tests.speech import clip
+
+    rate = 16000
+    for text in ("Hi, I would like a refund please.", "Thank you, goodbye."):
+        speech = clip(text)
+        for seed in range(4):
+            head, tail = _tone(rate * 3 // 10, -55, seed), _tone(rate * 35 // 100, -48, seed + 9)
+            line = np.concatenate([np.zeros(rate), head, speech, tail, np.zeros(rate)])
+            pcm = to_int16(line)
+            ep = Endpointer("agent", SETTINGS.vad, SETTINGS.refine)
+            events = [e for k in range(0, len(pcm), 320)
+                      for e in ep.push(PcmFrame("agent", k, pcm[k : k + 320]))]  # fmt: skip
+            turns = [e.utterance for e in events + ep.flush() if isinstance(e, EndOfTurn)]
+            start = 1000 + 300
+            end = start + len(speech) * 1000 / rate
+            assert len(turns) == 1, (text, seed, turns)
+            assert abs(turns[0].start_ms - start) <= 15 and abs(turns[0].end_ms - end) <= 10
