@@ -278,7 +278,15 @@ class SpanRefiner:
             end = spectral_end(pcm, out[-1][1] - base, spans[-1][1] - base, p.tail_band_db,
                                p.tail_below_db)  # fmt: skip
             out[-1][1] = out[-1][1] if end is None else base + end
-        if p.head_band_db > 0 and out and thresh > peak - p.below_peak_db:  # noise-bound start
+        # A start only under steady loud noise (its median sets the threshold): a background
+        # that merely swings loud now and then (speech remnants, a codec) moved a clean reply's
+        # start 15 ms and tiny.en then heard "30-day" as "13-day"
+        if (
+            p.head_band_db > 0
+            and out
+            and noise
+            and noise.median_db + p.noise_margin_db > peak - p.below_peak_db
+        ):
             start = spectral_start(pcm, out[0][0] - base, p.head_band_db, p.tail_below_db)
             out[0][0] = out[0][0] if start is None else base + start
         return merge_touching(out)
