@@ -40,6 +40,16 @@ REST_S = 1.0  # a restarting worker that refused its probe is asked again this m
 MAX_RESTART_S = 300.0  # no worker back this long after they all died: the rest is void
 
 
+@dataclass
+class _Down:
+    """A worker Ray is restarting: its probe (None: to be asked again at ``retry_at``)."""
+
+    worker: Any
+    probe: Any
+    retry_at: float
+    since: float
+
+
 class _Restarting:
     """Workers Ray is restarting after one died under its fixtures: handed nothing until they
     answer a probe again. A restarting actor refuses what it is handed at once ("temporarily
@@ -47,12 +57,11 @@ class _Restarting:
     three attempts of each in a second."""
 
     def __init__(self) -> None:
-        # id(worker) -> [worker, its probe (None: asked again at retry), retry, down since]
-        self._down: dict[int, list[Any]] = {}
+        self._down: dict[int, _Down] = {}  # by id(worker)
 
     def down(self, worker: Any) -> None:
         if id(worker) not in self._down:
-            self._down[id(worker)] = [worker, worker.where.remote(), 0.0, time.monotonic()]
+            self._down[id(worker)] = _Down(worker, worker.where.remote(), 0.0, time.monotonic())
 
     def awake(self, workers: list[Any]) -> list[Any]:
         return [w for w in workers if id(w) not in self._down]
@@ -60,31 +69,31 @@ class _Restarting:
     def probes(self) -> list[Any]:
         """The probes to wait on (re-asking those whose wait is over)."""
         now = time.monotonic()
-        for entry in self._down.values():
-            if entry[1] is None and entry[2] <= now:
-                entry[1] = entry[0].where.remote()
-        return [entry[1] for entry in self._down.values() if entry[1] is not None]
+        for d in self._down.values():
+            if d.probe is None and d.retry_at <= now:
+                d.probe = d.worker.where.remote()
+        return [d.probe for d in self._down.values() if d.probe is not None]
 
     def answered(self, ray: Any, ref: Any) -> bool:
         """Take a finished probe: its worker is back, or asked again later. False: not a probe."""
         from ray.exceptions import RayError
 
-        entry = next((e for e in self._down.values() if e[1] is ref), None)
-        if entry is None:
+        down = next((d for d in self._down.values() if d.probe is ref), None)
+        if down is None:
             return False
         try:
             ray.get(ref)
         except RayError:
-            entry[1], entry[2] = None, time.monotonic() + REST_S
+            down.probe, down.retry_at = None, time.monotonic() + REST_S
         else:
-            del self._down[id(entry[0])]
+            del self._down[id(down.worker)]
         return True
 
     def all_gone_for(self, workers: list[Any]) -> float:
         """How long every worker has been down (0 while one is up)."""
         if len(self._down) < len(workers):
             return 0.0
-        return time.monotonic() - max(e[3] for e in self._down.values())
+        return time.monotonic() - max(d.since for d in self._down.values())
 
 
 @dataclass
