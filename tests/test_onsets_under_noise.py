@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from common import VOICE_PAIRS, build_corpus
 
-from tests.test_real_speech import _utterances
+from tests.test_real_speech import _in_turn, _utterances
 from turnscope.asr.settings import load_settings
 
 
@@ -25,12 +25,7 @@ def test_a_barge_ins_onset_under_noise_is_found_by_its_bands(tmp_path):
         for key, s in settings.items():
             utts = _utterances(call.wav, s)
             for t in call.truth["turns"]:
-                starts = [
-                    a
-                    for ch, a, e in utts
-                    if ch == t["speaker"] and a < t["end_ms"] and e > t["start_ms"]
-                ]
-                err = starts[0] - t["start_ms"]
+                err = _in_turn(utts, t)[0][0] - t["start_ms"]
                 if t["interrupt"]:
                     errors[key].append(err)
                 if t["text"] == "stop":

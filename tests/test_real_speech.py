@@ -173,6 +173,12 @@ def _utterances(wav: Path, settings) -> list[tuple[str, float, float]]:
     return out
 
 
+def _in_turn(utts: list[tuple[str, float, float]], turn: dict) -> list[tuple[float, float]]:
+    """The utterances (start, end) of the truth turn's speaker that overlap it."""
+    return [(a, e) for ch, a, e in utts
+            if ch == turn["speaker"] and a < turn["end_ms"] and e > turn["start_ms"]]  # fmt: skip
+
+
 def test_a_sentences_quiet_last_syllable_under_noise_is_where_a_listener_hears_it(tmp_path):
     """Real sentences in pink noise at 15 dB SNR: their final fricatives and weak syllables
     ("...himself", "...ledgers") stand out of the noise only in some bands; the turn ends there
@@ -184,12 +190,7 @@ def test_a_sentences_quiet_last_syllable_under_noise_is_where_a_listener_hears_i
         for key, s in settings.items():
             utts = _utterances(call.wav, s)
             for t in call.truth["turns"]:
-                ends = [
-                    e
-                    for ch, a, e in utts
-                    if ch == t["speaker"] and a < t["end_ms"] and e > t["start_ms"]
-                ]
-                errors[key].append(ends[-1] - t["end_ms"])
+                errors[key].append(_in_turn(utts, t)[-1][1] - t["end_ms"])
     early = {key: sum(e < -90 for e in errs) for key, errs in errors.items()}
     assert early["off"] >= 3 and early["on"] == 0, errors
     assert np.percentile(np.abs(errors["on"]), 90) <= 100, sorted(errors["on"])
