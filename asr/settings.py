@@ -82,6 +82,7 @@ class AsrSettings(_Strict):
     word_timestamps: bool
     pad_ms: int = Field(ge=0)
     no_speech_max: float = Field(ge=0, le=1)
+    no_speech_max_long: float = Field(default=0.9, ge=0, le=1)
     short_max_ms: int = Field(ge=0)
     short_prompt: str
     context_min_ms: int = Field(default=0, ge=0)
