@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from turnscope.bundle_writer import RunIncomplete
 from turnscope.capture.transport import TransportOptions
 from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals
-from turnscope.offload import offload_stoppable
+from turnscope.offload import offload, offload_stoppable
 from turnscope.otlp.call import start_receiver, stop_receiver
 from turnscope.otlp.shared import SharedSpans
 from turnscope.partials import AgentPartials
@@ -35,6 +34,7 @@ from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.evidence.documents import Transcript, WaveformTimeline
 from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
+from turnscope.settle import settle_heap, warm_imports
 from turnscope.sinks import CallerHears
 
 LIVE_EVIDENCE = "live_lane"
@@ -193,21 +193,6 @@ def spoken_reference(contract: Contract, scenario: Scenario, caller: ScriptedCal
     return dataclasses.replace(contract, reference=Reference(texts, ref.turns, source))
 
 
-_heap_settled = False
-
-
-def settle_heap() -> None:
-    """Once per process, before its first call connects: move what the imports and the set-up
-    left on the heap out of the garbage collector's way (gc.freeze). A full collection scans
-    every tracked object with the event loop stopped; over that heap it held 32 live calls'
-    audio up 40 ms."""
-    global _heap_settled
-    if not _heap_settled:
-        _heap_settled = True
-        gc.collect()
-        gc.freeze()
-
-
 async def _set_up(
     call: AnyCall, scenario: Scenario, transcriber: Transcriber, spoken: list[CallerLine] | None
 ) -> list[CallerLine]:
@@ -218,10 +203,14 @@ async def _set_up(
     async def go() -> list[CallerLine]:
         # espeak-ng off the event loop: other calls of this process may be live. A signal
         # cancels this task, and the synthesis stops at its next line.
+        # What the call would import on first use, beside the synthesis and the model's load
+        # (about 0.7 s with no bytecode cache).
+        warming = asyncio.ensure_future(offload(warm_imports))
         lines = spoken if spoken is not None else await offload_stoppable(caller_lines, scenario)
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()
+        await warming
         settle_heap()
         await call.connect()
         return lines

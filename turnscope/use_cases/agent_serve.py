@@ -19,6 +19,7 @@ from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import one_line
+from turnscope.settle import ENDPOINTER_MODULES, settle_heap
 
 if TYPE_CHECKING:  # the sound stack is imported only to serve on devices
     from turnscope.actors.agent.device import DeviceAgent, DeviceAgentOptions
@@ -68,6 +69,9 @@ def serve_agent(
             raise InputError(
                 f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", fix="pick another --port"
             ) from None
+        # The agent hears its callers with the same endpointer: what that imports on a turn's
+        # first close, imported now, so that it never holds up the replies being sent.
+        settle_heap(ENDPOINTER_MODULES)
         if on_listening is not None:
             on_listening(base)
         try:
