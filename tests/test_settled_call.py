@@ -71,5 +71,6 @@ def test_a_call_imports_nothing_after_it_connects(tmp_path: Path):
     # Connecting imports what DTLS needs (the process's first call: no other is live yet).
     origin = result["source"]["details"]["clock_origin_monotonic"]
     imported = json.loads(proc.stdout.strip().splitlines()[-1])
-    late = [(name, thread, round((t - origin) * 1000)) for name, thread, t in imported if t > origin]
+    late = [(name, thread, round((t - origin) * 1000)) for name, thread, t in imported
+            if t > origin]  # fmt: skip
     assert late == [], late
