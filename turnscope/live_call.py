@@ -201,11 +201,11 @@ async def _set_up(
     saying so)."""
 
     async def go() -> list[CallerLine]:
-        # espeak-ng off the event loop: other calls of this process may be live. A signal
-        # cancels this task, and the synthesis stops at its next line.
         # What the call would import on first use, beside the synthesis and the model's load
         # (about 0.7 s with no bytecode cache).
         warming = asyncio.ensure_future(offload(warm_imports))
+        # espeak-ng off the event loop: other calls of this process may be live. A signal
+        # cancels this task, and the synthesis stops at its next line.
         lines = spoken if spoken is not None else await offload_stoppable(caller_lines, scenario)
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
