@@ -201,8 +201,8 @@ async def _set_up(
     saying so)."""
 
     async def go() -> list[CallerLine]:
-        # What the call would import on first use, beside the synthesis and the model's load
-        # (about 0.7 s with no bytecode cache).
+        # What the call would import on its loop on first use, beside the synthesis and the
+        # model's load.
         warming = asyncio.ensure_future(offload(warm_imports))
         # espeak-ng off the event loop: other calls of this process may be live. A signal
         # cancels this task, and the synthesis stops at its next line.

@@ -11,23 +11,18 @@ __all__ = ["ENDPOINTER_MODULES", "WARM_MODULES", "settle_heap", "warm_imports"]
 
 _heap_settled = False
 
-# What a call imports on first use, in the middle of it: numpy.ma on a turn's first close (its
-# first np.median) on the event loop, the report's audio as a call ends, WER and the report's
-# pictures on the bundle's thread. Each import held up the process's live calls: 8 calls at once,
-# every caller frame of each load worker 40-67 ms late at the caller's first turn close.
+# What a call imports on first use on its event loop, mid-call: numpy.ma on a turn's first close
+# (its first np.median; 20-70 ms with no bytecode cache, every caller frame of a load worker's
+# calls 40-67 ms late at once), the report's audio module as a call ends (other calls of the
+# process may still be live). What the bundle's thread imports after a call (WER, the report's
+# pictures: 0.6-0.8 s with no bytecode cache) is left to it: imported here, it took that much
+# CPU from every load worker as its calls connected (in CI on 2 cores, once, the first calls'
+# agent was then slow to yield to their barge-ins).
 ENDPOINTER_MODULES = ("numpy.ma",)  # what the endpointer alone imports (the reference agent's)
 WARM_MODULES = (
     *ENDPOINTER_MODULES,
+    "turnscope.scoring.report.listen",
     "av.subtitles.stream",
-    "jiwer",
-    "whisper_normalizer.english",
-    # The formats Pillow loads on its first save (Image.preinit).
-    "PIL.BmpImagePlugin",
-    "PIL.GifImagePlugin",
-    "PIL.JpegImagePlugin",
-    "PIL.PngImagePlugin",
-    "PIL.PpmImagePlugin",
-    "turnscope.scoring.report.html",
     "importlib.readers",  # a package's files read by the bundle (importlib.resources)
 )
 
