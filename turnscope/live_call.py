@@ -21,7 +21,7 @@ from turnscope.bundle_writer import RunIncomplete
 from turnscope.capture.transport import TransportOptions
 from turnscope.errors import CallSetupError, InputError, SetupFailure
 from turnscope.interrupts import stop_on_signals
-from turnscope.offload import offload, offload_stoppable
+from turnscope.offload import offload_stoppable
 from turnscope.otlp.call import start_receiver, stop_receiver
 from turnscope.otlp.shared import SharedSpans
 from turnscope.partials import AgentPartials
@@ -34,7 +34,7 @@ from turnscope.scoring.evidence.continuity import continuity_report
 from turnscope.scoring.evidence.documents import Transcript, WaveformTimeline
 from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
-from turnscope.settle import settle_heap, warm_imports
+from turnscope.settle import settle_heap
 from turnscope.sinks import CallerHears
 
 LIVE_EVIDENCE = "live_lane"
@@ -201,16 +201,12 @@ async def _set_up(
     saying so)."""
 
     async def go() -> list[CallerLine]:
-        # What the call would import on its loop on first use, beside the synthesis and the
-        # model's load.
-        warming = asyncio.ensure_future(offload(warm_imports))
         # espeak-ng off the event loop: other calls of this process may be live. A signal
         # cancels this task, and the synthesis stops at its next line.
         lines = spoken if spoken is not None else await offload_stoppable(caller_lines, scenario)
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()
-        await warming
         settle_heap()
         await call.connect()
         return lines
