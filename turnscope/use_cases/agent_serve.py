@@ -103,6 +103,7 @@ def serve_on_devices(
 
     async def serve() -> str | None:
         agent = DeviceAgent(behaviour, options, on_session_end=ended)
+        settle_heap(ENDPOINTER_MODULES)  # as serve_agent's, before the devices run
         await agent.start()
         loop = asyncio.get_running_loop()
         for sig, why in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
