@@ -25,7 +25,7 @@ def _completion(content: str, refusal: str | None = None) -> dict:
     return {"choices": [{"message": {"role": "assistant", "content": content, "refusal": refusal}}]}
 
 
-async def _ask_server(handler) -> llm.LlmReply:
+async def _ask_server(handler, ask=llm.ask) -> llm.LlmReply:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handler)
     runner = web.AppRunner(app)
@@ -34,7 +34,7 @@ async def _ask_server(handler) -> llm.LlmReply:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
     try:
-        return await llm.ask(llm.LlmEndpoint(f"http://127.0.0.1:{port}/v1", "m"), SPEC, MESSAGES)
+        return await ask(llm.LlmEndpoint(f"http://127.0.0.1:{port}/v1", "m"), SPEC, MESSAGES)
     finally:
         await runner.cleanup()
 
@@ -67,6 +67,8 @@ def test_a_good_answer_is_an_action():
             _completion(json.dumps({"action": "say", "text": "word " * 5000})),
             LlmFailure.LINE_TOO_LONG,
         ),
+        (_completion(json.dumps({"action": "say", "text": "`s" * 80})), LlmFailure.NO_WORDS),
+        (_completion('{"action": "say", "text": "... ?"}'), LlmFailure.NO_WORDS),
         (_completion("", refusal="I can't help with that."), LlmFailure.REFUSED),
         (_completion('{"action": "press", "keys": "12x"}'), LlmFailure.MALFORMED),
         ({"choices": []}, LlmFailure.MALFORMED),
@@ -78,6 +80,37 @@ def test_every_bad_answer_is_a_reason(body, reason):
         asyncio.run(_ask_server(_answering(body)))
     assert err.value.reason is reason
     assert "\x1b" not in str(err.value) and len(str(err.value)) < 400
+
+
+def _serving(*answers) -> tuple[object, list[list[dict]]]:
+    """A handler giving ``answers`` in turn; the messages of each request it had."""
+    seen: list[list[dict]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((await request.json())["messages"])
+        body = answers[len(seen) - 1]
+        return body if isinstance(body, web.Response) else web.json_response(body)
+
+    return handler, seen
+
+
+def test_an_unusable_answer_is_asked_for_once_more():
+    """A small model's runaway answer (seen: 80 backticked s's, spoken for over a minute) is
+    asked for again, the model told why; a second unusable answer is the failure. A server that
+    failed (an HTTP error, a refusal) is not asked again."""
+    junk = _completion(json.dumps({"action": "say", "text": "`s" * 80}))
+    handler, seen = _serving(junk, _completion('{"action": "say", "text": "Four two seven."}'))
+    reply = asyncio.run(_ask_server(handler, llm.ask_repairing))
+    assert reply.action.text == "Four two seven." and "no words" in (reply.repaired or "")
+    assert seen[0] == MESSAGES and seen[1][:-1] == MESSAGES and "no words" in seen[1][-1]["content"]
+    handler, seen = _serving(junk, junk)
+    with pytest.raises(llm.CallerLlmError) as err:
+        asyncio.run(_ask_server(handler, llm.ask_repairing))
+    assert err.value.reason is LlmFailure.NO_WORDS and len(seen) == 2
+    handler, seen = _serving(web.Response(status=500, text="boom"), junk)
+    with pytest.raises(llm.CallerLlmError) as err:
+        asyncio.run(_ask_server(handler, llm.ask_repairing))
+    assert err.value.reason is LlmFailure.HTTP_ERROR and len(seen) == 1
 
 
 def test_a_slow_or_missing_server_is_a_reason():

@@ -30,6 +30,7 @@ __all__ = [
     "LlmFailure",
     "LlmReply",
     "ask",
+    "ask_repairing",
     "system_prompt",
 ]
 
@@ -88,7 +89,18 @@ class LlmFailure(str, Enum):
     UNKNOWN_ACTION = "unknown action"
     EMPTY_LINE = "empty line"
     LINE_TOO_LONG = "line too long"
+    NO_WORDS = "no words"  # mostly symbols: nothing a person would say
     REFUSED = "refused"
+
+
+# An answer of these can be asked for again, once: the model answered, but unusably.
+REPAIRABLE = frozenset(
+    {LlmFailure.MALFORMED, LlmFailure.UNKNOWN_ACTION, LlmFailure.EMPTY_LINE,
+     LlmFailure.LINE_TOO_LONG, LlmFailure.NO_WORDS}
+)  # fmt: skip
+# Characters a spoken line is made of besides letters, digits and spaces.
+SPOKEN_MARKS = frozenset(".,;:!?'\"-()%$&/")
+MAX_ODD_SHARE = 0.2  # a line with more other characters than this is not words
 
 
 class CallerLlmError(Exception):
@@ -117,6 +129,7 @@ class LlmReply:
     action: CallerAction
     latency_ms: float
     raw: str
+    repaired: str | None = None  # the unusable first answer's failure, when asked again
 
 
 def system_prompt(persona: str, goal: str, facts: dict[str, str], interrupts: bool = False) -> str:
@@ -163,6 +176,9 @@ def _action(content: str, refusal: Any) -> CallerAction:
     if action.action in ("say", "barge_in", "backchannel"):
         if not text:
             raise CallerLlmError(LlmFailure.EMPTY_LINE, "an empty line to say")
+        odd = sum(1 for ch in text if not (ch.isalnum() or ch.isspace() or ch in SPOKEN_MARKS))
+        if odd > MAX_ODD_SHARE * len(text) or not any(ch.isalnum() for ch in text):
+            raise CallerLlmError(LlmFailure.NO_WORDS, printable(text, 80))
         if len(text) > MAX_LINE_CHARS:
             raise CallerLlmError(
                 LlmFailure.LINE_TOO_LONG,
@@ -240,3 +256,31 @@ async def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> byte
             text = printable(raw.decode("utf-8", "replace"), 200)
             raise CallerLlmError(LlmFailure.HTTP_ERROR, f"HTTP {resp.status}: {text}", resp.status)
         return raw
+
+
+async def ask_repairing(
+    endpoint: LlmEndpoint,
+    spec: LlmCallerSpec,
+    messages: list[dict[str, str]],
+    actions: tuple[str, ...] = ACTIONS,
+) -> LlmReply:
+    """``ask``; an answer that came but cannot be used (REPAIRABLE) is asked for once more,
+    the model told why, as a person would be asked again. Its latency is both answers'."""
+    t0 = time.monotonic()
+    try:
+        return await ask(endpoint, spec, messages, actions)
+    except CallerLlmError as exc:
+        if exc.reason not in REPAIRABLE:
+            raise
+        first = exc
+    again = [*messages, {"role": "user", "content": REPAIR.format(why=first)}]
+    reply = await ask(endpoint, spec, again, actions)
+    reply.latency_ms = (time.monotonic() - t0) * 1000
+    reply.repaired = str(first)
+    return reply
+
+
+REPAIR = (
+    "(Not the agent: your last answer could not be used: {why}. Answer again with one JSON "
+    'object, for example {{"action": "say", "text": "a short plain sentence"}}.)'
+)

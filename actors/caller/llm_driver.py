@@ -192,7 +192,7 @@ class LlmDriver:
         messages = self._messages()
         spec = self.scenario.caller.llm
         try:
-            reply = await llm.ask(self.llm_endpoint, spec, messages)
+            reply = await llm.ask_repairing(self.llm_endpoint, spec, messages)
         except llm.CallerLlmError as exc:
             self._degrade(
                 CallerNote.LLM_FAILED,
@@ -203,8 +203,11 @@ class LlmDriver:
             return None
         turn = LlmTurn(index, heard, heard_end, reply.action.model_dump(), "llm",
                        latency_ms=round(reply.latency_ms, 1), messages=messages)  # fmt: skip
+        notes = [f"asked again: its first answer could not be used ({reply.repaired})"] if (
+            reply.repaired) else []  # fmt: skip
         if reply.action.action in ("barge_in", "backchannel"):
-            turn.note = f"{reply.action.action} spoken as a reply (the agent had finished)"
+            notes.append(f"{reply.action.action} spoken as a reply (the agent had finished)")
+        turn.note = "; ".join(notes) or None
         return turn
 
     async def _llm_line(self: ScriptedCaller, turn: LlmTurn, heard_end: float) -> float:

@@ -62,6 +62,9 @@ def hop_table(r: LoadReport) -> None:
             f"up -> {hi.p50:.0f} ms at {hi.calls_up}")  # fmt: skip
     if h.calls_without:
         say(f"{h.calls_without} completed call(s) have no hops (load.json: calls[].hops_missing)")
+    if h.replies_without:
+        say(f"{h.replies_without} repl{'y' if h.replies_without == 1 else 'ies'} of calls with "
+            "hops could not be split (load.json: calls[].replies[].no_hops says why)")  # fmt: skip
 
 
 def print_load(r: LoadReport) -> None:

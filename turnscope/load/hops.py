@@ -51,6 +51,7 @@ class HopsReport(BaseModel):
     unaccounted_ms: Percentiles  # the last hop of every reply, whatever point it starts from
     grows_most: str | None = None  # the hop whose median grew most with the calls up
     calls_without: int = 0  # completed calls whose replies have no hops
+    replies_without: int = 0  # replies of the calls with hops that could not be split
     not_separable: int = 0  # --otlp: calls whose spans could not be told from the others'
 
 
@@ -101,6 +102,7 @@ def hops_report(records: Sequence[CallRecord]) -> HopsReport | None:
         unaccounted_ms=Percentiles.of(unaccounted),
         grows_most=top.name if top is not None and (top.growth_ms or 0) > 0 else None,
         calls_without=sum(1 for r in completed if not any(x.hops for x in r.replies)),
+        replies_without=sum(1 for r in with_hops for x in r.replies if not x.hops),
         not_separable=sum(1 for r in records if r.spans_by is SpansBy.NOT_SEPARABLE),
     )
 

@@ -31,6 +31,8 @@ class Reply(BaseModel):
     latency_ms: float
     caller_lag_ms: float = 0.0  # the worst send lag of the caller's frames at that turn's end
     hops: list[ReplyHop] = Field(default_factory=list)  # its split by the agent's events
+    # Why this reply alone has no hops (the call's others do): the breakdown's reason for it.
+    no_hops: str | None = None
 
     @property
     def on_time(self) -> bool:
@@ -93,6 +95,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     dropped = call.end_kind is not None and found.has(call.end_kind)  # its end degraded it
     late = getattr(call.caller_track, "late_at", [])
     hops, source, why = _hops(run.breakdown)
+    unsplit = {} if why else {r.agent_turn: r.missing for r in run.breakdown.replies}
     spans_by = (details.get("otlp") or {}).get("spans_by")
     return CallRecord(
         **base,
@@ -108,6 +111,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
                 latency_ms=g.gap_ms,
                 caller_lag_ms=lag_at(late, dialogue[g.caller]["end_ms"]),
                 hops=hops.get(g.agent, []),
+                no_hops=None if g.agent in hops else unsplit.get(g.agent),
             )
             for g in facts.gaps
         ],
