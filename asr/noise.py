@@ -180,14 +180,20 @@ class NoiseGate:
 
 def _noise_onset(energies: Sequence[float], ceiling: float = _INF) -> int | None:
     """Where a steady noise begins in a block that opens with digital silence or follows one:
-    the first frame of sound, when the sound's median frame keeps within ``_STEADY`` of its
-    quietest and under ``ceiling``, and it fills at least half the block; else None."""
+    the first frame of sound, when the sound's median frame is sound too (``SILENT`` or over),
+    keeps within ``_STEADY`` of its quietest and under ``ceiling``, and it fills at least half
+    the block; else None."""
     first = next((k for k, e in enumerate(energies) if e >= SILENT), None)
     if first is None or 2 * first > len(energies):
         return None
     sound = sorted(energies[first:])
     median = sound[len(sound) // 2]
-    return first if median <= sound[0] * _STEADY and median <= ceiling else None
+    # A "noise" mostly under SILENT is a codec's near-silence (Opus decoding a silent stream:
+    # -109 to -111 dBFS, its first frame -96), not a noise coming on: forgetting the silence
+    # would forget it too, and the background would be learnt from speech alone (-33 dBFS on
+    # a clean agent channel in a CI run, its quiet consonants then gated out of its words).
+    steady = SILENT <= median <= sound[0] * _STEADY
+    return first if steady and median <= ceiling else None
 
 
 class NoiseLevel:

@@ -152,3 +152,25 @@ def test_a_lone_burst_after_the_last_word_does_not_extend_the_utterance():
     # ... but the utterance ends with the words.
     (utt,) = [e.utterance for e in events if isinstance(e, EndOfTurn)]
     assert abs(utt.end_ms - (300 + ms(speech))) <= 15
+
+
+def test_a_codecs_near_silence_after_the_first_zeros_is_not_a_noise_coming_on():
+    """A live agent channel opens with a few frames of exact zeros, then Opus decoding a silent
+    stream: about -110 dBFS (a few samples of +-1), its first frame near -96. That is no noise
+    coming on after digital silence: taken for one (a CI run), the silence was forgotten, the
+    background learnt from speech alone (-33 dBFS) and the quiet ends of words gated out."""
+    rng = np.random.default_rng(5)
+    speech = to_int16(place(5000, (600, clip("Your refund starts as soon as the parcel is scanned."))))
+    pcm = np.zeros(len(speech) + 1440, dtype=np.int16)
+    for k in range(9, len(pcm) // 160):  # as recorded: 90 ms of zeros, one frame of 62 samples
+        at = rng.choice(160, 62 if k == 9 else 1 + k % 2, replace=False)  # then 1-2 per 10 ms
+        pcm[k * 160 + at] = rng.choice([-1, 1], len(at)) * (2 if k == 9 else 1)
+    pcm[1440:] += speech
+    ep = Endpointer("agent", SETTINGS.vad, SETTINGS.refine)
+    events = []
+    for i in range(0, len(pcm), 320):
+        events += ep.push(PcmFrame("agent", i, pcm[i : i + 320]))
+    events += ep.flush()
+    assert ep._gate.rose is None and (ep.background_db or 0) < -90, ep.background_db
+    utts = [e.utterance for e in events if isinstance(e, EndOfTurn)]
+    assert len(utts) == 1 and len(utts[0].spans) <= 3, [u.spans for u in utts]

