@@ -160,7 +160,8 @@ def test_a_codecs_near_silence_after_the_first_zeros_is_not_a_noise_coming_on():
     coming on after digital silence: taken for one (a CI run), the silence was forgotten, the
     background learnt from speech alone (-33 dBFS) and the quiet ends of words gated out."""
     rng = np.random.default_rng(5)
-    speech = to_int16(place(5000, (600, clip("Your refund starts as soon as the parcel is scanned."))))
+    words = clip("Your refund starts as soon as the parcel is scanned.")
+    speech = to_int16(place(5000, (600, words)))
     pcm = np.zeros(len(speech) + 1440, dtype=np.int16)
     for k in range(9, len(pcm) // 160):  # as recorded: 90 ms of zeros, one frame of 62 samples
         at = rng.choice(160, 62 if k == 9 else 1 + k % 2, replace=False)  # then 1-2 per 10 ms
