@@ -84,13 +84,18 @@ def transcribe_partials(requests: list[PartialRequest], asr: AsrSettings) -> lis
     opts.defaults["max_new_tokens"] = TOKENS_PER_S * audio_ms // 1000 + 4
     decoded = decode_batch(model, [DecodeRequest(a, window_s) for a, _ in trimmed], opts)
     pairs = zip(decoded, trimmed, requests, strict=True)
-    return [_text(segments, from_ms, r.upto_ms, asr) for segments, (_, from_ms), r in pairs]
+    return [
+        _text(segments, from_ms, r.upto_ms, asr.no_speech_limit(len(a) * 1000 / SAMPLE_RATE))
+        for segments, (a, from_ms), r in pairs
+    ]
 
 
 def _text(
-    segments: list[DecodedSegment], from_ms: float, upto_ms: float, asr: AsrSettings
+    segments: list[DecodedSegment], from_ms: float, upto_ms: float, no_speech_limit: float
 ) -> PartialText:
-    kept = [s for s in segments if s.no_speech_prob <= asr.no_speech_max]
+    """The words of a decoded running utterance (segments over ``no_speech_limit`` dropped, as
+    a final of that length drops them)."""
+    kept = [s for s in segments if s.no_speech_prob <= no_speech_limit]
     text, _ = collapse_repetition(" ".join(s.text.strip() for s in kept).strip())
     words = tuple(
         PartialWord(w.word.strip(), from_ms + w.start * 1000.0, from_ms + w.end * 1000.0)

@@ -94,6 +94,13 @@ class AsrSettings(_Strict):
     batch_size: int = Field(default=1, ge=1, le=64)
     temperature: tuple[float, ...] = Field(default=(0.0,), min_length=1)
 
+    def no_speech_limit(self, duration_ms: float) -> float:
+        """The no-speech probability over which a decoded segment of a window this long is
+        dropped: with a short window Whisper's own check lets "you" through on silence (speech
+        peaked at 0.53, non-speech at 0.93 or more); a longer one is held to a looser bound
+        (clipped speech scored up to 0.62 there)."""
+        return self.no_speech_max if duration_ms <= self.short_max_ms else self.no_speech_max_long
+
 
 class AssemblySettings(_Strict):
     merge_gap_ms: int = Field(ge=0)

@@ -172,10 +172,7 @@ def _transcription(
     """What one decoding says of ``utt``: words on the call clock, the prefix's words cut,
     decoder loops collapsed."""
     lead_ms = samples_to_ms(len(context.audio)) if context is not None else 0.0
-    # With a short window Whisper's own no-speech check lets "you" through on silence; a segment
-    # it thinks is probably not speech is dropped (speech peaked at 0.53, non-speech >= 0.93).
-    # A longer utterance is held to a looser bound: clipped speech scored up to 0.62 there.
-    limit = asr.no_speech_max if utt.duration_ms <= asr.short_max_ms else asr.no_speech_max_long
+    limit = asr.no_speech_limit(utt.duration_ms)
     heard_segments = [seg for seg in segments if seg.no_speech_prob <= limit]
     dropped = len(segments) - len(heard_segments)
     segments, all_segments = heard_segments, segments

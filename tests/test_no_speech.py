@@ -38,3 +38,14 @@ def test_a_segment_is_dropped_by_the_bound_for_its_utterances_length(
 ):
     assert ASR.no_speech_max < 0.62 < ASR.no_speech_max_long < 0.94
     assert (_heard(duration_ms, no_speech_prob) == "Okay.") is kept
+
+
+@pytest.mark.parametrize(("window_ms", "kept"), [(400, False), (3000, True)])
+def test_a_running_utterances_words_are_held_to_the_same_bound(window_ms, kept):
+    """The caller's ear reads a running agent turn (asr/partial.py) by the rule its final
+    transcript will follow: a long window's segment at 0.62 (clipped speech) is kept."""
+    from turnscope.asr.partial import _text
+
+    limit = ASR.no_speech_limit(window_ms)
+    text = _text([DecodedSegment(" Okay.", -0.6, 0.62)], 0.0, float(window_ms), limit).text
+    assert (text == "Okay.") is kept

@@ -18,6 +18,10 @@ def test_conditions_match_whole_words_after_normalisation():
     assert reactive.test(Condition(says=["order number"]), "Your ORDER NUMBER, please?")
     assert reactive.test(Condition(says=["order four two seven"]), "Order 427 ships.")
     assert reactive.test(Condition(says=["bye"]), "Goodbye.") is None  # whole words only
+    # A compound the ASR split or joined (a CI run heard "Good bye." for "Goodbye.")
+    assert reactive.test(Condition(says=["goodbye"]), "You are welcome. Good bye.")
+    assert reactive.test(Condition(says=["good bye"]), "Goodbye!")
+    assert reactive.test(Condition(says=["goodbye"]), "A good byelaw.") is None
     assert reactive.test(Condition(matches=r"ship(s|ping)"), "It ships today").matched == "ships"
     both = Condition(says=["refund"], matches=r"\d+ day")
     assert reactive.test(both, "A refund within 30 days") is not None

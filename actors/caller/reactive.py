@@ -58,12 +58,15 @@ class Decision:
 
 
 def _phrase(words: str) -> re.Pattern[str] | None:
-    said = normalise(words)
-    return re.compile(rf"(?<!\S){re.escape(said)}(?!\S)") if said else None
+    """``words`` normalised, as whole words, spaced either way: the ASR writes a compound
+    split or joined from one call to the next ("goodbye" heard "good bye" on another CPU)."""
+    said = normalise(words).replace(" ", "")
+    spaced = r"\s?".join(re.escape(c) for c in said)
+    return re.compile(rf"(?<!\S){spaced}(?!\S)") if said else None
 
 
 def _says(words: str, said: str) -> bool:
-    """Whether normalised ``said`` holds ``words`` as whole words."""
+    """Whether normalised ``said`` holds ``words`` as whole words (spaced either way)."""
     pattern = _phrase(words)
     return bool(pattern and pattern.search(said))
 
