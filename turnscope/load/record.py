@@ -94,8 +94,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     degraded = list(found.degraded)
     dropped = call.end_kind is not None and found.has(call.end_kind)  # its end degraded it
     late = getattr(call.caller_track, "late_at", [])
-    hops, source, why = _hops(run.breakdown)
-    unsplit = {} if why else {r.agent_turn: r.missing for r in run.breakdown.replies}
+    hops, unsplit, source, why = _hops(run.breakdown)
     spans_by = (details.get("otlp") or {}).get("spans_by")
     return CallRecord(
         **base,
@@ -111,7 +110,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
                 latency_ms=g.gap_ms,
                 caller_lag_ms=lag_at(late, dialogue[g.caller]["end_ms"]),
                 hops=hops.get(g.agent, []),
-                no_hops=None if g.agent in hops else unsplit.get(g.agent),
+                no_hops=unsplit.get(g.agent),
             )
             for g in facts.gaps
         ],
@@ -130,16 +129,23 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
     )
 
 
-def _hops(breakdown: Any) -> tuple[dict[int, list[ReplyHop]], str | None, str | None]:
-    """Each reply's hops by its agent turn (a reliable breakdown's only), the breakdown's
-    source, and why there are none."""
+def _hops(
+    breakdown: Any,
+) -> tuple[dict[int, list[ReplyHop]], dict[int, str], str | None, str | None]:
+    """Each reply's hops by its agent turn (a reliable breakdown's only), why each of the
+    others has none (when some have), the breakdown's source, and why there are none at all."""
     if breakdown is None:
-        return {}, None, "nothing from the agent split its replies (no --otlp, no RTVI)"
+        return {}, {}, None, "nothing from the agent split its replies (no --otlp, no RTVI)"
     if not breakdown.reliable:
-        return {}, breakdown.source, "; ".join(breakdown.reasons) or "unreliable"
-    hops = {
-        r.agent_turn: [ReplyHop(start=h.start.value, to=h.to.value, ms=h.ms) for h in r.hops]
-        for r in breakdown.replies
-        if r.missing is None and r.hops
-    }
-    return hops, breakdown.source, None if hops else "no reply could be split"
+        return {}, {}, breakdown.source, "; ".join(breakdown.reasons) or "unreliable"
+    hops: dict[int, list[ReplyHop]] = {}
+    unsplit: dict[int, str] = {}
+    for r in breakdown.replies:
+        if r.missing is None and r.hops:
+            hops[r.agent_turn] = [ReplyHop(start=h.start.value, to=h.to.value, ms=h.ms)
+                                  for h in r.hops]  # fmt: skip
+        elif r.missing is not None:
+            unsplit[r.agent_turn] = r.missing
+    if not hops:
+        return {}, {}, breakdown.source, "no reply could be split"
+    return hops, unsplit, breakdown.source, None
