@@ -27,6 +27,14 @@ _LOUD_END = 80  # the background gate's percentile
 # A frame under this mean square (-100 dBFS: most samples exact zeros) is digital silence: a
 # call's first packets, an agent track offset into a call, lost audio filled in, a muted line.
 SILENT = 1e-10
+# A run of digital silence shorter than this inside sound is a hole (lost or late packets filled
+# with zeros: 20 ms each, a burst a few of them), not the channel's floor: were its zeros the
+# floor, a noise would pass the gate as speech for the window's length (a caller on 12 dB
+# street noise with 3% loss: false starts 8-12 s into the call, none without the loss).
+_HOLE_MS = 100
+# A codec's first frames of a sound ramp up to it (Opus: one frame at -93 dBFS, then a lost
+# packet, before a -50 dBFS street noise): no part of a noise coming on's floor.
+_RAMP_MS = 30
 # Sound after digital silence whose frames' median keeps within this of their quietest is a
 # noise floor coming on (the caller's noise beds and line noise: 3-6 dB; speech, espeak-ng's
 # included: 12-50 dB).
@@ -71,6 +79,9 @@ class NoiseGate:
         self.enabled = gate_db > 0
         self.ratio = 10 ** (gate_db / 10)
         self.block_frames = max(1, _BLOCK_MS // frame_ms)
+        self._hole_frames = max(1, _HOLE_MS // frame_ms)
+        self._ramp = max(1, _RAMP_MS // frame_ms)
+        self._silent_run = 0  # frames of digital silence up to the newest
         self._block_mins: deque[float] = deque(maxlen=max(1, window_ms // _BLOCK_MS))
         self._block_min = _INF
         self._block_n = 0
@@ -102,16 +113,33 @@ class NoiseGate:
         """``gate`` on frames inside one block."""
         ratio, gated = self.ratio, self.enabled
         block_min, older = self._block_min, self._older_min
+        hole, run = self._hole_frames, self._silent_run
         voiced = []
         for energy, flag in zip(energies, flags, strict=True):
-            if energy < block_min:
-                block_min = energy
+            if energy >= SILENT:
+                run = 0
+                if energy < block_min:
+                    block_min = energy
+            else:  # digital silence is the floor once it outlasts a hole
+                run += 1
+                if run >= hole and energy < block_min:
+                    block_min = energy
             if flag and gated and older < _INF:
                 flag = energy >= (block_min if block_min < older else older) * ratio
             voiced.append(flag)
-        self._block_min = block_min
+        self._block_min, self._silent_run = block_min, run
         self._grow(energies)
         return voiced
+
+    def _fold_floor(self, energies: Sequence[float]) -> float:
+        """The block's floor with ``energies`` folded in, a hole's digital silence left out."""
+        floor, hole, run = self._block_min, self._hole_frames, self._silent_run
+        for energy in energies:
+            run = 0 if energy >= SILENT else run + 1
+            if energy < floor and (run == 0 or run >= hole):
+                floor = energy
+        self._silent_run = run
+        return floor
 
     def _grow(self, energies: Sequence[float]) -> None:
         """The block in progress grown by ``energies`` (its minimum already folded in)."""
@@ -127,13 +155,13 @@ class NoiseGate:
         # After the channel's first sound a steady sound after silence (a hummed "mm-hmm")
         # cannot be told from a noise coming on by its steadiness alone: by its level, too.
         ceiling = self._loudest * _UNDER_HEARD if self._heard else _INF
-        first = _noise_onset(block, ceiling) if self._after_silence else None
+        first = _noise_onset(block, self._ramp, ceiling) if self._after_silence else None
         loudest = max(block, default=0.0)
         self._loudest = max(self._loudest, loudest)
         self._after_silence = bool(block) and loudest < SILENT
         self._heard = self._heard or not self._after_silence
         if first is not None:
-            floor = min(block[first:])
+            floor = _sound_floor(block[first:], self._ramp)
             self._rise(self._frames + first, floor)
         self._block_mins.append(floor)
         self._older_min = min(self._block_mins)
@@ -153,8 +181,9 @@ class NoiseGate:
         before a steady noise in it is no part of that floor."""
         k = min(len(energies), self.block_frames)
         block = list(energies[:k])
-        first = _noise_onset(block)
-        floor = min(block[first:]) if first else min(block)
+        first = _noise_onset(block, self._ramp)
+        folded = self._fold_floor(block)  # the digital silence run at its end counted, too
+        floor = _sound_floor(block[first:], self._ramp) if first else folded
         threshold = floor * self.ratio
         voiced = [f and e >= threshold for e, f in zip(block, flags[:k], strict=True)]
         if first:
@@ -173,12 +202,12 @@ class NoiseGate:
         while i < n:
             take = min(n - i, self.block_frames - self._block_n)
             part = energies[i : i + take]
-            self._block_min = min(self._block_min, *part)
+            self._block_min = self._fold_floor(part)
             self._grow(part)
             i += take
 
 
-def _noise_onset(energies: Sequence[float], ceiling: float = _INF) -> int | None:
+def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) -> int | None:
     """Where a steady noise begins in a block that opens with digital silence or follows one:
     the first frame of sound, when the sound's median frame is sound too (``SILENT`` or over),
     keeps within ``_STEADY`` of its quietest and under ``ceiling``, and it fills at least half
@@ -188,12 +217,20 @@ def _noise_onset(energies: Sequence[float], ceiling: float = _INF) -> int | None
         return None
     sound = sorted(energies[first:])
     median = sound[len(sound) // 2]
+    quietest = _sound_floor(energies[first:], ramp)
     # A "noise" mostly under SILENT is a codec's near-silence (Opus decoding a silent stream:
     # -109 to -111 dBFS, its first frame -96), not a noise coming on: forgetting the silence
     # would forget it too, and the background would be learnt from speech alone (-33 dBFS on
     # a clean agent channel in a CI run, its quiet consonants then gated out of its words).
-    steady = SILENT <= median <= sound[0] * _STEADY
+    steady = SILENT <= median <= quietest * _STEADY
     return first if steady and median <= ceiling else None
+
+
+def _sound_floor(energies: Sequence[float], ramp: int) -> float:
+    """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ``ramp``
+    frames and its lost packets' digital silence left out (a live agent's ear: both in its
+    first block; either taken for the floor, the noise was the caller's speech from 120 ms)."""
+    return min((e for e in energies[ramp:] if e >= SILENT), default=_INF)
 
 
 class NoiseLevel:

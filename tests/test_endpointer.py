@@ -175,3 +175,33 @@ def test_a_codecs_near_silence_after_the_first_zeros_is_not_a_noise_coming_on():
     assert ep._gate.rose is None and (ep.background_db or 0) < -90, ep.background_db
     utts = [e.utterance for e in events if isinstance(e, EndOfTurn)]
     assert len(utts) == 1 and len(utts[0].spans) <= 3, [u.spans for u in utts]
+
+
+def test_a_noisy_line_opening_with_a_codecs_ramp_and_lost_packets_is_noise_not_speech():
+    """A caller on street noise as a live agent hears it over Opus: 80 ms of zeros, one frame
+    of the codec's ramp (-93 dBFS), a lost packet, then the noise; later 3% of the 20 ms
+    packets lost (zeros). Neither the ramp nor a lost packet's zeros is the noise's floor: were
+    either, the noise would pass the gate as speech (as recorded: a caller "turn" from 120 ms,
+    and the reference agent skipped its greeting)."""
+    a = clip("Hi, I bought a pair of headphones last week and I would like a refund please.")
+    b = clip("Do I have to send the headphones back before I get my refund?")
+    signal = place(20000, (7000, a), (14000, b))
+    rng = np.random.default_rng(4)
+    bed = rng.normal(0, 1, len(signal)) * np.sqrt(np.mean(a**2) / 10 ** (12 / 10))
+    pcm = to_int16(signal + bed)
+    pcm[: 80 * 16] = 0
+    pcm[80 * 16 : 90 * 16] = rng.normal(0, 0.7, 160).astype(np.int16)  # the ramp: -93 dBFS
+    pcm[90 * 16 : 100 * 16] = 0
+    lost = rng.random(len(pcm) // 320) < 0.03
+    for k in np.flatnonzero(lost):
+        pcm[k * 320 : (k + 1) * 320] = 0
+    assert lost.sum() >= 20
+    ep = Endpointer("caller", SETTINGS.vad, SETTINGS.refine)
+    events = []
+    for i in range(0, len(pcm), 320):
+        events += ep.push(PcmFrame("caller", i, pcm[i : i + 320]))
+    events += ep.flush()
+    utts = [
+        (u.start_ms, u.end_ms) for u in (e.utterance for e in events if isinstance(e, EndOfTurn))
+    ]
+    assert [round(start, -3) for start, _ in utts] == [7000, 14000], utts
