@@ -31,6 +31,7 @@ from turnscope.actors.caller.acoustics import attach
 from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
+from turnscope.actors.caller.in_step import ahead_of_script, sent_starts
 from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, line_pauses, quote
 from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
@@ -182,6 +183,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
                 f"the caller never got to speak ({self.finished_reason or 'the call ended'}); "
                 "the script could not be carried out",
             )
+        ahead = ahead_of_script(self.scenario.script, self.ear.texts, sent_starts(self.records))
+        if ahead is not None:
+            self._degrade(CallerNote.AHEAD_OF_SCRIPT, ahead.message)
 
     def _timeout_line(self) -> str:
         spoken = {r.line for r in self.records if r.status == "spoken"}

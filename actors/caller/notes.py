@@ -18,6 +18,7 @@ class CallerNote(StrEnum):
     AGENT_NONSTOP = "agent_nonstop"  # the agent never paused: the caller could not take turns
     NEVER_SPOKE = "caller_never_spoke"
     NO_GREETING = "agent_did_not_greet"
+    AHEAD_OF_SCRIPT = "agent_ahead_of_script"  # it said a reply before what it answers
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech

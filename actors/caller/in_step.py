@@ -1,0 +1,107 @@
+"""Whether the agent kept step with the script: it did not say an agent line's words before
+the caller line that agent line answers had been said.
+
+A scenario's agent lines are the replies its script expects, in order (the reference agent
+speaks them; a scenario written for another agent may hold the replies it should give). An
+agent that says a later agent line's words before the caller has said what that line answers is
+ahead of the script: it answered something the caller never said (its greeting cut short by a
+noise it took for the caller's speech, say). Each caller line is then answered by another turn
+than the script's, so the call's latencies and turn-taking are measured on the wrong pairs.
+The check needs the agent's words to match a line clearly (an agent whose replies are its own,
+an LLM's, matches none and is never judged).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from turnscope.actors.caller.lines import LineRecord, quote
+from turnscope.actors.caller.scenario import Line
+from turnscope.asr.normalise import normalise
+
+__all__ = ["AheadOfScript", "ahead_of_script", "said_line", "sent_starts"]
+
+MATCH = 0.6  # a turn says an agent line when it holds this share of the line's words ...
+MARGIN = 0.3  # ... and no other agent line's share comes this close
+
+
+@dataclass(frozen=True)
+class AheadOfScript:
+    """The first agent turn that said an agent line before the caller line it answers."""
+
+    said: int  # script index of the agent line the turn said
+    at_ms: float  # when the turn began (call clock)
+    answers: int  # script index of the caller line that agent line answers
+    answers_sent_ms: float | None  # when that caller line went out (None: not by the end)
+    text: str  # the turn's words as transcribed
+
+    @property
+    def message(self) -> str:
+        sent = (
+            f"sent at {self.answers_sent_ms / 1000:.1f} s"
+            if self.answers_sent_ms is not None
+            else "never said"
+        )
+        return (
+            f"the agent ran ahead of the script: at {self.at_ms / 1000:.1f} s it said "
+            f"script[{self.said}]'s line ({quote(self.text, 40)}) before the caller's "
+            f"script[{self.answers}] it answers ({sent}); the caller's lines were answered by "
+            "other turns than the script's, so the latencies and turn-taking pair other turns"
+        )
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(normalise(text).split())
+
+
+def said_line(text: str, lines: Sequence[tuple[int, Counter[str]]]) -> int | None:
+    """The script index of the agent line ``text`` clearly says (of ``lines``: index and words),
+    or None."""
+    heard = _words(text)
+    shares = sorted(
+        ((sum((words & heard).values()) / sum(words.values()), i) for i, words in lines),
+        reverse=True,
+    )
+    if not shares or shares[0][0] < MATCH:
+        return None
+    runner_up = shares[1][0] if len(shares) > 1 else 0.0
+    return shares[0][1] if shares[0][0] - runner_up >= MARGIN else None
+
+
+def _answers(script: Sequence[Line], index: int) -> int | None:
+    """The caller line an agent line answers: the last caller turn before it (a backchannel is
+    no turn); None for the agent's opening."""
+    for k in range(index - 1, -1, -1):
+        line = script[k]
+        if line.speaker == "caller" and line.kind != "backchannel":
+            return k
+    return None
+
+
+def ahead_of_script(
+    script: Sequence[Line],
+    heard: Sequence[tuple[float, float, str]],
+    sent_ms: Mapping[int, float],
+) -> AheadOfScript | None:
+    """The first of the agent's ``heard`` turns (start, end, text) that said an agent line
+    before the caller line it answers went out (``sent_ms``: script index -> start), or None."""
+    lines = [(i, _words(line.text)) for i, line in enumerate(script) if line.speaker == "agent"]
+    lines = [(i, words) for i, words in lines if words]
+    if len(lines) < 2:
+        return None
+    for start_ms, _end_ms, text in heard:
+        said = said_line(text, lines)
+        answers = None if said is None else _answers(script, said)
+        if said is None or answers is None:
+            continue
+        sent = sent_ms.get(answers)
+        if sent is None or start_ms < sent:
+            return AheadOfScript(said, start_ms, answers, sent, text)
+    return None
+
+
+def sent_starts(records: Sequence[LineRecord]) -> dict[int, float]:
+    """Script index -> when the line went out (call ms), for the lines that did."""
+    return {r.line: r.sent["start_ms"] for r in records if r.sent is not None}
