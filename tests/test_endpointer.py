@@ -205,3 +205,25 @@ def test_a_noisy_line_opening_with_a_codecs_ramp_and_lost_packets_is_noise_not_s
         (u.start_ms, u.end_ms) for u in (e.utterance for e in events if isinstance(e, EndOfTurn))
     ]
     assert [round(start, -3) for start, _ in utts] == [7000, 14000], utts
+
+
+def test_a_quiet_first_consonant_after_digital_silence_starts_the_turn_wherever_it_falls():
+    """A prompt over a phone line (mu-law, 8 kHz) into digital silence: espeak-ng's "th" of
+    "Thank you" is 40 dB under the vowel. Where it fell against the VAD's 10 ms frames decided
+    whether it was counted: one offset in ten started the turn at the vowel, 76 ms late (a third
+    of the phone-line test calls). Sound continuous from digital silence into the speech, shorter
+    than a breath, is the speech's start."""
+    import soxr
+
+    from turnscope.capture.frames import to_float32
+    from turnscope.capture.telephony.codec import codec
+    from turnscope.capture.telephony.line import to_line
+
+    words = clip("Thank you for calling Northwind customer care.", "en-gb")
+    heard = soxr.resample(to_float32(to_line(words, codec("mulaw"))), 8000, 16000)
+    errors = []
+    for offset in range(10):
+        pcm = to_int16(place(5000, (800 + offset, heard)))
+        (utt,) = [e.utterance for e in run(to_float32(pcm)) if isinstance(e, EndOfTurn)]
+        errors.append(utt.start_ms - np.flatnonzero(pcm)[0] / 16)
+    assert all(abs(e) <= 5 for e in errors), errors

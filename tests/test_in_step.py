@@ -31,6 +31,9 @@ def test_a_reply_before_the_line_it_answers_is_ahead_and_an_answer_after_it_is_n
     assert ahead.at_ms == 1743 and ahead.answers_sent_ms == 12580.0
     assert "script[2]" in ahead.message and "script[1]" in ahead.message
     assert ahead_of_script(REFUND.script, cut, {}).answers_sent_ms is None  # never said
+    # The policy cut by "wait" and the answer to it, heard as one turn from the policy's start.
+    merged = [*in_step[:1], (6200, 9000, "Sure, I can help with that. Yes, go ahead.")]
+    assert ahead_of_script(REFUND.script, merged, {**sent, 3: 7000.0}) is None
 
 
 def test_an_agent_with_words_of_its_own_is_never_judged():

@@ -86,22 +86,33 @@ def ahead_of_script(
     sent_ms: Mapping[int, float],
 ) -> AheadOfScript | None:
     """The first of the agent's ``heard`` turns (start, end, text) that said an agent line
-    before the caller line it answers went out (``sent_ms``: script index -> start), or None."""
+    and ended before the caller line it answers went out (``sent_ms``: script index -> start),
+    or None."""
     lines = [(i, _words(line.text)) for i, line in enumerate(script) if line.speaker == "agent"]
     lines = [(i, words) for i, words in lines if words]
     if len(lines) < 2:
         return None
-    for start_ms, _end_ms, text in heard:
+    for start_ms, end_ms, text in heard:
         said = said_line(text, lines)
         answers = None if said is None else _answers(script, said)
         if said is None or answers is None:
             continue
         sent = sent_ms.get(answers)
-        if sent is None or start_ms < sent:
+        # The whole turn before it: a reply cut by a barge-in and the answer to the barge-in
+        # are heard as one turn from the reply's start, the answer's words after the barge-in.
+        if sent is None or end_ms <= sent:
             return AheadOfScript(said, start_ms, answers, sent, text)
     return None
 
 
 def sent_starts(records: Sequence[LineRecord]) -> dict[int, float]:
-    """Script index -> when the line went out (call ms), for the lines that did."""
-    return {r.line: r.sent["start_ms"] for r in records if r.sent is not None}
+    """Script index -> when the line went out (call ms), for the lines that did (key presses:
+    the first key's)."""
+    starts: dict[int, float] = {}
+    for r in records:
+        sent = r.sent or {}
+        keys = [k["at_ms"] for k in sent.get("dtmf") or [] if "at_ms" in k]
+        start = sent.get("start_ms", keys[0] if keys else None)
+        if start is not None:
+            starts[r.line] = start
+    return starts
