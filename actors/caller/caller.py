@@ -24,6 +24,7 @@ live view prints it), and ``report()`` says, per line, what was spoken, how, and
 from __future__ import annotations
 
 import asyncio
+import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -107,6 +108,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         self.greeting: dict[str, Any] | None = None
         self.finished_reason: str | None = None
         self.timed_out = False
+        self.error: str | None = None  # the caller's own failure, if it failed
         self._concluded = False
         self._nonstop = False
         self._hanging_up = False
@@ -149,6 +151,20 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         self.found.degrade(code, reason)
 
     async def _run(self) -> None:
+        try:
+            await self._play()
+        except Exception as exc:  # a bug in the caller: the call still ends, kept, and says so
+            self.finished_reason = f"the scripted caller failed ({type(exc).__name__})"
+            self._degrade(
+                CallerNote.CALLER_FAILED,
+                f"the scripted caller failed ({exc!r}, a bug in turnscope: please report it); "
+                "the call was ended there and what it captured kept",
+            )
+            self.error = "".join(traceback.format_exception(exc))  # result.json: script.error
+        self._hanging_up = True
+        await self.call.hangup(self.finished_reason)
+
+    async def _play(self) -> None:
         spec = self.scenario.caller
         try:
             await asyncio.wait_for(self._script(), spec.timeout_s)
@@ -156,7 +172,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         except (asyncio.TimeoutError, TimeoutError):
             self.timed_out = True
             self.finished_reason = f"scenario timed out after {spec.timeout_s:g} s"
-            self._warn(CallerNote.TIMED_OUT, self._timeout_line())
+            self._warn(CallerNote.TIMED_OUT, self.timeout_line())
             talking = self.ear.current()
             if (
                 talking is not None
@@ -169,8 +185,6 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
                     "until the call's timeout; the caller could not take its turns as planned",
                 )
         self._conclude()
-        self._hanging_up = True
-        await self.call.hangup(self.finished_reason)
 
     def _conclude(self) -> None:
         """What the call's evidence lacks because of how the script went (once)."""
@@ -186,17 +200,6 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         ahead = ahead_of_script(self.scenario.script, self.ear.texts, sent_starts(self.records))
         if ahead is not None:
             self._degrade(CallerNote.AHEAD_OF_SCRIPT, ahead.message)
-
-    def _timeout_line(self) -> str:
-        spoken = {r.line for r in self.records if r.status == "spoken"}
-        unspoken = [(i, line) for i, line, _ in self.lines if i not in spoken]
-        said = f"{len(spoken)} of {len(self.lines)} caller lines spoken"
-        if unspoken:
-            said += "; not spoken: " + ", ".join(
-                f"script[{i}] {quote(line.text, 30)}" for i, line in unspoken
-            )
-        limit = self.scenario.caller.timeout_s
-        return f"the call reached the scenario's {limit:g} s timeout ({said})"
 
     async def _script(self) -> None:
         script = self.scenario.script

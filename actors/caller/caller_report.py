@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.acoustics import acoustics_of
-from turnscope.actors.caller.lines import LineRecord
+from turnscope.actors.caller.lines import LineRecord, quote
 from turnscope.actors.caller.recorded import recorded_of
 from turnscope.actors.caller.voices.record import caller_voices
 
@@ -37,6 +37,7 @@ class CallerReport:
         return {
             "finished": self.finished_reason,
             "timed_out": self.timed_out,
+            **({"error": self.error} if self.error else {}),
             "greeting": self.greeting or {"expected": opens_with_agent, "heard": None},
             "lines": [r.to_dict() for r in records],
             "spoken": sum(1 for r in records if r.status == "spoken"),
@@ -58,6 +59,18 @@ class CallerReport:
             **self.reactions_report(),
             **self.llm_report(),
         }
+
+    def timeout_line(self: ScriptedCaller) -> str:
+        """The one line a call that hit ``caller.timeout_s`` says: what was and was not spoken."""
+        spoken = {r.line for r in self.records if r.status == "spoken"}
+        unspoken = [(i, line) for i, line, _ in self.lines if i not in spoken]
+        said = f"{len(spoken)} of {len(self.lines)} caller lines spoken"
+        if unspoken:
+            said += "; not spoken: " + ", ".join(
+                f"script[{i}] {quote(line.text, 30)}" for i, line in unspoken
+            )
+        limit = self.scenario.caller.timeout_s
+        return f"the call reached the scenario's {limit:g} s timeout ({said})"
 
     def truth(self: ScriptedCaller) -> dict[str, Any]:
         """When each caller line really went out (the caller channel's ground truth)."""

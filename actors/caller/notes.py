@@ -17,6 +17,7 @@ class CallerNote(StrEnum):
     TIMED_OUT = "scenario_timed_out"
     AGENT_NONSTOP = "agent_nonstop"  # the agent never paused: the caller could not take turns
     NEVER_SPOKE = "caller_never_spoke"
+    CALLER_FAILED = "caller_failed"  # a bug in the caller ended the call early
     NO_GREETING = "agent_did_not_greet"
     AHEAD_OF_SCRIPT = "agent_ahead_of_script"  # it said a reply before what it answers
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
