@@ -32,7 +32,7 @@ def test_a_caller_that_fails_ends_the_call_and_says_why(tmp_path: Path, monkeypa
     scenario = tmp_path / "broken.yaml"
     scenario.write_text(SCENARIO)
     with reference_agent(scenario) as url:
-        run, call, caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+        *_, caller = asyncio.run(call_bot(url, scenario, tmp_path / "call"))
     assert caller.finished_reason == "the scripted caller failed (KeyError)"
     result = json.loads((tmp_path / "call" / "result.json").read_text())
     assert "caller_failed" in result["degraded_codes"], result["degraded"]
