@@ -29,12 +29,13 @@ _LOUD_END = 80  # the background gate's percentile
 SILENT = 1e-10
 # A run of digital silence shorter than this inside sound is a hole (lost or late packets filled
 # with zeros: 20 ms each, a burst a few of them), not the channel's floor: were its zeros the
-# floor, a noise would pass the gate as speech for the window's length (a caller on 12 dB
-# street noise with 3% loss: false starts 8-12 s into the call, none without the loss).
+# floor, a noise would pass the gate as speech for the window's length (a caller's channel on
+# 12 dB street noise with 3% of its 20 ms packets zeroed: false starts 8-12 s in, none without).
 _HOLE_MS = 100
 # A codec's first frames of a sound ramp up to it (Opus: one frame at -93 dBFS, then a lost
 # packet, before a -50 dBFS street noise): no part of a noise coming on's floor.
 _RAMP_MS = 30
+_RAMP_LEVEL = 1e-8  # -80 dBFS: a ramp's frames are under it (Opus: -93), a word's are not
 # Sound after digital silence whose frames' median keeps within this of their quietest is a
 # noise floor coming on (the caller's noise beds and line noise: 3-6 dB; speech, espeak-ng's
 # included: 12-50 dB).
@@ -113,7 +114,7 @@ class NoiseGate:
         """``gate`` on frames inside one block."""
         ratio, gated = self.ratio, self.enabled
         block_min, older = self._block_min, self._older_min
-        hole, run = self._hole_frames, self._silent_run
+        hole, run = self._hole, self._silent_run
         voiced = []
         for energy, flag in zip(energies, flags, strict=True):
             if energy >= SILENT:
@@ -131,9 +132,16 @@ class NoiseGate:
         self._grow(energies)
         return voiced
 
+    @property
+    def _hole(self) -> int:
+        """Frames of digital silence that make it the floor: on a line whose noise came on after
+        digital silence, a hole's zeros are no floor; elsewhere (an agent's digital silence
+        between words, 90 ms in a replayed excerpt) they are, from their first frame."""
+        return self._hole_frames if self.rose is not None else 1
+
     def _fold_floor(self, energies: Sequence[float]) -> float:
         """The block's floor with ``energies`` folded in, a hole's digital silence left out."""
-        floor, hole, run = self._block_min, self._hole_frames, self._silent_run
+        floor, hole, run = self._block_min, self._hole, self._silent_run
         for energy in energies:
             run = 0 if energy >= SILENT else run + 1
             if energy < floor and (run == 0 or run >= hole):
@@ -227,10 +235,15 @@ def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) ->
 
 
 def _sound_floor(energies: Sequence[float], ramp: int) -> float:
-    """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ``ramp``
-    frames and its lost packets' digital silence left out (a live agent's ear: both in its
-    first block; either taken for the floor, the noise was the caller's speech from 120 ms)."""
-    return min((e for e in energies[ramp:] if e >= SILENT), default=_INF)
+    """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ramp (frames
+    under ``_RAMP_LEVEL`` in its first ``ramp``) and its lost packets' digital silence left out
+    (a live agent's ear: both in its first block; either taken for the floor, the noise was the
+    caller's speech from 120 ms). A sound that opens mid-word is no ramp: its first frames are
+    loud, and count."""
+    k = 0
+    while k < min(ramp, len(energies)) and energies[k] < _RAMP_LEVEL:
+        k += 1
+    return min((e for e in energies[k:] if e >= SILENT), default=_INF)
 
 
 class NoiseLevel:

@@ -20,6 +20,7 @@ import numpy as np
 
 from turnscope.asr.head import spectral_start
 from turnscope.asr.settings import RefineSettings
+from turnscope.asr.silence_start import from_silence
 from turnscope.asr.tail import spectral_end
 from turnscope.capture.frames import SAMPLE_RATE
 
@@ -27,11 +28,6 @@ HOP = SAMPLE_RATE // 1000  # 1 ms
 _FLOOR_DB = -120.0
 _WEAK_SPAN_MAX = SAMPLE_RATE * 600 // 1000  # longer than any breath
 _BREATH_REACH = SAMPLE_RATE * 300 // 1000  # how far past an onset a breath's speech may start
-# Digital silence on the envelope (-100 dBFS: asr/noise.py's SILENT; Opus near-silence is
-# -110): a start this close after it, the sound continuous from it, is where the speech begins.
-_SILENT_DB = -100.0
-_UNDER_THRESHOLD_DB = 12.0
-_LEAD = 20  # hops (ms)
 _Envelope = Callable[[int, int], np.ndarray]  # (lo, hi) -> pcm_envelope_db(audio, window, lo, hi)
 
 
@@ -202,28 +198,6 @@ def skip_weak_lead(
 # envelope as plain floats a short chunk at a time: converting all of it, or testing it element
 # by element as numpy scalars, costs several times more. Comparisons are the same IEEE doubles.
 _CHUNK = 32
-
-
-def from_silence(env: np.ndarray, onset: int, thresh: float, within: int, half: int) -> int:
-    """The onset moved back over a quiet first sound that comes straight out of digital silence:
-    sound no more than ``_UNDER_THRESHOLD_DB`` under the threshold, continuous into the speech,
-    shorter than ``within`` hops, after a pause that is digital silence within ``_LEAD`` hops
-    (a band filter's ringing before an onset is shorter). espeak-ng's "th" of "Thank you" on a
-    phone line, 40 dB under the vowel, was counted or not by where it fell against the VAD's
-    frames: the start 76 ms late in a third of phone-line calls. Longer sound before an onset
-    (room tone, a line's noise, a breath) is left to the rules that judge it. ``half``: hops the
-    envelope's window reaches ahead of its centre (the sound's first sample is that far past
-    the first hop that hears it)."""
-    audible = thresh - _UNDER_THRESHOLD_DB
-    k = onset
-    while k > 0 and onset - k < within and env[k - 1] > audible:
-        k -= 1
-    if k == onset or k == 0 or env[k - 1] > audible:
-        return onset
-    before = env[max(0, k - _LEAD) : k]
-    if float(before.max()) > audible or float(before.min()) > _SILENT_DB:
-        return onset
-    return min(onset, k + half)
 
 
 def _first_above(levels: np.ndarray, thresh: float) -> int | None:

@@ -24,6 +24,8 @@ WARM_MODULES = (
     "turnscope.scoring.report.listen",
     "av.subtitles.stream",
     "importlib.readers",  # a package's files read by the bundle (importlib.resources)
+    # The caller's in-step check as its script ends (other calls may be live): 80 ms to import.
+    "whisper_normalizer.english",
 )
 
 
