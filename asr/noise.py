@@ -117,14 +117,10 @@ class NoiseGate:
         hole, run = self._hole, self._silent_run
         voiced = []
         for energy, flag in zip(energies, flags, strict=True):
-            if energy >= SILENT:
-                run = 0
-                if energy < block_min:
-                    block_min = energy
-            else:  # digital silence is the floor once it outlasts a hole
-                run += 1
-                if run >= hole and energy < block_min:
-                    block_min = energy
+            # _fold_floor's rule, inline: each frame is gated against the floor as it stands
+            run = 0 if energy >= SILENT else run + 1
+            if energy < block_min and (run == 0 or run >= hole):
+                block_min = energy
             if flag and gated and older < _INF:
                 flag = energy >= (block_min if block_min < older else older) * ratio
             voiced.append(flag)
