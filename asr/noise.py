@@ -33,9 +33,10 @@ SILENT = 1e-10
 # 12 dB street noise with 3% of its 20 ms packets zeroed: false starts 8-12 s in, none without).
 _HOLE_MS = 100
 # A codec's first frames of a sound ramp up to it (Opus: one frame at -93 dBFS, then a lost
-# packet, before a -50 dBFS street noise): no part of a noise coming on's floor.
-_RAMP_MS = 30
-_RAMP_LEVEL = 1e-8  # -80 dBFS: a ramp's frames are under it (Opus: -93), a word's are not
+# packet, then a frame the noise fills only part of, 9-11 dB under it, before a -50 dBFS street
+# noise): no part of a noise coming on's floor. A ramp's frames are more than ``_STEADY`` under
+# the sound's median frame; a word's first frames, loud, are not.
+_RAMP_MS = 50
 # Sound after digital silence whose frames' median keeps within this of their quietest is a
 # noise floor coming on (the caller's noise beds and line noise: 3-6 dB; speech, espeak-ng's
 # included: 12-50 dB).
@@ -231,13 +232,17 @@ def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) ->
 
 
 def _sound_floor(energies: Sequence[float], ramp: int) -> float:
-    """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ramp (frames
-    under ``_RAMP_LEVEL`` in its first ``ramp``) and its lost packets' digital silence left out
-    (a live agent's ear: both in its first block; either taken for the floor, the noise was the
-    caller's speech from 120 ms). A sound that opens mid-word is no ramp: its first frames are
-    loud, and count."""
+    """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ramp (its
+    first frames, up to ``ramp``, more than ``_STEADY`` under its median frame) and its lost
+    packets' digital silence left out (a live agent's ear: all in its first block; any taken for
+    the floor, the noise was the caller's speech from 107-120 ms and the agent skipped its
+    greeting). A sound that opens mid-word is no ramp: its first frames are loud, and count."""
+    sound = sorted(e for e in energies if e >= SILENT)
+    if not sound:
+        return _INF
+    rising = sound[len(sound) // 2] / _STEADY
     k = 0
-    while k < min(ramp, len(energies)) and energies[k] < _RAMP_LEVEL:
+    while k < min(ramp, len(energies)) and energies[k] < rising:
         k += 1
     return min((e for e in energies[k:] if e >= SILENT), default=_INF)
 
