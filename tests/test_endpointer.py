@@ -198,6 +198,26 @@ def test_a_noisy_line_opening_with_a_codecs_ramp_and_lost_packets_is_noise_not_s
         assert [round(start, -3) for start, _ in utts] == [7000, 14000], (into_frame, utts)
 
 
+def test_a_word_out_of_digital_silence_is_no_noise_coming_on():
+    """A channel's first sound a short word after digital silence, wherever it falls against
+    the frames: steady enough to pass for a noise coming on (it was, in 23 of 216 words x
+    voices x offsets), but it stops inside its block, and a noise does not. Taken for one, the
+    background forgets digital silence and is learnt from the word's own quiet frames."""
+    risen = []
+    for text in ("Yes.", "wait", "No.", "Okay.", "mm-hmm", "Hello?"):
+        for voice in ("en-us", "en-gb-scotland", "en-029"):
+            word = to_int16(clip(text, voice))
+            for offset in (0, 96, 150):
+                pcm = np.zeros(32000 + offset + word.size, np.int16)
+                pcm[16000 + offset : 16000 + offset + word.size] = word
+                ep = Endpointer("caller", SETTINGS.vad, SETTINGS.refine)
+                for i in range(0, len(pcm), 320):
+                    ep.push(PcmFrame("caller", i, pcm[i : i + 320]))
+                if ep._gate.rose is not None:
+                    risen.append((text, voice, offset))
+    assert not risen
+
+
 def _noisy_line(into_frame: int) -> np.ndarray:
     """Two caller lines on 12 dB noise as heard over Opus: zeros, the codec's ramp, a lost
     packet, the noise from ``into_frame`` samples into its first 10 ms frame, 3% of its packets
