@@ -152,7 +152,7 @@ def test_no_caller_voice_is_the_neural_one_or_espeak_ng_named(monkeypatch):
     [
         ("{noise: babble, snr_db: -50}", "caller.acoustics.snr_db: snr_db is -50: give -10 to 60"),
         ("{noise: babble, snr_db: nan}", "caller.acoustics.snr_db: snr_db is nan: give -10"),
-        ("{noise: babble, snr_db: .nan}", "scenario file refused: a number that is not finite"),
+        ("{noise: babble, snr_db: .nan}", "finite: caller.acoustics.snr_db is nan: give a finite"),
         ("{noise: gone.wav}", "caller.acoustics.noise: no such noise file"),
         ("{noise: low.wav}", "the noise is at 4000 Hz: give one at 8000 Hz or more"),
         ("{reverb: stereo.wav}", "the impulse response has 2 channels: give a mono one"),

@@ -259,15 +259,17 @@ def read_yaml(path: str | Path, *, what: str = "YAML file", limits: Limits = FIL
 
 
 def _finite(data: Any, path: Path, what: str) -> Any:
-    """YAML reads .nan and .inf as floats: refused, as in JSON (iterative, each collection
-    once: an alias may point back at its own ancestor)."""
-    todo, seen = [data], set()
+    """YAML reads .nan and .inf as floats: refused, as in JSON, naming the key (iterative, each
+    collection once: an alias may point back at its own ancestor)."""
+    todo: list[tuple[Any, str]] = [(data, "")]
+    seen = set()
     while todo:
-        item = todo.pop()
+        item, where = todo.pop()
         if isinstance(item, float) and not math.isfinite(item):
+            at = f"{where} is {item}" if where else f"{item}"
             raise ParseError(
                 ParseProblem.BAD_NUMBER,
-                f"{what} refused: a number that is not finite: {item}",
+                f"{what} refused: a number that is not finite: {at}: give a finite number",
                 path=path,
             )
         if isinstance(item, (dict, list)):
@@ -275,10 +277,11 @@ def _finite(data: Any, path: Path, what: str) -> Any:
                 continue
             seen.add(id(item))
         if isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
+            for key, value in item.items():
+                todo.append((key, f"{where} (a key)" if where else "a key"))
+                todo.append((value, f"{where}.{key}" if where else str(key)))
         elif isinstance(item, list):
-            todo.extend(item)
+            todo.extend((value, f"{where}[{k}]") for k, value in enumerate(item))
     return data
 
 
