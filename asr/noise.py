@@ -33,8 +33,7 @@ SILENT = 1e-10
 # 12 dB street noise with 3% of its 20 ms packets zeroed: false starts 8-12 s in, none without).
 _HOLE_MS = 100
 # A codec's first frames of a sound ramp up to it (Opus: one frame at -93 dBFS, then a lost
-# packet, before a -50 dBFS street noise): no part of a noise coming on's floor. After such a
-# ramp the noise may fill only part of its first frame (coming on 6 ms into it: 9 dB under it).
+# packet, before a -50 dBFS street noise): no part of a noise coming on's floor.
 _RAMP_MS = 30
 _RAMP_LEVEL = 1e-8  # -80 dBFS: a ramp's frames are under it (Opus: -93), a word's are not
 # Sound after digital silence whose frames' median keeps within this of their quietest is a
@@ -160,11 +159,7 @@ class NoiseGate:
         # After the channel's first sound a steady sound after silence (a hummed "mm-hmm")
         # cannot be told from a noise coming on by its steadiness alone: by its level, too.
         ceiling = self._loudest * _UNDER_HEARD if self._heard else _INF
-        first = (
-            _noise_onset(block, self._ramp, self._hole_frames, ceiling)
-            if self._after_silence
-            else None
-        )
+        first = _noise_onset(block, self._ramp, ceiling) if self._after_silence else None
         loudest = max(block, default=0.0)
         self._loudest = max(self._loudest, loudest)
         self._after_silence = bool(block) and loudest < SILENT
@@ -190,7 +185,7 @@ class NoiseGate:
         before a steady noise in it is no part of that floor."""
         k = min(len(energies), self.block_frames)
         block = list(energies[:k])
-        first = _noise_onset(block, self._ramp, self._hole_frames)
+        first = _noise_onset(block, self._ramp)
         folded = self._fold_floor(block)  # the digital silence run at its end counted, too
         floor = _sound_floor(block[first:], self._ramp) if first else folded
         threshold = floor * self.ratio
@@ -216,16 +211,13 @@ class NoiseGate:
             i += take
 
 
-def _noise_onset(
-    energies: Sequence[float], ramp: int, hole: int, ceiling: float = _INF
-) -> int | None:
+def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) -> int | None:
     """Where a steady noise begins in a block that opens with digital silence or follows one:
     the first frame of sound, when the sound's median frame is sound too (``SILENT`` or over),
-    keeps within ``_STEADY`` of its quietest and under ``ceiling``, fills at least half the
-    block and does not stop in it (digital silence for ``hole`` frames or more after it: a
-    word, not a noise); else None."""
+    keeps within ``_STEADY`` of its quietest and under ``ceiling``, and it fills at least half
+    the block; else None."""
     first = next((k for k, e in enumerate(energies) if e >= SILENT), None)
-    if first is None or 2 * first > len(energies) or _stops(energies[first:], hole):
+    if first is None or 2 * first > len(energies):
         return None
     sound = sorted(energies[first:])
     median = sound[len(sound) // 2]
@@ -238,30 +230,15 @@ def _noise_onset(
     return first if steady and median <= ceiling else None
 
 
-def _stops(energies: Sequence[float], hole: int) -> bool:
-    """Whether ``energies`` hold a run of ``hole`` frames or more of digital silence."""
-    run = 0
-    for energy in energies:
-        run = 0 if energy >= SILENT else run + 1
-        if run >= hole:
-            return True
-    return False
-
-
 def _sound_floor(energies: Sequence[float], ramp: int) -> float:
     """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ramp (frames
-    under ``_RAMP_LEVEL`` in its first ``ramp``, then the frame the noise came on inside when it
-    is more than ``_STEADY`` under the sound's median) and its lost packets' digital silence
-    left out (a live agent's ear: all in its first block; any taken for the floor, the noise
-    was the caller's speech from 107-120 ms and the agent skipped its greeting). Without a ramp
-    nothing is left out: a word's first frame out of digital silence is as quiet, and a word
-    is no noise (a sound that opens mid-word has no ramp either: its first frames count)."""
+    under ``_RAMP_LEVEL`` in its first ``ramp``) and its lost packets' digital silence left out
+    (a live agent's ear: both in its first block; either taken for the floor, the noise was the
+    caller's speech from 120 ms). A sound that opens mid-word is no ramp: its first frames are
+    loud, and count."""
     k = 0
     while k < min(ramp, len(energies)) and energies[k] < _RAMP_LEVEL:
         k += 1
-    sound = sorted(e for e in energies[k:] if e >= SILENT)
-    if k and k < len(energies) and sound and energies[k] < sound[len(sound) // 2] / _STEADY:
-        k += 1  # the frame the noise came on inside
     return min((e for e in energies[k:] if e >= SILENT), default=_INF)
 
 
