@@ -16,7 +16,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -261,11 +261,14 @@ def read_yaml(path: str | Path, *, what: str = "YAML file", limits: Limits = FIL
 def _finite(data: Any, path: Path, what: str) -> Any:
     """YAML reads .nan and .inf as floats: refused, as in JSON, naming the key (iterative, each
     collection once: an alias may point back at its own ancestor)."""
-    todo: list[tuple[Any, str]] = [(data, "")]
+    todo: list[tuple[Any, tuple[Any, ...], bool]] = [(data, (), False)]  # item, loc, a key?
     seen = set()
     while todo:
-        item, where = todo.pop()
+        item, loc, is_key = todo.pop()
         if isinstance(item, float) and not math.isfinite(item):
+            where = key_path(loc)
+            if is_key:
+                where = f"{where} (a key)" if where else "a key"
             at = f"{where} is {item}" if where else f"{item}"
             raise ParseError(
                 ParseProblem.BAD_NUMBER,
@@ -278,10 +281,9 @@ def _finite(data: Any, path: Path, what: str) -> Any:
             seen.add(id(item))
         if isinstance(item, dict):
             for key, value in item.items():
-                todo.append((key, f"{where} (a key)" if where else "a key"))
-                todo.append((value, f"{where}.{key}" if where else str(key)))
+                todo += [(key, loc, True), (value, (*loc, key), False)]
         elif isinstance(item, list):
-            todo.extend((value, f"{where}[{k}]") for k, value in enumerate(item))
+            todo.extend((value, (*loc, k), False) for k, value in enumerate(item))
     return data
 
 
@@ -367,12 +369,18 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     return p
 
 
+def key_path(loc: Sequence[Any], prefix: str = "") -> str:
+    """A location in a document as its author writes it: ``caller.acoustics.snr_db``,
+    ``script[0].text`` (a pydantic error's ``loc``, or keys and list indices walked)."""
+    path = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in loc)
+    return (prefix + "." + path if prefix and path else prefix or path).replace(".[", "[")
+
+
 def one_line(exc: ValidationError, *, prefix: str = "") -> str:
     """The first pydantic error as `where: what` on one line (plus a count of the others)."""
     errors = exc.errors()
     first = errors[0]
-    loc = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in first["loc"])
-    loc = (prefix + "." + loc if prefix and loc else prefix or loc).replace(".[", "[")
+    loc = key_path(first["loc"], prefix)
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return f"{loc}: {first['msg']}" + (more if len(errors) > 1 else "")
 
@@ -398,8 +406,7 @@ def problem_list(exc: ValidationError, *, prefix: str = "") -> list[str]:
     """Each pydantic error as `where: what (the value given)`."""
     parts = []
     for error in exc.errors():
-        loc = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in error["loc"])
-        loc = (prefix + "." + loc if prefix and loc else prefix or loc).replace(".[", "[")
+        loc = key_path(error["loc"], prefix)
         what, given = error["msg"], error.get("input")
         if error["type"] in _FIXES:
             what += f" ({_FIXES[error['type']]})"
