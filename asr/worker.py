@@ -115,6 +115,7 @@ def stop_asr_worker() -> None:
     if pool is None:
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
@@ -122,6 +123,13 @@ def stop_asr_worker() -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(timeout=2)
+    # The executor's manager thread closes its wake-up pipe once it sees the process gone; at
+    # interpreter exit CPython 3.11's ``concurrent.futures`` writes to that pipe without a lock,
+    # so a close racing the write printed a Bad file descriptor traceback after the command's
+    # one line (3 of 100 bad-path runs on a busy machine). With the thread waited for here,
+    # exit finds the pipe closed and leaves it alone.
+    if manager is not None:
+        manager.join(timeout=2)
 
 
 @contextlib.contextmanager
