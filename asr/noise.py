@@ -33,7 +33,8 @@ SILENT = 1e-10
 # 12 dB street noise with 3% of its 20 ms packets zeroed: false starts 8-12 s in, none without).
 _HOLE_MS = 100
 # A codec's first frames of a sound ramp up to it (Opus: one frame at -93 dBFS, then a lost
-# packet, before a -50 dBFS street noise): no part of a noise coming on's floor.
+# packet, before a -50 dBFS street noise): no part of a noise coming on's floor. After such a
+# ramp the noise may fill only part of its first frame (coming on 6 ms into it: 9-13 dB under).
 _RAMP_MS = 30
 _RAMP_LEVEL = 1e-8  # -80 dBFS: a ramp's frames are under it (Opus: -93), a word's are not
 # Sound after digital silence whose frames' median keeps within this of their quietest is a
@@ -232,13 +233,18 @@ def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) ->
 
 def _sound_floor(energies: Sequence[float], ramp: int) -> float:
     """The quietest frame of a noise that comes on at ``energies[0]``, its codec's ramp (frames
-    under ``_RAMP_LEVEL`` in its first ``ramp``) and its lost packets' digital silence left out
-    (a live agent's ear: both in its first block; either taken for the floor, the noise was the
-    caller's speech from 120 ms). A sound that opens mid-word is no ramp: its first frames are
-    loud, and count."""
+    under ``_RAMP_LEVEL`` in its first ``ramp``, then the frame the noise came on inside when it
+    is more than ``_STEADY`` under the sound's median) and its lost packets' digital silence
+    left out (a live agent's ear: all in its first block; any taken for the floor, the noise
+    was the caller's speech from 107-120 ms and the agent skipped its greeting). Without a ramp
+    nothing is left out: a word's first frame out of digital silence is as quiet, and a word
+    is no noise (a sound that opens mid-word has no ramp either: its first frames count)."""
     k = 0
     while k < min(ramp, len(energies)) and energies[k] < _RAMP_LEVEL:
         k += 1
+    sound = sorted(e for e in energies[k:] if e >= SILENT)
+    if k and k < len(energies) and sound and energies[k] < sound[len(sound) // 2] / _STEADY:
+        k += 1  # the frame the noise came on inside
     return min((e for e in energies[k:] if e >= SILENT), default=_INF)
 
 
