@@ -243,7 +243,7 @@ def _sound_floor(energies: Sequence[float], ramp: int) -> float:
     while k < min(ramp, len(energies)) and energies[k] < _RAMP_LEVEL:
         k += 1
     sound = sorted(e for e in energies[k:] if e >= SILENT)
-    if k and k < len(energies) and sound and energies[k] < sound[len(sound) // 2] / _STEADY:
+    if k and sound and energies[k] < sound[len(sound) // 2] / _STEADY:  # sound: k < len
         k += 1  # the frame the noise came on inside
     return min((e for e in energies[k:] if e >= SILENT), default=_INF)
 

@@ -15,8 +15,9 @@ SETTINGS = load_settings()
 
 
 def run(signal: np.ndarray, chunk: int = 320, settings=SETTINGS, channel="agent"):
+    """``signal`` (float audio, or int16 PCM as a line delivers it) through an endpointer."""
     ep = Endpointer(channel, settings.vad, settings.refine)
-    pcm = to_int16(signal)
+    pcm = signal if signal.dtype == np.int16 else to_int16(signal)
     events = []
     for i in range(0, len(pcm), chunk):
         events += ep.push(PcmFrame(channel, i, pcm[i : i + chunk]))
@@ -185,12 +186,7 @@ def test_a_noisy_line_opening_with_a_codecs_ramp_and_lost_packets_is_noise_not_s
     noise would pass the gate as speech (as recorded: a caller "turn" from 107-120 ms, and the
     reference agent skipped its greeting, in 1 of 8 load calls for the partial frame)."""
     for into_frame in (0, 96, 144, 152):  # the noise's first frame partly zeros (9-13 dB under)
-        pcm = _noisy_line(into_frame)
-        ep = Endpointer("caller", SETTINGS.vad, SETTINGS.refine)
-        events = []
-        for i in range(0, len(pcm), 320):
-            events += ep.push(PcmFrame("caller", i, pcm[i : i + 320]))
-        events += ep.flush()
+        events = run(_noisy_line(into_frame), channel="caller")
         utts = [
             (u.start_ms, u.end_ms)
             for u in (e.utterance for e in events if isinstance(e, EndOfTurn))
