@@ -28,7 +28,7 @@ from turnscope.asr.events import (
     StreamGap,
     Utterance,
 )
-from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel, past_rise
+from turnscope.asr.noise import BackgroundGate, LoudMoments, NoiseGate, NoiseLevel, past_rise
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.room_tone_start import StartWatch, watch_start
@@ -98,6 +98,7 @@ class Endpointer:
         self._stretching = self._refiner is not None and refine.stretch_search_ms > 0
         self._watch: tuple[StartWatch, SpeechStart] | None = None  # maybe on room tone
         self._loudest = 0.0  # the channel's loudest frame (energy) in its utterances so far
+        self._moments = LoudMoments(vad.span_over_background_db, self._flen)
 
     # -- public -------------------------------------------------------------------------------
 
@@ -269,7 +270,7 @@ class Endpointer:
                     if self._unvoiced_run >= self._hang:
                         filed = self._file(frames, energies, voiced, filed, i + 1)
                         self._close_span(self._last_voiced_end, events)
-                if self._pos - self._spans[0][0] >= self._max_utt:
+                if self._spans and self._pos - self._spans[0][0] >= self._max_utt:
                     filed = self._file(frames, energies, voiced, filed, i + 1)
                     self._force_end(events)
             # _PAUSE: speech may resume inside the utterance, or the silence may end the turn.
@@ -309,12 +310,8 @@ class Endpointer:
 
     # -- utterances ---------------------------------------------------------------------------
 
-    def _window_onset(self) -> int:
-        """Sample index of the first voiced frame in the start window."""
-        return self._pos - self._recent.bit_length() * self._flen
-
     def _open_utterance(self, fstart: int, events: list[SpeechEvent]) -> None:
-        onset = self._window_onset()
+        onset = self._pos - self._recent.bit_length() * self._flen  # the window's first voiced
         ring, energies = self._preroll.take()
         self._utt_audio = [ring]
         self._utt_energy = energies
@@ -344,7 +341,7 @@ class Endpointer:
 
     def _resume(self, events: list[SpeechEvent]) -> None:
         """Speech again after a pause inside the utterance: a new span."""
-        onset = max(self._window_onset(), self._spans[-1][1])
+        onset = max(self._pos - self._recent.bit_length() * self._flen, self._spans[-1][1])
         self._spans.append([onset, -1])
         self._state = _SPEECH
         self._last_voiced_end = self._pos
@@ -356,6 +353,14 @@ class Endpointer:
         self._spans[-1][1] = end
         self._state = _PAUSE
         events.append(SpeechStop(self.channel, self._live_estimate(end, False), self.position_ms))
+        span, energies, base = self._spans[-1], self._utt_energy, self._utt_audio_start
+        if self._moments.is_background(self._noise.background(), span, energies, base):
+            self._spans.pop()  # the background's loud moment: the pause before it goes on
+            if self._spans:
+                self._last_voiced_end = self._spans[-1][1]
+            else:  # an utterance of background alone: silence again, its audio the pre-roll's
+                self._preroll.add(np.concatenate(self._utt_audio), energies)
+                self._state, self._utt_audio, self._utt_energy, self._watch = _SILENCE, [], [], None
 
     def _force_end(self, events: list[SpeechEvent]) -> None:
         """max_utterance_ms reached: end the turn here, in speech or not."""
@@ -365,15 +370,15 @@ class Endpointer:
 
     def _finish(self, events: list[SpeechEvent], *, forced: bool) -> None:
         self._watch = None
-        self._loudest = max(self._loudest, max(self._utt_energy, default=0.0))
+        self._loudest = max(self._loudest, top := max(self._utt_energy, default=0.0))
         pcm = np.concatenate(self._utt_audio).reshape(-1) if self._utt_audio else _NO_SAMPLES
-        self._spans = past_rise(  # spans of a noise coming on after silence (noise.py)
-            self._gate, self._spans, self._utt_energy, self._utt_audio_start, self._flen, self._need
-        )
+        base, flen, background = self._utt_audio_start, self._flen, self._noise.background()
+        spans = self._moments.lead(background, self._spans, self._utt_energy, base)
+        self._spans = past_rise(self._gate, spans, self._utt_energy, base, flen, self._need)
         shortest = SAMPLE_RATE * self._cfg.min_utterance_ms // 1000
         spans = closing_spans(
-            pcm, self._utt_audio_start, self._spans, self._utt_energy, self._flen, self._refiner,
-            self._refine, self._noise.background(), shortest=shortest, forced=forced,
+            pcm, base, self._spans, self._utt_energy, flen, self._refiner, self._refine,
+            background, shortest=shortest, forced=forced,
         )  # fmt: skip
         voiced = sum(e - s for s, e in spans)
         decided = self.position_ms
@@ -398,6 +403,7 @@ class Endpointer:
             forced=forced,
         )
         self._count += 1
+        self._moments.heard(top)
         events.append(EndOfTurn(utt))
 
     # -- live boundaries ----------------------------------------------------------------------

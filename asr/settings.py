@@ -35,6 +35,7 @@ class VadSettings(_Strict):
     energy_gate_db: float = Field(ge=0)
     noise_window_ms: int = Field(ge=500)
     background_gate_db: float = Field(default=0.0, ge=0)
+    span_over_background_db: float = Field(default=0.0, ge=0)  # 0: every span is speech
 
 
 class RefineSettings(_Strict):
