@@ -5,7 +5,8 @@ tracked by minimum statistics. ``BackgroundGate`` vetoes it on frames not ``back
 above the loud end of the channel's recent silence (a background that swings, as room tone and
 codec noise do, is far above its floor half the time). ``NoiseLevel`` is what boundary
 refinement reads: the median and the 90th percentile of the recent frames the endpointer judged
-silence. Energies are mean squares per frame, in float audio units.
+silence. ``LoudMoments`` judges a closed span against that loud end (a babble's nearer talker is
+background, not the speaker). Energies are mean squares per frame, in float audio units.
 """
 
 from __future__ import annotations
@@ -330,14 +331,16 @@ class LoudMoments:
     ) -> bool:
         """Whether the closed ``span`` (samples; ``energies`` its open utterance's frames' from
         sample ``base``) is the background's loud moment."""
+        if not self.enabled or background is None:
+            return False
+        if background.upper_db - background.median_db > _SPREAD_DB:
+            return False  # a loud end set by remnants of words: no measure of the background
         flen = self._flen
         frames = energies[max(0, (span[0] - base) // flen) : -(-(span[1] - base) // flen)]
-        if not self.enabled or background is None or not frames:
+        if not frames:
             return False
         levels = sorted([*self._peaks, max(energies)])  # the open utterance's loudest so far
         upper = 10 ** (background.upper_db / 10)
-        if background.upper_db - background.median_db > _SPREAD_DB:
-            return False  # a loud end set by remnants of words: no measure of the background
         return (
             upper * _CLEAR <= levels[(len(levels) - 1) // 2] and max(frames) < upper * self._ratio
         )

@@ -69,9 +69,9 @@ def test_babble_between_lines_is_no_turn_and_bridges_none(babble_call):
     assert np.median(edges) <= 40 and max(edges) <= 300, sorted(round(x) for x in edges)
 
 
-def test_a_dropped_babble_turn_leaves_the_clean_call_alone():
-    """The rule reads the background's loud end: on a clean line it never drops a span, so
-    every event is as it was without it (a quiet word is far over digital silence)."""
+def test_the_rule_changes_nothing_on_a_quiet_line():
+    """The rule reads the background's loud end: with the babble 60 dB under the caller it
+    never drops a span, so every event is as it was without it."""
     pcm, _ = _on_babble(60.0)
     vad = SETTINGS.vad.model_copy(update={"span_over_background_db": 0})
     off = SETTINGS.model_copy(update={"vad": vad})
