@@ -156,6 +156,8 @@ def test_no_caller_voice_is_the_neural_one_or_espeak_ng_named(monkeypatch):
         ("{noise: gone.wav}", "caller.acoustics.noise: no such noise file"),
         ("{noise: low.wav}", "the noise is at 4000 Hz: give one at 8000 Hz or more"),
         ("{reverb: stereo.wav}", "the impulse response has 2 channels: give a mono one"),
+        ("{noise: hush.wav}", "caller.acoustics.noise: | hush.wav: the noise file is silent: give"),
+        ("{reverb: hush.wav}", "caller.acoustics.reverb: | hush.wav: the impulse response file is"),
         ("{snr_db: 10}", "caller.acoustics: snr_db needs a noise"),
         ("{telephone: gsm}", "caller.acoustics.telephone:"),
         ("{loss: 0.9}", "caller.acoustics.loss: loss is 0.9: give 0 to 0.5"),
@@ -164,12 +166,15 @@ def test_no_caller_voice_is_the_neural_one_or_espeak_ng_named(monkeypatch):
 def test_bad_acoustics_are_one_line_naming_the_key(tmp_path, cli, acoustics_yaml, expect):
     sf.write(tmp_path / "low.wav", np.zeros(8000, np.float32), 4000)
     sf.write(tmp_path / "stereo.wav", np.zeros((16000, 2), np.float32), 16000)
+    sf.write(tmp_path / "hush.wav", np.zeros(16000 * 2, np.float32), 16000)
     (tmp_path / "s.yaml").write_text(
         f"name: bad\ncaller: {{acoustics: {acoustics_yaml}}}\nscript:\n  - caller: Hello.\n"
     )
     code, _, err = cli("synth", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"))
     assert code == 2, err
-    assert expect in err and len(err.strip().splitlines()) == 1, err
+    # " | " parts: the key, then the file and what is wrong with it (the path between them)
+    assert all(part in err for part in expect.split(" | ")), err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize(

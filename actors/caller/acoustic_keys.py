@@ -140,7 +140,26 @@ def audio_problem(path: Path, what: str) -> str | None:
         return (
             f"the impulse response has {info.channels} channels: give a mono one (one microphone's)"
         )
+    if _silent(path):
+        return f"the {what} file is silent: give a recording of " + (
+            "noise" if what == "noise" else "a room's response to a click or a sweep"
+        )
     return None
+
+
+def _silent(path: Path) -> bool:
+    """Whether an audio file holds nothing over -80 dBFS (read a block at a time, stopping at
+    the first sound: a noise recording may be minutes long)."""
+    import numpy as np
+    import soundfile as sf
+
+    try:
+        for block in sf.blocks(str(path), blocksize=1 << 16, dtype="float32", always_2d=True):
+            if np.any(np.abs(block) > 1e-4):
+                return False
+    except (sf.LibsndfileError, RuntimeError, OSError):
+        return False  # unreadable past its header: reading it for the call says so
+    return True
 
 
 class LineAcoustics(_Strict):
