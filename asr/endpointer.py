@@ -28,7 +28,8 @@ from turnscope.asr.events import (
     StreamGap,
     Utterance,
 )
-from turnscope.asr.noise import BackgroundGate, LoudMoments, NoiseGate, NoiseLevel, past_rise
+from turnscope.asr.loud_moments import LoudMoments
+from turnscope.asr.noise import BackgroundGate, NoiseGate, NoiseLevel, past_rise
 from turnscope.asr.preroll import PreRoll
 from turnscope.asr.refine import SpanRefiner
 from turnscope.asr.room_tone_start import StartWatch, watch_start

@@ -5,8 +5,8 @@ tracked by minimum statistics. ``BackgroundGate`` vetoes it on frames not ``back
 above the loud end of the channel's recent silence (a background that swings, as room tone and
 codec noise do, is far above its floor half the time). ``NoiseLevel`` is what boundary
 refinement reads: the median and the 90th percentile of the recent frames the endpointer judged
-silence. ``LoudMoments`` judges a closed span against that loud end (a babble's nearer talker is
-background, not the speaker). Energies are mean squares per frame, in float audio units.
+silence (``loud_moments.LoudMoments`` judges a closed span against its loud end). Energies are
+mean squares per frame, in float audio units.
 """
 
 from __future__ import annotations
@@ -46,15 +46,6 @@ _STEADY = 10 ** (8.0 / 10)
 # this far under the loudest frame heard so far: a hummed "mm-hmm" is as steady, but 5-13 dB
 # under a sentence's loudest frame; an office bed at 15 dB SNR is 25 dB under it, at 10 dB 20.
 _UNDER_HEARD = 10 ** (-18.0 / 10)
-# A channel's background loud end judges its spans only this far under the speaker's level:
-# six-talker babble at 15 dB SNR is 20-25 dB under a caller's loudest frames; a background
-# learnt on a channel heard mostly as speech is within 2-4 dB of it.
-_CLEAR = 10 ** (12.0 / 10)
-# ... and only where its loud end keeps this close to its median: six-talker babble 2.6-4.1 dB;
-# real speech over 10 dB pink noise 4.6-6.4 dB (its quieter words' remnants in the "silence",
-# its own quiet spans 4-6 dB over that loud end).
-_SPREAD_DB = 4.5
-_PEAKS = 5  # the last utterances whose loudest frames set the speaker's level
 
 
 class ForgetsSilence(Protocol):
@@ -303,61 +294,6 @@ class NoiseLevel:
                 upper = energy_db(ordered[len(ordered) * _UPPER // 100])
             self._cache = (self._added, median, upper)
         return median, upper
-
-
-class LoudMoments:
-    """Judges a span as it closes: one whose loudest frame never rises ``over_db`` over the
-    background's loud end (``NoiseLevel``'s 90th percentile) is the background's own loud
-    moment (a babble's nearer talker), not the speaker. Judged only where that loud end can be
-    trusted: the background is one steady sound (its loud end within ``_SPREAD_DB`` of its
-    median; remnants of words in a channel's "silence" spread it wider) and the speaker stands
-    well clear of it (``_CLEAR``). The speaker's level: the low median of the loudest frames of
-    the channel's last utterances and of the open one, so one loud click does not set it, and
-    a channel heard mostly as speech (a short excerpt, an agent that never pauses: its
-    "background" its own quieter words) is never judged."""
-
-    def __init__(self, over_db: float, flen: int) -> None:
-        self.enabled = over_db > 0
-        self._flen = flen  # samples per frame
-        self._ratio = 10 ** (over_db / 10)
-        self._peaks: deque[float] = deque(maxlen=_PEAKS)
-
-    def heard(self, loudest: float) -> None:
-        """An utterance was kept: its loudest frame (``loudest``) is the speaker's."""
-        self._peaks.append(loudest)
-
-    def is_background(
-        self, background: Background | None, span: list[int], energies: list[float], base: int
-    ) -> bool:
-        """Whether the closed ``span`` (samples; ``energies`` its open utterance's frames' from
-        sample ``base``) is the background's loud moment."""
-        if not self.enabled or background is None:
-            return False
-        if background.upper_db - background.median_db > _SPREAD_DB:
-            return False  # a loud end set by remnants of words: no measure of the background
-        flen = self._flen
-        frames = energies[max(0, (span[0] - base) // flen) : -(-(span[1] - base) // flen)]
-        if not frames:
-            return False
-        levels = sorted([*self._peaks, max(energies)])  # the open utterance's loudest so far
-        upper = 10 ** (background.upper_db / 10)
-        return (
-            upper * _CLEAR <= levels[(len(levels) - 1) // 2] and max(frames) < upper * self._ratio
-        )
-
-    def lead(
-        self,
-        background: Background | None,
-        spans: list[list[int]],
-        energies: list[float],
-        base: int,
-    ) -> list[list[int]]:
-        """An utterance's spans at its close without the leading ones that were the background's
-        loud moments: judged again, the speaker's level now known (the first turn of a call
-        that a babble burst opened before the caller spoke)."""
-        while len(spans) > 1 and self.is_background(background, spans[0], energies, base):
-            spans = spans[1:]
-        return spans
 
 
 class BackgroundGate:
