@@ -78,6 +78,16 @@ def test_a_piper_voiced_caller_on_a_live_call_is_heard_and_recorded(tmp_path: Pa
         wer = score_words(LINES[k], turns[k]["text"]).wer
         assert wer <= tol, (LINES[k], turns[k]["text"], wer)
 
+    # ... and the bundle says so per voice: what the voice itself may explain of the agent's
+    # misunderstanding (scoring/voice_wer.py), in result.json and on the report page.
+    words = [score_words(t, t).reference_words for t in LINES]
+    assert neural["asr"]["lines"] == 2 and espeak["asr"]["lines"] == 1, script["voices"]
+    assert neural["asr"]["reference_words"] == words[0] + words[2], neural["asr"]
+    assert neural["asr"]["wer"] <= 0.1 and espeak["asr"]["wer"] <= 0.35, script["voices"]
+    assert neural["asr"]["model"] == result["settings"]["asr"]["model"]
+    page = (tmp_path / "call" / "report.html").read_text()
+    assert "caller voice piper joe-us" in page and "caller voice espeak-ng en-gb" in page
+
 
 def test_a_users_own_piper_file_is_resolved_spoken_and_hashed(tmp_path: Path):
     model, config = model_files(parse_voice("piper:joe-us"))
@@ -255,3 +265,43 @@ def test_a_noisy_neural_caller_on_a_live_call_keeps_its_truth_exact(tmp_path: Pa
     level = speech_level(clips)  # the bed: 15 dB under it at the microphone, then the band
     bed = bed_loop(sc.caller.acoustics, round(level, 6), 16000).astype(np.float64) / 32767
     assert 20 * np.log10(np.sqrt(np.mean(gap**2) / np.mean(bed**2))) == pytest.approx(0, abs=2.5)
+
+
+def test_each_voice_is_scored_on_the_turns_heard_over_its_own_lines():
+    """A turn counts once, for the line its audio overlaps most; a line never heard is all
+    deleted; a voice with no spoken line gets no figure."""
+    from turnscope.scoring.voice_wer import voices_heard
+
+    def line(i: int, text: str, start: float, end: float, status: str = "spoken") -> dict:
+        return {
+            "line": i,
+            "text": text,
+            "status": status,
+            "sent": {"start_ms": start, "end_ms": end},
+        }
+
+    script = {
+        "lines": [
+            line(0, "I would like a refund", 1000, 2500),
+            line(2, "my name is sam", 5000, 6500),
+            line(4, "thank you goodbye", 9000, 10000),
+            line(6, "never said", 0, 0, status="not spoken"),
+        ],
+        "voices": [
+            {"engine": "piper", "name": "joe-us", "lines": [0, 4]},
+            {"engine": "espeak-ng", "name": "en-gb", "lines": [2]},
+            {"engine": "espeak-ng", "name": "fr", "lines": [6]},
+        ],
+    }
+    dialogue = [
+        {"speaker": "caller", "start_ms": 990, "end_ms": 2600, "text": "I would like a refund"},
+        {"speaker": "agent", "start_ms": 3000, "end_ms": 4500, "text": "Sure, and your name?"},
+        {"speaker": "caller", "start_ms": 4900, "end_ms": 6000, "text": "my name is"},
+        {"speaker": "caller", "start_ms": 6100, "end_ms": 6600, "text": "some"},
+    ]
+    out = {v["name"]: v.get("asr") for v in voices_heard(script, dialogue, "tiny.en")["voices"]}
+    # joe-us: 5 words heard, "thank you goodbye" never heard (3 deleted) -> 3 / 8
+    assert out["joe-us"] == {"model": "tiny.en", "wer": 0.375, "reference_words": 8, "lines": 2}
+    # en-gb: both turns over its line, "some" for "sam" -> 1 / 4
+    assert out["en-gb"] == {"model": "tiny.en", "wer": 0.25, "reference_words": 4, "lines": 1}
+    assert out["fr"] is None

@@ -57,6 +57,7 @@ from turnscope.scoring.evidence.results import (
 from turnscope.scoring.outcome import Outcome
 from turnscope.scoring.turn_taking import turn_taking_of
 from turnscope.scoring.verifier import verifier_facts
+from turnscope.scoring.voice_wer import voices_heard
 
 
 def _r(x: float | None, nd: int = 1) -> float | None:
@@ -177,6 +178,9 @@ def _run_fields(
     info = result.info
     a = result.assembly
     script = (extra or {}).get("script")
+    if script:  # how the project's ASR heard each caller voice (scoring/voice_wer.py)
+        script = voices_heard(script, a.dialogue(), result.settings.asr.model)
+        extra = {**(extra or {}), "script": script}
     reported = info.details.get("reported_outcome")
     conversation = call_conversation(script, contract, a.dialogue(), reported) if script else None
     details = info.details

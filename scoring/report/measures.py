@@ -36,6 +36,18 @@ def _alignment(ops: Iterable[Mapping[str, Any]]) -> str:
     return " ".join(out)
 
 
+def _voice(v: Mapping[str, Any]) -> str:
+    """One caller voice and how the project's own ASR heard its lines in this call."""
+    asr = v["asr"]
+    name = f"{v.get('engine', '')} {v.get('name', '')}".strip()
+    return (
+        f'<div class="meta">caller voice {e(name)}: the project\'s ASR '
+        f"({e(str(asr.get('model')))}) misheard {number(asr.get('wer')) * 100:.1f}% of its "
+        f"{int(number(asr.get('reference_words')))} words over {int(number(asr.get('lines')))} "
+        "lines: what the voice itself may explain of the agent's misunderstanding</div>"
+    )
+
+
 def wer(m: ReportModel) -> str:
     """Overall and per-channel WER, each channel with its word alignment."""
     head = '<section id="wer"><h2>Word error rate</h2>'
@@ -68,6 +80,8 @@ def wer(m: ReportModel) -> str:
         if not isinstance(s, Mapping):
             continue
         parts.append(f'<div style="margin-top:12px">{line(ch, s)}</div>')
+        if ch == "caller":
+            parts += [_voice(v) for v in m.voices]
         if s.get("alignment"):
             parts.append(
                 f'<div class="align" data-channel="{e(ch)}">{_alignment(s["alignment"])}</div>'

@@ -8,7 +8,7 @@ missing or malformed; the report then says so in ``notes`` instead of failing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,13 @@ class ReportModel:
     latency_breakdown: dict[str, Any] | None = None  # result.json's, when the agent told any
     agent_events: list[tuple[float, str]] = field(default_factory=list)  # (ms, name): RTVI
     conversation: ConversationView | None = None  # a reacting caller's decisions and outcome
+    voices: list[dict[str, Any]] = field(default_factory=list)  # caller voices the ASR heard
+
+
+def _heard_voices(script: Any) -> list[dict[str, Any]]:
+    """The caller voices result.json's script says the project's ASR heard (``asr``)."""
+    voices = script.get("voices") if isinstance(script, Mapping) else None
+    return [v for v in voices or [] if isinstance(v, Mapping) and isinstance(v.get("asr"), Mapping)]
 
 
 def _turns(doc: Transcript) -> list[TurnView]:
@@ -319,6 +326,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
         ),
         required_content=required,
         wer=_json_or_none(structured.wer if "wer" in structured.model_fields_set else result.wer),
+        voices=_heard_voices(_json_or_none(result.script)),
         continuity=continuity,
         degraded=degraded,
         warnings=_dedupe(run.warnings or result.warnings),

@@ -1,0 +1,65 @@
+"""How the project's own ASR heard each caller voice of a call: the WER of its words over the
+lines it spoke (result.json's ``script.voices[].asr``). An agent that misunderstood a robot voice
+its own recogniser also mishears is measuring the voice, not the agent: this says how much.
+
+Each caller turn is given to the spoken line whose send record it overlaps most (a turn never
+counts twice); a line heard as no turn scores every word deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from turnscope.scoring.wer import pooled, score_words
+
+__all__ = ["voices_heard"]
+
+
+def _overlap(turn: Mapping[str, Any], sent: Mapping[str, Any]) -> float:
+    lo = max(float(turn["start_ms"]), float(sent["start_ms"]))
+    return min(float(turn["end_ms"]), float(sent["end_ms"])) - lo
+
+
+def _heard_lines(
+    lines: Mapping[int, Mapping[str, Any]], dialogue: Sequence[Mapping[str, Any]]
+) -> dict[int, str]:
+    """Per spoken line, the text of the caller turns heard over its send record."""
+    heard: dict[int, list[str]] = {}
+    for turn in dialogue:
+        if turn.get("speaker") != "caller" or not lines:
+            continue
+        best = max(lines, key=lambda i: _overlap(turn, lines[i]["sent"]))
+        if _overlap(turn, lines[best]["sent"]) > 0:
+            heard.setdefault(best, []).append(str(turn.get("text") or ""))
+    return {i: " ".join(texts) for i, texts in heard.items()}
+
+
+def voices_heard(
+    script: Mapping[str, Any], dialogue: Sequence[Mapping[str, Any]], model: str
+) -> dict[str, Any]:
+    """``script`` with each voice that spoke a line given ``asr``: the ASR ``model``, the WER
+    pooled over its spoken lines, their reference words and how many lines."""
+    lines = {
+        int(r["line"]): r
+        for r in script.get("lines") or []
+        if r.get("status") == "spoken" and isinstance(r.get("sent"), Mapping)
+    }
+    heard = _heard_lines(lines, dialogue)
+    voices = []
+    for voice in script.get("voices") or []:
+        spoken = [i for i in voice.get("lines") or [] if i in lines]
+        scores = [score_words(str(lines[i].get("text") or ""), heard.get(i, "")) for i in spoken]
+        total = pooled(scores)
+        if spoken and total.wer is not None:
+            voice = {
+                **voice,
+                "asr": {
+                    "model": model,
+                    "wer": round(total.wer, 4),
+                    "reference_words": total.reference_words,
+                    "lines": len(spoken),
+                },
+            }
+        voices.append(voice)
+    return {**script, "voices": voices}
