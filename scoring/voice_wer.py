@@ -16,6 +16,18 @@ from turnscope.scoring.wer import pooled, score_words
 __all__ = ["voices_heard"]
 
 
+def _placed(record: Mapping[str, Any]) -> bool:
+    """A line spoken with its send record's extent (a DTMF line, or one cut off before its
+    end was known, has none)."""
+    sent = record.get("sent")
+    return (
+        record.get("status") == "spoken"
+        and isinstance(record.get("line"), int)
+        and isinstance(sent, Mapping)
+        and all(isinstance(sent.get(k), int | float) for k in ("start_ms", "end_ms"))
+    )
+
+
 def _overlap(turn: Mapping[str, Any], sent: Mapping[str, Any]) -> float:
     lo = max(float(turn["start_ms"]), float(sent["start_ms"]))
     return min(float(turn["end_ms"]), float(sent["end_ms"])) - lo
@@ -40,11 +52,7 @@ def voices_heard(
 ) -> dict[str, Any]:
     """``script`` with each voice that spoke a line given ``asr``: the ASR ``model``, the WER
     pooled over its spoken lines, their reference words and how many lines."""
-    lines = {
-        int(r["line"]): r
-        for r in script.get("lines") or []
-        if r.get("status") == "spoken" and isinstance(r.get("sent"), Mapping)
-    }
+    lines = {int(r["line"]): r for r in script.get("lines") or [] if _placed(r)}
     heard = _heard_lines(lines, dialogue)
     voices = []
     for voice in script.get("voices") or []:

@@ -286,11 +286,13 @@ def test_each_voice_is_scored_on_the_turns_heard_over_its_own_lines():
             line(2, "my name is sam", 5000, 6500),
             line(4, "thank you goodbye", 9000, 10000),
             line(6, "never said", 0, 0, status="not spoken"),
+            {"line": 8, "text": "", "status": "spoken", "sent": {"dtmf": [{"key": "1"}]}},
+            {"line": 9, "text": "cut off", "status": "spoken", "sent": {"start_ms": 11000}},
         ],
         "voices": [
             {"engine": "piper", "name": "joe-us", "lines": [0, 4]},
             {"engine": "espeak-ng", "name": "en-gb", "lines": [2]},
-            {"engine": "espeak-ng", "name": "fr", "lines": [6]},
+            {"engine": "espeak-ng", "name": "fr", "lines": [6, 8, 9]},
         ],
     }
     dialogue = [
