@@ -102,6 +102,20 @@ def test_every_calls_bundle_links_its_report(load_run):
         assert (load_run / href).is_file(), href
 
 
+def test_each_caller_voice_is_pooled_over_the_calls(load_run):
+    """load.json and load.html: how the project's ASR heard each caller voice, its words over
+    every call that used it (each call's own figure in its bundle's result.json)."""
+    report = LoadReport.model_validate_json((load_run / "load.json").read_text())
+    page = (load_run / "load.html").read_text()
+    assert report.voices and all(v.calls == len(report.calls) for v in report.voices)
+    for v in report.voices:
+        per_call = [x for r in report.calls for x in r.voices if x.voice == v.voice]
+        assert v.words == sum(x.words for x in per_call) > 0
+        errors = sum(x.wer * x.words for x in per_call)
+        assert abs(v.wer - errors / v.words) < 1e-3
+        assert f"caller voice {v.voice}: the project's ASR misheard" in page
+
+
 def test_the_budget_line_is_drawn_whatever_the_replies(load_run):
     """A budget far above every reply still sets the scale (the line is on the chart)."""
     report = LoadReport.model_validate_json((load_run / "load.json").read_text())

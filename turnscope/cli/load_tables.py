@@ -85,6 +85,12 @@ def print_load(r: LoadReport) -> None:
         f"unanswered turns {r.unanswered_turns}",
         soft_wrap=True,
     )
+    for v in r.voices:  # what the caller's own voice may explain of the agent's mishearing
+        out.print(
+            f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
+            f"{v.words} words over {v.calls} call(s)",
+            soft_wrap=True,
+        )
     for status, kinds in r.failures.items():
         out.print(
             f"{status.replace('_', ' ')}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()),

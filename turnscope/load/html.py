@@ -157,6 +157,12 @@ def render(
         ),
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
         f"unanswered caller turns {r.unanswered_turns} in {r.calls_with_unanswered} call(s)</p>",
+        *(
+            f"<p>caller voice {escape(v.voice)}: the project's ASR misheard {v.wer * 100:.1f}% of "
+            f"its {v.words} words over {v.calls} call(s): what the voice itself may explain of "
+            "the agent's misunderstanding</p>"
+            for v in r.voices
+        ),
         *_hops(r),
         "<h2>Over the run</h2>",
         chart(r, budget_ms, budget_source),

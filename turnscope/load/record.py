@@ -24,6 +24,14 @@ class ReplyHop(BaseModel):
     ms: float
 
 
+class VoiceHeard(BaseModel):
+    """How the project's ASR heard one caller voice's lines in a call (scoring/voice_wer.py)."""
+
+    voice: str  # engine and name: "piper joe-us"
+    wer: float
+    words: int  # its lines' reference words
+
+
 class Reply(BaseModel):
     """An agent turn timed against the caller turn before it (the verifier's pairing)."""
 
@@ -75,6 +83,7 @@ class CallRecord(BaseModel):
     breakdown_source: str | None = None  # what split its replies into hops (otlp, rtvi, ...)
     hops_missing: str | None = None  # why its replies have no hops (the breakdown's reasons)
     spans_by: SpansBy | None = None  # --otlp: how its spans were told from the other calls'
+    voices: list[VoiceHeard] = Field(default_factory=list)  # each caller voice, as the ASR heard it
 
     @property
     def placement_lag_s(self) -> float | None:
@@ -126,7 +135,19 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         breakdown_source=source,
         hops_missing=why,
         spans_by=SpansBy(spans_by) if spans_by in SpansBy._value2member_map_ else None,
+        voices=_voices(script, dialogue, run.result.settings.asr.model),
     )
+
+
+def _voices(script: dict[str, Any], dialogue: list[dict[str, Any]], model: str) -> list[VoiceHeard]:
+    from turnscope.scoring.voice_wer import voices_heard
+
+    return [
+        VoiceHeard(voice=f"{v['engine']} {v['name']}", wer=v["asr"]["wer"],
+                   words=v["asr"]["reference_words"])
+        for v in voices_heard(script, dialogue, model)["voices"]
+        if "asr" in v
+    ]  # fmt: skip
 
 
 def _hops(

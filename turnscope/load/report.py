@@ -31,6 +31,15 @@ class Window(BaseModel):
     latency_ms: Percentiles
 
 
+class VoiceAcross(BaseModel):
+    """One caller voice over the run's calls: the project's ASR WER pooled over its words."""
+
+    voice: str
+    wer: float
+    words: int
+    calls: int
+
+
 class Harness(BaseModel):
     """How well the harness itself kept up: placement, caller audio, agent audio received."""
 
@@ -67,6 +76,8 @@ class LoadReport(BaseModel):
     barge_ins_exercised: int = 0
     unanswered_turns: int = 0
     calls_with_unanswered: int = 0
+    # each caller voice across the calls: the project's ASR WER pooled over its words
+    voices: list[VoiceAcross] = Field(default_factory=list)
     harness: Harness
     per_worker: dict[str, int] = Field(default_factory=dict)  # calls placed by loop or node
     # each reply's hops across calls (the agent's spans with --otlp, or its RTVI events)
@@ -241,6 +252,7 @@ def aggregate(
         barge_ins_exercised=sum(r.barge_ins_exercised for r in records),
         unanswered_turns=sum(r.unanswered for r in records),
         calls_with_unanswered=sum(1 for r in records if r.unanswered),
+        voices=_voices_across(records),
         harness=harness,
         per_worker=dict(sorted(per_worker.items())),
         hops=hops,
@@ -249,6 +261,22 @@ def aggregate(
         warnings=list(warnings),
         calls=list(records),
     )
+
+
+def _voices_across(records: Sequence[CallRecord]) -> list[VoiceAcross]:
+    """Each caller voice's WER pooled over every call that used it (errors / words)."""
+    errors: dict[str, float] = {}
+    words: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for v in (v for r in records for v in r.voices):
+        errors[v.voice] = errors.get(v.voice, 0.0) + v.wer * v.words
+        words[v.voice] = words.get(v.voice, 0) + v.words
+        calls[v.voice] = calls.get(v.voice, 0) + 1
+    return [
+        VoiceAcross(voice=k, wer=round(errors[k] / words[k], 4), words=words[k], calls=calls[k])
+        for k in sorted(words)
+        if words[k]
+    ]
 
 
 def missing_slots(
