@@ -67,6 +67,17 @@ def hop_table(r: LoadReport) -> None:
             "hops could not be split (load.json: calls[].replies[].no_hops says why)")  # fmt: skip
 
 
+def voice_lines(r: LoadReport) -> None:
+    """Each caller voice as the project's ASR heard it: what the caller's own voice may explain
+    of the agent's mishearing."""
+    for v in r.voices:
+        out.print(
+            f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
+            f"{v.words} words over {v.calls} call(s)",
+            soft_wrap=True,
+        )
+
+
 def print_load(r: LoadReport) -> None:
     """The terminal tables: latency, by hop, over time, failures, the harness."""
     latency_tables(r)
@@ -85,12 +96,7 @@ def print_load(r: LoadReport) -> None:
         f"unanswered turns {r.unanswered_turns}",
         soft_wrap=True,
     )
-    for v in r.voices:  # what the caller's own voice may explain of the agent's mishearing
-        out.print(
-            f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
-            f"{v.words} words over {v.calls} call(s)",
-            soft_wrap=True,
-        )
+    voice_lines(r)
     for status, kinds in r.failures.items():
         out.print(
             f"{status.replace('_', ' ')}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()),
