@@ -177,12 +177,12 @@ def _run_fields(
     """result.json's fields about the run itself, whatever its verdict."""
     info = result.info
     a = result.assembly
-    script = (extra or {}).get("script")
+    script, dialogue = (extra or {}).get("script"), a.dialogue()
     if script:  # how the project's ASR heard each caller voice (scoring/voice_wer.py)
-        script = voices_heard(script, a.dialogue(), result.settings.asr.model)
+        script = voices_heard(script, dialogue, result.settings.asr.model)
         extra = {**(extra or {}), "script": script}
     reported = info.details.get("reported_outcome")
-    conversation = call_conversation(script, contract, a.dialogue(), reported) if script else None
+    conversation = call_conversation(script, contract, dialogue, reported) if script else None
     details = info.details
     if result.channels_alike is not None:  # its code beside the transport's own details
         details = {**details, "channels_alike": result.channels_alike.to_dict()}

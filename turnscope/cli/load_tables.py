@@ -8,7 +8,7 @@ from rich.table import Table
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
 from turnscope.load.hops import not_separable_line
-from turnscope.load.report import LoadReport, Percentiles
+from turnscope.load.report import LoadReport, Percentiles, voice_line
 
 
 def _ms(v: float | None) -> str:
@@ -71,11 +71,7 @@ def voice_lines(r: LoadReport) -> None:
     """Each caller voice as the project's ASR heard it: what the caller's own voice may explain
     of the agent's mishearing."""
     for v in r.voices:
-        out.print(
-            f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
-            f"{v.words} words over {v.calls} call(s)",
-            soft_wrap=True,
-        )
+        out.print(voice_line(v), soft_wrap=True)
 
 
 def print_load(r: LoadReport) -> None:

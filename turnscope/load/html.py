@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
-from turnscope.load.report import LoadReport, Percentiles
+from turnscope.load.report import LoadReport, Percentiles, voice_line
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 
@@ -158,9 +158,8 @@ def render(
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
         f"unanswered caller turns {r.unanswered_turns} in {r.calls_with_unanswered} call(s)</p>",
         *(
-            f"<p>caller voice {escape(v.voice)}: the project's ASR misheard {v.wer * 100:.1f}% of "
-            f"its {v.words} words over {v.calls} call(s): what the voice itself may explain of "
-            "the agent's misunderstanding</p>"
+            f"<p>{escape(voice_line(v), quote=False)}: what the voice itself may explain of the "
+            "agent's misunderstanding</p>"
             for v in r.voices
         ),
         *_hops(r),

@@ -40,6 +40,14 @@ class VoiceAcross(BaseModel):
     calls: int
 
 
+def voice_line(v: VoiceAcross) -> str:
+    """One caller voice over the run, as load.html and the terminal page say it."""
+    return (
+        f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
+        f"{v.words} words over {v.calls} call(s)"
+    )
+
+
 class Harness(BaseModel):
     """How well the harness itself kept up: placement, caller audio, agent audio received."""
 
