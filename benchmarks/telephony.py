@@ -2,6 +2,7 @@
 with --pipecat, pipecat's telephony serializers over its FastAPI websocket transport).
 
     .venv/bin/python benchmarks/telephony.py [--calls 5] [--concurrency 1 8 32] [--pipecat]
+    .venv/bin/python benchmarks/telephony.py --hold-ups [--calls 5]
 
 The agents run in their own processes and log when their audio plays at the carrier (ground
 truth on time.monotonic(), shared by every process). Printed: agent turn start/end error vs that
@@ -79,10 +80,25 @@ def read_truth(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def one_call(url: str, sc, outdir: Path) -> dict:
+HOLD_EVERY_S = 3.0  # --hold-ups: one hold-up this often, from 1.5 s into the call
+
+
+def holding_up(hold_s: float):  # type: ignore[no-untyped-def]
+    """``on_connected`` for a call whose event loop is held up ``hold_s`` every HOLD_EVERY_S."""
+
+    def arm(call) -> None:  # type: ignore[no-untyped-def]
+        loop = asyncio.get_running_loop()
+        for k in range(20):
+            loop.call_at(call.clock.origin + 1.5 + k * HOLD_EVERY_S, time.sleep, hold_s)
+
+    return arm if hold_s else None
+
+
+async def one_call(url: str, sc, outdir: Path, hold_s: float = 0.0) -> dict:
     run, call, _ = await place_call(
-        TelephonyOptions(url), sc, load_settings(), scenario_contract(sc), outdir, console=None
-    )
+        TelephonyOptions(url), sc, load_settings(), scenario_contract(sc), outdir, console=None,
+        on_connected=holding_up(hold_s),
+    )  # fmt: skip
     d = call.info.details
     return {
         "origin": call.clock.origin,
@@ -94,6 +110,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "texts": [t.text for t in run.result.assembly.turns if t.speaker == "agent"],
         "media": d["agent_media"],
         "clears": d["clears"],
+        "underruns": d["playout_underruns"],
         "degraded": list(run.result.degraded),  # every stage's, as the run assembled them
     }
 
@@ -158,9 +175,13 @@ def pipecat_errors(calls: list[dict], replies: list[dict]) -> dict:
             ls = (r["start_monotonic"] - c["origin"]) * 1000
             le = (r["end_monotonic"] - c["origin"]) * 1000
             errors += [ms - ls, me - le]
+            for edge, err, at in (("start", ms - ls, ls), ("end", me - le, le)):
+                if abs(err) > 25:
+                    outliers.append(f"{edge} {err:+.0f} ms at {at / 1000:.2f} s")
             if r.get("interrupted"):
                 yields.append(me - le)
-    return {**error_stats(errors, yields), "matched": matched, "outliers": outliers}
+    return {**error_stats(errors, yields), "matched": matched, "outliers": outliers,
+            "errors": errors}  # fmt: skip
 
 
 async def run_batch(
@@ -180,6 +201,28 @@ async def run_batch(
     return list(results), cpu, asr, wall
 
 
+def hold_up_rows(work: Path, sc, calls: int) -> None:
+    """--hold-ups: the pipecat bot's calls with turnscope's loop held up, by hold-up length."""
+    print("| loop held up every 3 s | calls matched | agent turn |start/end| error median / p95 "
+          "/ max | underruns counted against the agent |")  # fmt: skip
+    print("|---|---|---|---|")
+    with pipecat_phone_bot(work / "pipecat-held", reply="short", latency_ms=600) as bot:
+        for hold_s in (0.0, 0.085, 0.2):
+            got = [
+                asyncio.run(one_call(bot.url, sc, work / f"held{hold_s}-{i}", hold_s))
+                for i in range(calls)
+            ]
+            time.sleep(1)
+            e = pipecat_errors(got, bot.replies())
+            worst = max((abs(x) for x in e["errors"]), default=float("nan"))
+            print(
+                f"| {hold_s * 1000:.0f} ms | {e['matched']} of {calls} | {e['err_med']:.1f} / "
+                f"{e['err_p95']:.1f} / {worst:.1f} ms | {sum(c['underruns'] for c in got)} |"
+            )
+            for o in e["outliers"]:
+                print(f"  {o}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5, help="sequential calls for accuracy")
@@ -194,12 +237,18 @@ def main() -> None:
     parser.add_argument(
         "--pipecat", action="store_true", help="also call the stock pipecat telephony bot"
     )
+    parser.add_argument(
+        "--hold-ups", action="store_true", help="only the pipecat bot's calls, loop held up"
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-phone-"))
     scenario = work / "scenario.yaml"
     scenario.write_text(SCENARIO)
     sc = load_scenario(scenario)
+    if args.hold_ups:
+        hold_up_rows(work, sc, args.calls)
+        return
     truth_log = work / "truth.jsonl"
     agent = start_agent(scenario, truth_log, args.port)
     url = f"ws://127.0.0.1:{args.port}/ws"

@@ -150,6 +150,36 @@ def test_playout_plays_on_arrival_queues_behind_and_clear_cuts_where_it_arrives(
     assert p.render(3800).all() and p.due_marks() == ["end"]
 
 
+def test_audio_read_late_because_turnscope_was_held_up_plays_straight_on():
+    chunk = np.ones(320, np.int16)  # 40 ms, as pipecat sends it
+    held, free = Playout(), Playout()
+    for p in (held, free):
+        p.push(0, chunk)
+        p.render(320)  # the queue ran out at 320 while the loop was held up from 300
+    held.hold(300)
+    late = [held.push(1000, chunk), held.push(1000, chunk)]  # read at 1000, as the loop woke
+    assert [c.start for c in late] == [320, 640] and held.underruns == 0
+    held.resume()
+    assert held.push(2000, chunk).start == 2000  # on time again: a new utterance starts there
+    # Not held up: the same reads are the agent's own gap, heard and counted.
+    assert free.push(1000, chunk).start == 1000 and free.underruns == 1
+    # Held up only after the queue ran out (a pause of the agent's before the hold): its gap.
+    early = Playout()
+    early.push(0, chunk)
+    early.render(320)
+    early.hold(600)
+    assert early.push(1000, chunk).start == 1000
+    # An utterance begun while held up: the agent sends in real time, so the audio read before
+    # the last chunk was on its way that long before; never placed before the hold began.
+    fresh = Playout()
+    fresh.render(300)
+    fresh.hold(300)
+    burst = [fresh.push(1000, chunk) for _ in range(3)]
+    assert [c.start for c in burst] == [360, 680, 1000] and fresh.underruns == 0
+    fresh.push(1000, chunk)
+    assert [c.start for c in fresh.queue] == [300, 620, 940, 1260]
+
+
 # -- real calls against the reference agent ------------------------------------------------------
 
 

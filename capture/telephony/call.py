@@ -41,6 +41,12 @@ TELEPHONY_TIMING = (
     "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived)"
 )
 TICK_S = FRAME / LINE_RATE
+# Turnscope's own loop this late is held up (the playout's jitter allowance, 10 ms): the agent's
+# audio read after it is placed as if read in time (playout.Playout.push).
+HELD_S = 0.010
+# How long the pace waits, once it wakes that late, for the receive task to read what arrived
+# meanwhile before it plays the playout on past where the hold began.
+READ_FIRST_S = 0.002
 
 
 @dataclass
@@ -99,6 +105,7 @@ class TelephonyCall(CallSource):
         self._hanging_up = False
         self.connect_ms: float | None = None
         self._worst_lag_at_ms: float | None = None
+        self._next_due = (float("inf"), 0)  # (loop time, line sample) of the pace's next frame
         self.dtmf_sent: list[dict[str, Any]] = []
 
     # -- set-up ------------------------------------------------------------------------------
@@ -192,6 +199,7 @@ class TelephonyCall(CallSource):
         k = 0
         while not self._closed:
             due = origin + k * TICK_S
+            self._next_due = (due, k * FRAME)
             wait = due - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -199,6 +207,14 @@ class TelephonyCall(CallSource):
                 return
             now = loop.time()
             lag_ms = max(0.0, -wait * 1000)
+            if now - due <= HELD_S:
+                self.playout.resume()
+            elif self.playout.held_since is None:
+                self.playout.hold(k * FRAME)
+                await asyncio.sleep(READ_FIRST_S)
+                if self._closed:
+                    return
+                now = loop.time()
             if lag_ms > track.max_lag_ms:
                 track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
             count_late(track, k * TICK_S * 1000, lag_ms)
@@ -295,6 +311,9 @@ class TelephonyCall(CallSource):
 
     def _on_text(self, text: str) -> None:
         now = asyncio.get_running_loop().time()
+        due, at = self._next_due
+        if now - due > HELD_S:  # read before the pace woke from the same hold-up
+            self.playout.hold(at)
         at_ms = self.clock.to_ms(now)
         for name in self.inbound.on_text(text, max(0, round(at_ms * LINE_RATE / 1000)), at_ms, now):
             self._later(self._echo(name))

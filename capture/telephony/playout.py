@@ -65,6 +65,21 @@ class Playout:
     max_depth: int = 0  # most audio queued ahead of the playout, line samples
     played: int = 0  # line samples of agent audio played
     last_end: int = 0  # where the audio queued last ends (0: none yet)
+    # Where turnscope's own event loop was held up from, while it has not caught up (None: it
+    # is on time). What the agent sent meanwhile sat unread in the socket: see ``push``.
+    held_since: int | None = None
+    # A new utterance read while held up, chunk by chunk (placed again as each one comes).
+    _burst: list[Chunk] = field(default_factory=list, repr=False)
+
+    def hold(self, since: int) -> None:
+        """Turnscope's loop is running late, from ``since`` (line samples) on."""
+        if self.held_since is None:
+            self.held_since = since
+
+    def resume(self) -> None:
+        """Turnscope's loop is on time again."""
+        self.held_since = None
+        self._burst = []
 
     @property
     def end(self) -> int:
@@ -72,17 +87,43 @@ class Playout:
         return self.queue[-1].end if self.queue else self.rendered
 
     def push(self, now: int, pcm: np.ndarray) -> Chunk:
-        """Agent audio arriving at ``now``."""
+        """Agent audio arriving at ``now``. Read while turnscope's loop was held up, it may have
+        arrived any time since the hold began (the gap is turnscope's, not the agent's): if what
+        was queued before it ran out after that, it plays straight on from there (an 85 ms hold
+        mid-reply put a pipecat bot's reply end 25-41 ms late and counted two underruns); if it
+        begins an utterance, that begins as late as the audio read with it allows (``_early``)."""
         now = max(now, self.rendered)
         tail = self.queue[-1].end if self.queue else self.last_end
-        start = max(int(plays_from(now, tail if self.last_end else None)), self.rendered)
-        if start == now and self.last_end and 0 < now - tail <= UNDERRUN_GAP:
+        arrived = now
+        if self.held_since is not None and self.last_end and tail >= self.held_since - JITTER:
+            arrived = min(now, tail)
+        start = max(int(plays_from(arrived, tail if self.last_end else None)), self.rendered)
+        if start == arrived and self.last_end and 0 < arrived - tail <= UNDERRUN_GAP:
             self.underruns += 1  # it did not continue what played: a gap the caller hears
         chunk = Chunk(start, pcm, now)
-        self.last_end = chunk.end
         self.queue.append(chunk)
-        self.max_depth = max(self.max_depth, chunk.end - now)
+        if self.held_since is not None:
+            self._early(chunk, now, self.held_since)
+        self.last_end = self.queue[-1].end
+        self.max_depth = max(self.max_depth, self.queue[-1].end - now)
         return chunk
+
+    def _early(self, chunk: Chunk, now: int, held_since: int) -> None:
+        """An utterance begun while turnscope's loop was held up, placed as late as the audio
+        read with it allows: an agent sends in real time, so the audio before the last chunk
+        read was on its way that long before ``now``; never before the hold began."""
+        if chunk.start == now:
+            self._burst = [chunk]
+        elif self._burst and chunk.start == self._burst[-1].end:
+            self._burst.append(chunk)
+        else:
+            return
+        ahead = sum(len(c.pcm) for c in self._burst[:-1])
+        start = max(held_since, self.rendered, now - ahead)
+        shift = self._burst[0].start - start
+        if shift > 0:
+            for c in self._burst:
+                c.start -= shift
 
     def mark(self, now: int, name: str) -> int:
         """A mark arriving at ``now``: due when the audio queued before it has played."""
