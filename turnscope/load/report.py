@@ -277,7 +277,8 @@ def _voices_across(records: Sequence[CallRecord]) -> list[VoiceAcross]:
     words: dict[str, int] = {}
     calls: dict[str, int] = {}
     for v in (v for r in records for v in r.voices):
-        errors[v.voice] = errors.get(v.voice, 0.0) + v.wer * v.words
+        # a call's errors are whole words: its WER was rounded to 4 places, its count is exact
+        errors[v.voice] = errors.get(v.voice, 0.0) + round(v.wer * v.words)
         words[v.voice] = words.get(v.voice, 0) + v.words
         calls[v.voice] = calls.get(v.voice, 0) + 1
     return [
