@@ -7,7 +7,7 @@ import contextlib
 import gc
 import importlib
 
-__all__ = ["ENDPOINTER_MODULES", "WARM_MODULES", "settle_heap"]
+__all__ = ["BUNDLE_MODULES", "ENDPOINTER_MODULES", "WARM_MODULES", "import_now", "settle_heap"]
 
 _heap_settled = False
 
@@ -29,6 +29,29 @@ WARM_MODULES = (
 )
 
 
+# What the bundle's thread imports after a call (WER, the report and its pictures; PIL loads its
+# image plugins on its first save): 93 modules. In a load worker its other calls are live then,
+# and a module compiled from source (PYTHONDONTWRITEBYTECODE, as these machines run Python)
+# holds the GIL from their loop: caught at the first call's end, the loop 25-30 ms stale with
+# the bundle thread compiling. A load worker imports them while it prepares, before any call
+# (turnscope/load/calls.py): nothing is live yet, and a single call has nothing live beside it.
+BUNDLE_MODULES = (
+    "turnscope.scoring.report.html",
+    "turnscope.scoring.redrive",
+    "jiwer",
+    *(f"PIL.{name}" for name in ("PngImagePlugin", "BmpImagePlugin", "GifImagePlugin")),
+    *(f"PIL.{name}" for name in ("JpegImagePlugin", "PpmImagePlugin", "ImageChops")),
+    "PIL.ImageSequence",
+)
+
+
+def import_now(names: tuple[str, ...]) -> None:
+    """Import ``names`` (a module a later version moved is left to be imported lazily)."""
+    for name in names:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
 def settle_heap(names: tuple[str, ...] = WARM_MODULES) -> None:
     """Once per process, before its first call connects: import what a call would import on
     first use (``names``, about 35 ms), then move what the imports and the set-up left on the
@@ -37,8 +60,6 @@ def settle_heap(names: tuple[str, ...] = WARM_MODULES) -> None:
     global _heap_settled
     if not _heap_settled:
         _heap_settled = True
-        for name in names:
-            with contextlib.suppress(ImportError):  # a module a later version moved: lazily then
-                importlib.import_module(name)
+        import_now(names)
         gc.collect()
         gc.freeze()

@@ -83,11 +83,13 @@ async def prepare(job: LoadJob) -> Prepared:
     from turnscope.asr.transcriber import Transcriber
     from turnscope.live_call import place_call  # noqa: F401 (its imports, before any call)
     from turnscope.offload import offload_stoppable
+    from turnscope.settle import BUNDLE_MODULES, import_now
 
     redact.register(job.secrets)
     scenario = load_scenario(job.scenario)
     lines = await offload_stoppable(caller_lines, scenario)  # cancelled: stops speaking
     await Transcriber(job.settings.asr, job.settings.confirm).ready()
+    import_now(BUNDLE_MODULES)  # not on the bundle's thread as the first call ends: see there
     return Prepared(scenario, scenario_contract(scenario), lines)
 
 
