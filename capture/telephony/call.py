@@ -38,7 +38,8 @@ from turnscope.jsonio import MESSAGE_LIMITS
 
 TELEPHONY_TIMING = (
     "caller: send time of each 20 ms media message on the call clock; agent: the carrier's "
-    "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived)"
+    "playout (queued on arrival, played at 8 kHz; a clear cuts it where it arrived; audio read "
+    "after turnscope's own loop was held up is placed as if read in time)"
 )
 TICK_S = FRAME / LINE_RATE
 # Turnscope's own loop this late is held up (the playout's jitter allowance, 10 ms): the agent's
