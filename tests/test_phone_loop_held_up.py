@@ -19,12 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.pipecat import pipecat_phone_bot
-from turnscope.actors.caller.scenario_contract import scenario_contract
-from turnscope.actors.caller.scenario_file import load_scenario
-from turnscope.asr.settings import load_settings
-from turnscope.capture.telephony.call import TelephonyOptions
-from turnscope.live_call import place_call
+from tests.interop.pipecat import call_phone_bot, pipecat_phone_bot
 
 pytestmark = pytest.mark.solo  # its bounds are a few ms: alone, after the rest
 
@@ -42,28 +37,18 @@ HOLD_UPS = ((0.02, 0.2), (1.0, 0.085), (2.2, 0.2))
 
 
 def test_a_held_up_loop_leaves_the_bots_reply_where_it_played(tmp_path: Path) -> None:
-    scenario_path = tmp_path / "s.yaml"
-    scenario_path.write_text(SCENARIO)
-    sc = load_scenario(scenario_path)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
 
     def hold_up(call) -> None:  # type: ignore[no-untyped-def]
         loop = asyncio.get_running_loop()
         for at_s, hold_s in HOLD_UPS:
             loop.call_at(call.clock.origin + at_s, time.sleep, hold_s)
 
-    async def go():  # type: ignore[no-untyped-def]
-        return await place_call(
-            TelephonyOptions(bot.url),
-            sc,
-            load_settings(),
-            scenario_contract(sc),
-            tmp_path / "out",
-            console=None,
-            on_connected=hold_up,
-        )
-
     with pipecat_phone_bot(tmp_path / "bot", reply="short", latency_ms=300) as bot:
-        run, call, _caller = asyncio.run(go())
+        run, call, _caller = asyncio.run(
+            call_phone_bot(bot.url, scenario, tmp_path / "out", on_connected=hold_up)
+        )
         time.sleep(0.3)  # the bot writes up the last reply once the call is over
         truth = [r for r in bot.truth(session=call.ids.stream) if r["event"] == "reply"]
 

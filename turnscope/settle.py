@@ -39,8 +39,12 @@ BUNDLE_MODULES = (
     "turnscope.scoring.report.html",
     "turnscope.scoring.redrive",
     "jiwer",
-    *(f"PIL.{name}" for name in ("PngImagePlugin", "BmpImagePlugin", "GifImagePlugin")),
-    *(f"PIL.{name}" for name in ("JpegImagePlugin", "PpmImagePlugin", "ImageChops")),
+    "PIL.PngImagePlugin",
+    "PIL.BmpImagePlugin",
+    "PIL.GifImagePlugin",
+    "PIL.JpegImagePlugin",
+    "PIL.PpmImagePlugin",
+    "PIL.ImageChops",
     "PIL.ImageSequence",
 )
 

@@ -24,7 +24,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,10 +227,14 @@ async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, An
 
 
 async def call_phone_bot(
-    url: str, scenario: Path, outdir: Path, dialect: str = "twilio"
+    url: str,
+    scenario: Path,
+    outdir: Path,
+    dialect: str = "twilio",
+    on_connected: Callable[[Any], None] | None = None,
 ) -> tuple[Any, Any, Any]:
     """A scripted turnscope phone-line call (turnscope plays the carrier, ``dialect``) to the
-    media-stream websocket ``url``: (run, call, caller)."""
+    media-stream websocket ``url``: (run, call, caller); ``on_connected`` as place_call's."""
     from turnscope.actors.caller.scenario_contract import scenario_contract
     from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
@@ -245,4 +249,5 @@ async def call_phone_bot(
         scenario_contract(sc),
         outdir,
         console=None,
+        on_connected=on_connected,
     )
