@@ -208,14 +208,15 @@ class TelephonyCall(CallSource):
                 return
             now = loop.time()
             lag_ms = max(0.0, -wait * 1000)
-            if now - due <= HELD_S:
+            if now - due > HELD_S:
+                if self.playout.held_since is None:
+                    self.playout.hold(k * FRAME)
+                    await asyncio.sleep(READ_FIRST_S)
+                    if self._closed:
+                        return
+                    now = loop.time()
+            elif wait > 0:  # it had to wait for this frame: caught up (not just less late)
                 self.playout.resume()
-            elif self.playout.held_since is None:
-                self.playout.hold(k * FRAME)
-                await asyncio.sleep(READ_FIRST_S)
-                if self._closed:
-                    return
-                now = loop.time()
             if lag_ms > track.max_lag_ms:
                 track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
             count_late(track, k * TICK_S * 1000, lag_ms)
@@ -226,7 +227,10 @@ class TelephonyCall(CallSource):
                 msg = self.dialect.media(self._next_seq(), self.ids, self._chunk, k * 20, payload)
                 await self._send(msg)
             self._place(CALLER, self._caller_up.push(line), now)
-            self._play_to(k * FRAME, now)  # what has played by now (not ahead: arrivals place)
+            # What has played by now (not ahead: arrivals place). While held up, not past the
+            # audio queued: what the agent sent meanwhile may still be unread (playout.push).
+            held = self.playout.held_since is not None
+            self._play_to(min(k * FRAME, self.playout.end) if held else k * FRAME, now)
             if self._agent_closed and not self.playout.queue:
                 if self._agent_died:
                     self._finish(self._agent_closed, degraded=True, kind=self._died_as)

@@ -103,9 +103,9 @@ class Playout:
         chunk = Chunk(start, pcm, now)
         self.queue.append(chunk)
         if self.held_since is not None:
-            self._early(chunk, now, self.held_since)
-        self.last_end = self.queue[-1].end
-        self.max_depth = max(self.max_depth, self.queue[-1].end - now)
+            self._early(chunk, now, self.held_since)  # may move ``chunk`` earlier, in place
+        self.last_end = chunk.end
+        self.max_depth = max(self.max_depth, chunk.end - now)
         return chunk
 
     def _early(self, chunk: Chunk, now: int, held_since: int) -> None:
