@@ -28,6 +28,7 @@ from turnscope.asr.settings import load_settings
 from turnscope.capture.telephony.call import TelephonyOptions
 from turnscope.capture.telephony.codec import codec
 from turnscope.capture.telephony.dialects import DIALECTS, CallIds, detect, dialect
+from turnscope.capture.telephony.inbound import Inbound
 from turnscope.capture.telephony.playout import Playout
 from turnscope.live_call import place_call
 
@@ -178,6 +179,24 @@ def test_audio_read_late_because_turnscope_was_held_up_plays_straight_on():
     assert [c.start for c in burst] == [360, 680, 1000] and fresh.underruns == 0
     fresh.push(1000, chunk)
     assert [c.start for c in fresh.queue] == [300, 620, 940, 1260]
+
+
+def test_a_burst_placed_again_moves_its_trace_and_its_marks():
+    """What a burst read after a hold-up says in the bundle follows where it finally played."""
+    d = dialect("twilio")
+    ids = CallIds(stream="MZ1", call="CA1", account="AC1")
+    inbound = Inbound(d)
+    payload = base64.b64encode(codec("mulaw").encode(np.ones(320, np.int16))).decode()
+    media, mark = json.dumps(d.agent_media(ids, payload)), json.dumps(d.agent_mark(ids, "m"))
+    inbound.playout.render(300)
+    inbound.playout.hold(300)
+    inbound.on_text(media, 1000, 125.0, 0.0)
+    inbound.on_text(mark, 1000, 125.0, 0.0)  # due after the first chunk, as it was placed then
+    for _ in range(2):
+        inbound.on_text(media, 1000, 125.0, 0.0)
+    plays = [e["plays_ms"] for e in inbound.log.traced() if e["event"] == "media"]
+    assert plays == [360 / 8, 680 / 8, 1000 / 8]  # the burst moved 640 samples earlier
+    assert inbound.playout.marks == [(680, "m")]
 
 
 # -- real calls against the reference agent ------------------------------------------------------

@@ -402,7 +402,7 @@ class TelephonyCall(CallSource):
                 "refused": log.refused,
                 "bad_base64": log.bad_base64,
                 "bad_payloads": log.bad_payloads,
-                "agent_trace": log.trace,
+                "agent_trace": log.traced(),
                 "end_reason": self.end_reason,
             }
         )

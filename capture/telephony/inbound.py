@@ -13,7 +13,7 @@ from turnscope.capture import tally
 from turnscope.capture.source import SourceNote
 from turnscope.capture.telephony.codec import LINE_RATE, NotAudio
 from turnscope.capture.telephony.dialects import Dialect
-from turnscope.capture.telephony.playout import Playout
+from turnscope.capture.telephony.playout import Chunk, Playout
 from turnscope.errors import ParseError, ParseProblem
 from turnscope.jsonio import loads
 from turnscope.reasons import Findings
@@ -41,6 +41,15 @@ class AgentLog:
     clears: list[dict[str, Any]] = field(default_factory=list)
     storm_at_ms: float | None = None
     marks_echoed: list[dict[str, Any]] = field(default_factory=list)
+    # Each traced media entry beside its chunk: the playout may place a chunk again after it
+    # was traced (a burst read after a hold-up, ``Playout._early``).
+    placed: list[tuple[dict[str, Any], Chunk]] = field(default_factory=list, repr=False)
+
+    def traced(self) -> list[dict[str, Any]]:
+        """The trace, each media entry's ``plays_ms`` where its chunk finally played."""
+        for entry, chunk in self.placed:
+            entry["plays_ms"] = round(chunk.start / 8, 1)
+        return self.trace
 
     def problem(self, kind: str, at_ms: float) -> None:
         self.first_problem_ms.setdefault(kind, round(at_ms, 1))
@@ -126,8 +135,11 @@ class Inbound:
         pcm = self.codec.decode(raw)
         chunk = self.playout.push(pos, pcm)
         log.samples += len(pcm)
-        log.keep({"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
-                  "plays_ms": round(chunk.start / 8, 1)})  # fmt: skip
+        entry = {"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
+                 "plays_ms": round(chunk.start / 8, 1)}  # fmt: skip
+        if len(log.trace) < MAX_TRACED:
+            log.placed.append((entry, chunk))
+        log.keep(entry)
 
     def _on_clear(self, pos: int, at_ms: float, now: float) -> list[str]:
         names = self.playout.clear(pos)

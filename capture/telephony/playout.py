@@ -122,8 +122,14 @@ class Playout:
         start = max(held_since, self.rendered, now - ahead)
         shift = self._burst[0].start - start
         if shift > 0:
+            lo, hi = self._burst[0].start, self._burst[-2].end if len(self._burst) > 1 else 0
             for c in self._burst:
                 c.start -= shift
+            # a mark read between the burst's chunks is due when what precedes it has played
+            self.marks = [
+                (max(at - shift, self.rendered) if lo < at <= hi else at, name)
+                for at, name in self.marks
+            ]
 
     def mark(self, now: int, name: str) -> int:
         """A mark arriving at ``now``: due when the audio queued before it has played."""
