@@ -8,12 +8,32 @@ counts twice); a line heard as no turn scores every word deleted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from turnscope.scoring.wer import pooled, score_words
 
-__all__ = ["voices_heard"]
+__all__ = ["VoiceAcross", "VoiceHeard", "heard_in", "pool_voices", "voice_line", "voices_heard"]
+
+
+class VoiceHeard(BaseModel):
+    """How the project's ASR heard one caller voice's lines in one call."""
+
+    voice: str  # engine and name: "piper joe-us"
+    wer: float
+    words: int  # its lines' reference words
+
+
+class VoiceAcross(BaseModel):
+    """One caller voice over several calls (a load run's, a suite tag's): the project's ASR
+    WER pooled over its words."""
+
+    voice: str
+    wer: float
+    words: int
+    calls: int
 
 
 def _placed(record: Mapping[str, Any]) -> bool:
@@ -71,3 +91,38 @@ def voices_heard(
             }
         voices.append(voice)
     return {**script, "voices": voices}
+
+
+def heard_in(voices: Iterable[Mapping[str, Any]]) -> list[VoiceHeard]:
+    """The voices of result.json's ``script.voices`` that the ASR heard (``voices_heard``)."""
+    return [
+        VoiceHeard(voice=f"{v['engine']} {v['name']}", wer=v["asr"]["wer"],
+                   words=v["asr"]["reference_words"])
+        for v in voices
+        if isinstance(v.get("asr"), Mapping)
+    ]  # fmt: skip
+
+
+def pool_voices(heard: Iterable[VoiceHeard]) -> list[VoiceAcross]:
+    """Each voice's WER pooled over the calls that used it (errors / words)."""
+    errors: dict[str, float] = {}
+    words: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for v in heard:
+        # a call's errors are whole words: its WER was rounded to 4 places, its count is exact
+        errors[v.voice] = errors.get(v.voice, 0.0) + round(v.wer * v.words)
+        words[v.voice] = words.get(v.voice, 0) + v.words
+        calls[v.voice] = calls.get(v.voice, 0) + 1
+    return [
+        VoiceAcross(voice=k, wer=round(errors[k] / words[k], 4), words=words[k], calls=calls[k])
+        for k in sorted(words)
+        if words[k]
+    ]
+
+
+def voice_line(v: VoiceAcross, over: str = "call") -> str:
+    """One caller voice over a load run's calls (``over`` "call") or a suite tag's tasks."""
+    return (
+        f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
+        f"{v.words} words over {v.calls} {over}(s)"
+    )

@@ -223,6 +223,16 @@ def test_short_reply_bot_without_greeting_runs_the_shipped_refund_call(tmp_path,
     assert "not exercised" in out, out
     card = json.loads((tmp_path / "r.scorecard.json").read_text())
     assert card["exercise"]["all"]["barge_in"]["missed"] == ["refund-live"]
+    # How the project's ASR heard the caller's voice: the bundle's figure, per tag, on every view.
+    heard = [v for v in script["voices"] if "asr" in v]
+    assert heard, script["voices"]
+    for tag in ("all", "conversational"):
+        assert [(v["voice"], v["wer"], v["words"], v["calls"]) for v in card["voices"][tag]] == [
+            (f"{v['engine']} {v['name']}", v["asr"]["wer"], v["asr"]["reference_words"], 1)
+            for v in heard
+        ]
+    assert f"all: caller voice {card['voices']['all'][0]['voice']}: the project's ASR" in out
+    assert "Caller voices" in (tmp_path / "r.scorecard.html").read_text()
     code, out, _ = cli("gate", str(tmp_path / "r.scorecard.json"))
     assert code == 1 and "not exercised" in out and "barge_in" in out, out
 

@@ -5,6 +5,7 @@ headless Chromium draws it (not blank)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -114,6 +115,11 @@ def test_each_caller_voice_is_pooled_over_the_calls(load_run):
         errors = sum(x.wer * x.words for x in per_call)
         assert abs(v.wer - errors / v.words) < 1e-3
         assert f"caller voice {v.voice}: the project's ASR misheard" in page
+    for r in report.calls:  # each call's figure is its bundle's, not scored again
+        doc = json.loads((load_run / r.bundle / "result.json").read_text())
+        voices = [v for v in doc["script"]["voices"] if "asr" in v]
+        heard = {f"{v['engine']} {v['name']}": v["asr"]["wer"] for v in voices}
+        assert {x.voice: x.wer for x in r.voices} == heard
 
 
 def test_the_budget_line_is_drawn_whatever_the_replies(load_run):

@@ -129,6 +129,21 @@ def test_the_page_shows_the_suite_every_task_and_links_their_reports(benches):
     assert f"wer ceiling {DEFAULT_FLOORS['wer']:g}" in html
     assert f"more than {DEFAULT_TOLERANCE:g} fails" in html
     assert "No baseline" in html
+    assert card["voices"] == {} and "Caller voices" not in html  # replays: no caller voice
+
+
+def test_caller_voices_are_shown_per_tag_and_a_broken_entry_is_a_dash(benches):
+    card = json.loads(benches["one"].read_text())
+    card["voices"] = {
+        "all": [{"voice": "piper joe-us", "wer": 0.0417, "words": 48, "calls": 2},
+                {"voice": "<b>", "wer": "x", "words": None, "calls": 1}],
+        "acoustic": "not a list",
+    }  # fmt: skip
+    html = scorecard_html(card)
+    assert "<th class='l'>all</th><td class='l'>piper joe-us</td><td>0.042</td><td>48</td>" in html
+    assert "<td class='l'>&lt;b&gt;</td><td>-</td><td>-</td><td>1</td>" in html
+    card["voices"] = ["not", "a", "mapping"]
+    assert "Caller voices" not in scorecard_html(card)
 
 
 def test_the_gate_draws_the_baseline_and_a_regression_in_red(benches, tmp_path):

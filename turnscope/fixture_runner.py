@@ -37,6 +37,7 @@ from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
 from turnscope.scoring.turn_taking_input import BACKCHANNELS_KEY, PAUSES_KEY
 from turnscope.scoring.verifier import verifier_facts
+from turnscope.scoring.voice_wer import heard_in
 from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
 
@@ -270,6 +271,7 @@ async def run_fixture(
     )
     scores = _scores(task, fx, row, wer, outcome, run.outcome.exercise, failure_reason(facts))
     scores.turn_taking = result_metrics(run.files.get("result"))  # issue 32's, per task
+    scores.voices = heard_in(run.voices)  # how the project's ASR heard each caller voice
     return FixtureRun(row, scores)
 
 

@@ -6,7 +6,7 @@ Shared by `replay`, `call` and `demo`, so every kind of run records and scores t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,8 @@ class RunOutput:
     outdir: Path
     files: dict[str, Path]
     breakdown: Breakdown | None = None  # each reply's latency split by the agent's events
+    # result.json's script.voices: each caller voice, with how the project's ASR heard it
+    voices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -295,7 +297,8 @@ def _score_and_write(
         attempt=writer.attempt,
     )
     finish_report(writer, result, result_doc)
-    run = RunOutput(result, outcome, outdir, files, breakdown)
+    voices = getattr(result_doc.script, "voices", None) or []
+    run = RunOutput(result, outcome, outdir, files, breakdown, voices=list(voices))
     writer.finish(recorder, run)
     return run
 

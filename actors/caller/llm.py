@@ -98,6 +98,11 @@ REPAIRABLE = frozenset(
     {LlmFailure.MALFORMED, LlmFailure.UNKNOWN_ACTION, LlmFailure.EMPTY_LINE,
      LlmFailure.LINE_TOO_LONG, LlmFailure.NO_WORDS}
 )  # fmt: skip
+# What the model is told when its answer could not be used (``ask_repairing``).
+REPAIR = (
+    "(Not the agent: your last answer could not be used: {why}. Answer again with one JSON "
+    'object, for example {{"action": "say", "text": "a short plain sentence"}}.)'
+)
 # Characters a spoken line is made of besides letters, digits and spaces.
 SPOKEN_MARKS = frozenset(".,;:!?'\"-()%$&/")
 MAX_ODD_SHARE = 0.2  # a line with more other characters than this is not words
@@ -278,9 +283,3 @@ async def ask_repairing(
     reply.latency_ms = (time.monotonic() - t0) * 1000
     reply.repaired = str(first)
     return reply
-
-
-REPAIR = (
-    "(Not the agent: your last answer could not be used: {why}. Answer again with one JSON "
-    'object, for example {{"action": "say", "text": "a short plain sentence"}}.)'
-)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnscope.scoring.suites.turn_taking_gate import card_section
+from turnscope.scoring.voice_wer import VoiceHeard, pool_voices
 
 VERIFIER_DIMS = ("latency", "turn_taking", "barge_in", "content")
 OUTCOME_DIMS = ("accuracy", "clarification", "containment", "graceful_failure")
@@ -58,6 +59,7 @@ class TaskScores:
     reason: str = ""  # why it failed, in the verifier's facts (scoring/suites/why.py)
     duration_s: float | None = None  # how long its call or replay ran (JUnit's time)
     turn_taking: dict[str, float] = field(default_factory=dict)  # turn_taking_gate.task_metrics
+    voices: list[VoiceHeard] = field(default_factory=list)  # its caller voices, as the ASR heard
 
 
 def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
@@ -66,6 +68,7 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
     table: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     exercised: dict[str, dict[str, dict[str, Any]]] = {}
+    voices: dict[str, list[dict[str, Any]]] = {}
     for tag in tags:
         members = [t for t in tasks if tag == ALL or tag in t.tags]
         scored = [t for t in members if t.verdict != "void"]
@@ -78,6 +81,8 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
         dims = sorted({d for t in scored for d in t.dims}, key=_dim_order)
         table[tag] = {d: round(_mean(t.dims[d] for t in scored if d in t.dims), 4) for d in dims}
         exercised[tag] = tag_exercise(scored)
+        if pooled := pool_voices(v for t in scored for v in t.voices):
+            voices[tag] = [v.model_dump() for v in pooled]
     return {
         "kind": "turnscope.scorecard.v1",
         # WER is always a column: where no task measured it (transcripts) it reads "not measured".
@@ -87,6 +92,9 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
         "counts": counts,
         "exercise": exercised,
         "turn_taking": card_section(tasks, tags),  # FDB's measures per tag (turn_taking_gate)
+        # Per tag, each caller voice's WER with the project's ASR over its scored tasks (live
+        # calls): what the voice itself may explain of the agent's misunderstanding.
+        "voices": voices,
         "tasks": [
             {
                 "task_id": t.task_id,
@@ -99,6 +107,7 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
                 "reason": t.reason,
                 "duration_s": t.duration_s,
                 "turn_taking": t.turn_taking,
+                "voices": [v.model_dump() for v in t.voices],
             }
             for t in tasks
         ],

@@ -73,6 +73,10 @@ def _num(v: Any) -> str:
     return f"{v:.3f}" if is_number(v) else "-"
 
 
+def _count(v: Any) -> str:
+    return str(int(v)) if is_number(v) else "-"
+
+
 def _cell(text: str, cls: str, delta: str = "", title: str = "") -> str:
     d = f"<span class='d'>{escape(delta)}</span>" if delta else ""
     t = f" title='{escape(title)}'" if title else ""
@@ -147,6 +151,34 @@ def _turn_taking(card: Mapping[str, Any], judged: list[Cell], has_base: bool) ->
         "than 3 words)."
     )
     return f"{head}<p class='meta'>{escape(caption)}</p><table class='tt'>{''.join(out)}</table>"
+
+
+def _voices(card: Mapping[str, Any]) -> str:
+    """How the project's ASR heard each caller voice, per tag (a scorecard's live calls)."""
+    per_tag = card.get("voices")
+    per_tag = per_tag if isinstance(per_tag, Mapping) else {}  # a card read from a file
+    rows = [
+        f"<tr><th class='l'>{escape(tag)}</th><td class='l'>{escape(str(v.get('voice')))}</td>"
+        f"<td>{_num(v.get('wer'))}</td><td>{_count(v.get('words'))}</td>"
+        f"<td>{_count(v.get('calls'))}</td></tr>"
+        for tag, voices in per_tag.items()
+        for v in (voices if isinstance(voices, list) else [])
+        if isinstance(v, Mapping)
+    ]
+    if not rows:
+        return ""  # no live call, or a scorecard from before the voices
+    head = (
+        "<tr><th class='l'>tag</th><th class='l'>caller voice</th><th>ASR WER</th>"
+        "<th>words</th><th>tasks</th></tr>"
+    )
+    caption = (
+        "how the project's ASR heard each caller voice, its words pooled over the tag's scored "
+        "live calls: what the voice itself may explain of the agent's misunderstanding"
+    )
+    return (
+        f"<h2 id='voices'>Caller voices</h2><p class='meta'>{escape(caption)}</p>"
+        f"<table>{head}{''.join(rows)}</table>"
+    )
 
 
 def _report_href(runs: str | None, task_id: str, here: Path | None) -> str | None:
@@ -271,6 +303,7 @@ def page(
         + (f"<ul>{problems}</ul>" if problems else "")
         + _tags(card, cells, baseline is not None)
         + _turn_taking(card, judged.cells, baseline is not None)
+        + _voices(card)
         + _tasks(card, baseline, fl, here, tolerance)
         + _thresholds(list(card.get("dimensions") or fl), fl, tolerance)
         + "</body></html>\n"

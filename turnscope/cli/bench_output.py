@@ -86,6 +86,7 @@ def fixtures_code(run: SuiteRun) -> int:
     from turnscope.cli.turn_taking_table import print_turn_taking
 
     print_turn_taking(out, run.scorecard)
+    voice_lines(run.scorecard)
     for task_id, why in run.void():
         warn_line(f"task {task_id} is void: {why}")
     if run.ray is not None:
@@ -101,6 +102,16 @@ def fixtures_code(run: SuiteRun) -> int:
                   f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
         return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
     return bench_exit(run.result)
+
+
+def voice_lines(card: dict[str, Any]) -> None:
+    """Per tag, each caller voice as the project's ASR heard it over the tag's live calls."""
+    from turnscope.scoring.voice_wer import VoiceAcross, voice_line
+
+    for tag, voices in card.get("voices", {}).items():
+        for v in voices:
+            line = f"{tag}: {voice_line(VoiceAcross.model_validate(v), over='task')}"
+            out.print(line, soft_wrap=True, markup=False)
 
 
 def say_where(run: Any) -> None:

@@ -8,7 +8,8 @@ from rich.table import Table
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
 from turnscope.load.hops import not_separable_line
-from turnscope.load.report import LoadReport, Percentiles, voice_line
+from turnscope.load.report import LoadReport, Percentiles
+from turnscope.scoring.voice_wer import voice_line
 
 
 def _ms(v: float | None) -> str:

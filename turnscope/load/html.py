@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
-from turnscope.load.report import LoadReport, Percentiles, voice_line
+from turnscope.load.report import LoadReport, Percentiles
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
+from turnscope.scoring.voice_wer import voice_line
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.scenario import Scenario

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from turnscope.capture.player import LATE_MS
 from turnscope.otlp.records import SpansBy
+from turnscope.scoring.voice_wer import VoiceHeard, heard_in
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
 
@@ -22,14 +23,6 @@ class ReplyHop(BaseModel):
     start: str  # caller_end_heard, turn_end, stt_final, llm_first_token, ...
     to: str  # ... first_sample_heard: the last hop is the unaccounted part
     ms: float
-
-
-class VoiceHeard(BaseModel):
-    """How the project's ASR heard one caller voice's lines in a call (scoring/voice_wer.py)."""
-
-    voice: str  # engine and name: "piper joe-us"
-    wer: float
-    words: int  # its lines' reference words
 
 
 class Reply(BaseModel):
@@ -135,19 +128,8 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         breakdown_source=source,
         hops_missing=why,
         spans_by=SpansBy(spans_by) if spans_by in SpansBy._value2member_map_ else None,
-        voices=_voices(script, dialogue, run.result.settings.asr.model),
+        voices=heard_in(run.voices),
     )
-
-
-def _voices(script: dict[str, Any], dialogue: list[dict[str, Any]], model: str) -> list[VoiceHeard]:
-    from turnscope.scoring.voice_wer import voices_heard
-
-    return [
-        VoiceHeard(voice=f"{v['engine']} {v['name']}", wer=v["asr"]["wer"],
-                   words=v["asr"]["reference_words"])
-        for v in voices_heard(script, dialogue, model)["voices"]
-        if "asr" in v
-    ]  # fmt: skip
 
 
 def _hops(

@@ -17,6 +17,7 @@ from turnscope.load.plan import PLACEMENT_SLACK_S, LoadPlan
 from turnscope.load.record import CallRecord
 from turnscope.load.stats import Percentiles
 from turnscope.otlp.records import OtlpSummary
+from turnscope.scoring.voice_wer import VoiceAcross, pool_voices
 
 WINDOWS = 10  # latency over time: the run cut in this many spans (each at least MIN_WINDOW_S)
 MIN_WINDOW_S = 5.0
@@ -29,23 +30,6 @@ class Window(BaseModel):
     end_s: float
     calls_up: int  # the most calls connected at once in the span
     latency_ms: Percentiles
-
-
-class VoiceAcross(BaseModel):
-    """One caller voice over the run's calls: the project's ASR WER pooled over its words."""
-
-    voice: str
-    wer: float
-    words: int
-    calls: int
-
-
-def voice_line(v: VoiceAcross) -> str:
-    """One caller voice over the run, as load.html and the terminal page say it."""
-    return (
-        f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
-        f"{v.words} words over {v.calls} call(s)"
-    )
 
 
 class Harness(BaseModel):
@@ -260,7 +244,7 @@ def aggregate(
         barge_ins_exercised=sum(r.barge_ins_exercised for r in records),
         unanswered_turns=sum(r.unanswered for r in records),
         calls_with_unanswered=sum(1 for r in records if r.unanswered),
-        voices=_voices_across(records),
+        voices=pool_voices(v for r in records for v in r.voices),
         harness=harness,
         per_worker=dict(sorted(per_worker.items())),
         hops=hops,
@@ -269,23 +253,6 @@ def aggregate(
         warnings=list(warnings),
         calls=list(records),
     )
-
-
-def _voices_across(records: Sequence[CallRecord]) -> list[VoiceAcross]:
-    """Each caller voice's WER pooled over every call that used it (errors / words)."""
-    errors: dict[str, float] = {}
-    words: dict[str, int] = {}
-    calls: dict[str, int] = {}
-    for v in (v for r in records for v in r.voices):
-        # a call's errors are whole words: its WER was rounded to 4 places, its count is exact
-        errors[v.voice] = errors.get(v.voice, 0.0) + round(v.wer * v.words)
-        words[v.voice] = words.get(v.voice, 0) + v.words
-        calls[v.voice] = calls.get(v.voice, 0) + 1
-    return [
-        VoiceAcross(voice=k, wer=round(errors[k] / words[k], 4), words=words[k], calls=calls[k])
-        for k in sorted(words)
-        if words[k]
-    ]
 
 
 def missing_slots(
