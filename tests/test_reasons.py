@@ -123,6 +123,18 @@ def test_a_payload_that_is_not_audio_is_known_by_its_kind():
     assert mulaw.diagnose(noise)[0] is NotAudio.NOISE
 
 
+def test_mu_law_near_silence_is_audio_not_an_mp3_header():
+    """0xFF is mu-law's zero: a reply's message may begin FF FB (an MP3 frame's sync), and one
+    did and degraded a good call. A file is known by a whole header (an ID3v2 tag's)."""
+    mulaw = codec("mulaw")
+    quiet = bytes([0xFF, 0xFB, 0xFE, 0xFD] * 40)
+    assert mulaw.diagnose(quiet) is None
+    assert (
+        mulaw.diagnose(b"ID3\x04\x00\x00\x00\x00\x10\x7f" + bytes(150))[0] is NotAudio.FILE_HEADER
+    )
+    assert mulaw.diagnose(b"ID3\xfe" + quiet[:156]) is None  # not a tag's version: audio bytes
+
+
 NO_GREETING = """
 name: no-greeting
 caller: {voice: en-us, timeout_s: 20, hangup_after_ms: 500, greeting_timeout_ms: 1500,
