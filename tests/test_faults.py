@@ -293,6 +293,23 @@ def test_agent_port_out_of_range(cli):
     assert "--port" in _bad_input(cli, "agent", "--port", "99999")
 
 
+@pytest.mark.parametrize(
+    ("voice", "needle"),
+    [("xx-nope", "unknown espeak-ng voice"), ("piper:nope", "unknown Piper voice"),
+     ("piper:missing.onnx", "no such Piper voice file")],
+)  # fmt: skip
+def test_an_agent_voice_that_cannot_speak_is_one_line_naming_the_flag(cli, voice, needle):
+    err = _bad_input(cli, "agent", "--port", "0", "--voice", voice)
+    assert err.count("\n") == 1 and f"--voice: {needle}" in err, err
+
+
+def test_a_scenarios_agent_voice_is_checked_as_it_loads(cli, tmp_path):
+    scenario = tmp_path / "v.yaml"
+    scenario.write_text("name: v\nagent: {voice: piper:nope}\nscript:\n  - agent: hello\n")
+    err = _bad_input(cli, "agent", "--port", "0", "--scenario", str(scenario))
+    assert "v.yaml" in err and "agent.voice" in err and "unknown Piper voice" in err, err
+
+
 def test_scenario_time_out_of_range_is_bad_input(cli, tmp_path):
     scenario = tmp_path / "far.yaml"
     scenario.write_text("name: far\nscript:\n  - caller: hello\n    at_ms: 1000000000\n")

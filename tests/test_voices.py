@@ -18,12 +18,13 @@ import asyncio
 import hashlib
 import itertools
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import reference_agent
+from tests.conftest import ROOT, reference_agent, turnscope_exe
 from tests.interop.pipecat import call_bot
 from turnscope.actors.caller import speech
 from turnscope.actors.caller.scenario_file import load_scenario
@@ -87,6 +88,50 @@ def test_a_piper_voiced_caller_on_a_live_call_is_heard_and_recorded(tmp_path: Pa
     assert neural["asr"]["model"] == result["settings"]["asr"]["model"]
     page = (tmp_path / "call" / "report.html").read_text()
     assert "caller voice piper joe-us" in page and "caller voice espeak-ng en-gb" in page
+
+
+POLICY = "Refunds are accepted within a thirty day window from the date of delivery."
+NEURAL_AGENT = f"""
+name: neural-agent
+caller: {{timeout_s: 40, hangup_after_ms: 800}}
+script:
+  - agent: Thank you for calling. How can I help you?
+  - caller: What is your refund policy?
+  - agent: {POLICY}
+  - caller: Thank you, goodbye.
+"""
+
+
+def test_the_reference_agent_speaks_a_neural_voice_heard_as_said_on_a_phone_line(tmp_path):
+    """`turnscope agent --voice piper:joe-us` (docs/guide/phone.md): over 8 kHz mu-law the
+    project's ASR hears its policy as said (espeak-ng's was "Thursday window from the name of
+    the river")."""
+    scenario = tmp_path / "neural.yaml"
+    scenario.write_text(NEURAL_AGENT)
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--transport", "twilio", "--port", "0", "--scenario",
+         str(scenario), "--voice", "piper:joe-us"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = agent.stdout.readline() if agent.stdout else ""
+        assert "reference agent on" in line, line
+        url = line.split("reference agent on ", 1)[1].split()[0]
+        proc = subprocess.run(
+            [*turnscope_exe(), "call", url, "--transport", "twilio", "--scenario", str(scenario),
+             "-q", "-o", str(tmp_path / "call")],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+        )  # fmt: skip
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    assert proc.returncode in (0, 1, 4), proc.stdout + proc.stderr
+    from turnscope.scoring.wer import score_words
+
+    transcript = json.loads((tmp_path / "call" / "transcript.json").read_text())
+    agent_turns = [t["text"] for t in transcript["turns"] if t["speaker"] == "agent"]
+    assert len(agent_turns) == 2, agent_turns
+    assert score_words(POLICY, agent_turns[1]).wer <= 0.15, agent_turns
 
 
 def test_a_users_own_piper_file_is_resolved_spoken_and_hashed(tmp_path: Path):

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from turnscope.actors.agent.prompts import Prompt, Prompts
+from turnscope.actors.caller.fields import Voice
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.asr.endpointer import Endpointer
@@ -51,7 +52,7 @@ class AgentBehaviour(BaseModel):
     lines: list[AgentLine] = Field(min_length=1)
     greet: bool = True  # speak the first prompt as soon as the call starts
     greet_delay_ms: Ms = 500
-    voice: str = "en-gb"
+    voice: Voice = "en-gb"  # espeak-ng's name, piper:joe-us or piper:PATH.onnx
     rate_wpm: int | None = None
     latency_ms: Ms = 600  # from the end of the caller's speech to the start of the reply
     talk_over_ms: Ms | None = None  # reply this long after the caller STARTS (talking over)
@@ -87,6 +88,18 @@ class AgentBehaviour(BaseModel):
         }
         data.update(overrides)
         return cls.model_validate(data)
+
+
+def prompt_audio(behaviour: AgentBehaviour) -> list[np.ndarray]:
+    """Every prompt's audio at 16 kHz: its recording, or its text spoken in the agent's voice
+    (cached per process: `turnscope agent` speaks them once as it starts, so a neural voice's
+    load and a voice that cannot speak are met then, not by the first caller)."""
+    return [
+        load_clip(line.audio, 16000)
+        if line.audio is not None
+        else speak(line.text, voice=behaviour.voice, rate_wpm=behaviour.rate_wpm)
+        for line in behaviour.lines
+    ]
 
 
 WAKE_EARLY_S = 0.1  # a reply is handed to the player this much before it is due
@@ -137,7 +150,7 @@ class AgentCore:
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
         blocked loop makes the outgoing audio late)."""
-        self.clips = await offload(lambda: [self._audio(line) for line in self.behaviour.lines])
+        self.clips = await offload(prompt_audio, self.behaviour)
 
     def start(self) -> None:
         """The call is up: start the clock and the timed behaviours."""
@@ -253,11 +266,6 @@ class AgentCore:
         if prompt is None or prompt.index >= len(self.behaviour.lines):
             return None
         return self.behaviour.lines[prompt.index]
-
-    def _audio(self, line: AgentLine) -> np.ndarray:
-        if line.audio is not None:
-            return load_clip(line.audio, 16000)
-        return speak(line.text, voice=self.behaviour.voice, rate_wpm=self.behaviour.rate_wpm)
 
     def _speak_next(self, at_ms: float) -> None:
         self._reply = None

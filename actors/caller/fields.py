@@ -161,7 +161,7 @@ class AgentSpec(_Strict):
     - ``yield_ms``: stop talking this long after a caller barge-in starts; null = keep talking.
     """
 
-    voice: str = "en-gb"
+    voice: Voice = "en-gb"
     rate_wpm: Wpm | None = None
     pitch: Pitch | None = None
     latency_ms: Ms = 400

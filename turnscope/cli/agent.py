@@ -55,7 +55,11 @@ def agent(
     drop_every: int | None = typer.Option(
         None, "--drop-every", help="Drop every Nth audio frame.", callback=number(2)
     ),
-    voice: str | None = typer.Option(None, "--voice", help="espeak-ng voice."),
+    voice: str | None = typer.Option(
+        None,
+        "--voice",
+        help="Its voice: an espeak-ng name (en-gb), piper:joe-us or piper:FILE.onnx.",
+    ),
     no_greet: bool = typer.Option(False, "--no-greet", help="Wait for the caller to speak first."),
     transport: str = typer.Option(
         "webrtc",

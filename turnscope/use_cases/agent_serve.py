@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.core import AgentBehaviour, prompt_audio
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.configs import config_path
@@ -39,6 +39,10 @@ def agent_behaviour(
         sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
         return AgentBehaviour.from_scenario(sc, **given)
     except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["loc"] and first["loc"][0] in given:  # a command line's knob: name its flag
+            flag = "--" + str(first["loc"][0]).replace("_", "-")
+            raise InputError(f"{flag}: {first['msg']}") from None
         raise InputError(one_line(exc, prefix="agent")) from None
 
 
@@ -62,6 +66,7 @@ def serve_agent(
     messages /ws expects; None: WebRTC). ``on_listening`` hears the base URL."""
 
     async def serve() -> None:
+        await asyncio.to_thread(prompt_audio, behaviour)  # its voice speaks, or says why not
         server = AgentServer(behaviour, port=port, truth_log=truth_log, dialect=dialect)
         try:
             base = await server.start()
