@@ -18,14 +18,15 @@ noise included), transcribed alone with ``transcribe_batch`` and the default set
 the Silero second opinion), pooled over the lines (scoring/wer.py). Boundaries: the channel
 through the endpointer (default settings, fed in 200 ms chunks), each line's utterance start
 and end against the line's send record (the truth: the speech's own extent); median and p90 of
-the absolute error, lines missed (no utterance overlaps) and split (more than one). RTF:
+the absolute error, lines missed (no utterance overlaps) and split (more than one), and extra
+utterances (overlapping no line: the noise taken for the caller). RTF:
 synthesis seconds / audio seconds, each text spoken once (a Piper voice's load timed apart).
 
 Live (unless --no-live; only them with --live-only): ``turnscope load`` places 8 calls at once
 (one event loop per core) against the reference agent, the caller the neural voice on an office
 bed at 15 dB through G.711 with 2% loss, on street noise at 12 dB through G.711 with 3% loss (the
 lossy noisy line that once made the agent take the noise for the caller and skip its greeting),
-and without acoustics; the caller's worst frame send lag and its frames over 20 ms late
+on a babble bed at 15 dB through G.711 with 2% loss, and without acoustics; the caller's worst frame send lag and its frames over 20 ms late
 (capture/player.py), and what the agent made of the caller: calls passed, barge-ins exercised,
 caller lines left unanswered, calls whose evidence is degraded (an agent that ran ahead of the
 script among them). Note the load average beside them: under load a lag is a ceiling.
@@ -76,6 +77,8 @@ LIVE_LINES = {  # the caller's line on the live rows: its acoustics keys
     "loss: 0.02, seed: 3",
     "neural, street 12 dB, g711, 3% loss": "noise: street, snr_db: 12, telephone: g711, "
     "loss: 0.03, seed: 4",
+    "neural, babble 15 dB, g711, 2% loss": "noise: babble, snr_db: 15, telephone: g711, "
+    "loss: 0.02, seed: 5",
 }
 
 
@@ -134,6 +137,7 @@ def boundaries(pcm: np.ndarray, truth: list, settings) -> dict[str, float]:
     events += ep.flush()
     utts = [(e.utterance.start_ms, e.utterance.end_ms) for e in events if isinstance(e, EndOfTurn)]
     starts, ends, missed, split = [], [], 0, 0
+    extra = sum(1 for u in utts if not any(u[0] < e / 16 and u[1] > s / 16 for s, e in truth))
     for s, e in truth:
         s_ms, e_ms = s / 16, e / 16
         hits = [u for u in utts if u[0] < e_ms and u[1] > s_ms]
@@ -150,6 +154,7 @@ def boundaries(pcm: np.ndarray, truth: list, settings) -> dict[str, float]:
         "p90": float(np.percentile(both, 90)) if both else float("nan"),
         "missed": missed,
         "split": split,
+        "extra": extra,
     }
 
 
@@ -260,13 +265,13 @@ def offline_rows(args: argparse.Namespace, lines: list[CallerText], settings) ->
         print(f"{voice}: done ({os.getloadavg()[0]:.1f} load)", flush=True)
     print()
     print("| caller voice | condition | WER | start err p50 ms | end err p50 ms | p90 ms | "
-          "missed | split |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "missed | split | extra |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for voice, cond, wer, b in rows:
         if cond == "rtf":
             continue
         print(f"| {voice} | {cond} | {wer:.3f} | {b['start_p50']:.0f} | {b['end_p50']:.0f} | "
-              f"{b['p90']:.0f} | {b['missed']} | {b['split']} |")  # fmt: skip
+              f"{b['p90']:.0f} | {b['missed']} | {b['split']} | {b['extra']} |")  # fmt: skip
     print()
     print("| caller voice | synthesis RTF |")
     print("|---|---|")

@@ -39,9 +39,19 @@ def test_a_reply_before_the_line_it_answers_is_ahead_and_an_answer_after_it_is_n
 def test_an_agent_with_words_of_its_own_is_never_judged():
     own = [(600, 1600, "Hi there, how can I help you today?"), (6000, 9000, "Okay, refunds.")]
     assert ahead_of_script(REFUND.script, own, {1: 5000.0}) is None
-    # A turn that says two lines at once matches neither clearly.
-    both = REFUND.script[2].text + " " + REFUND.script[6].text
-    assert ahead_of_script(REFUND.script, [(600, 9000, both)], {}) is None
+
+
+def test_each_line_of_a_turn_that_says_two_is_judged():
+    """An agent that yielded its reply to a noise it took for the caller and answered the noise
+    with its next line is heard as one turn saying both (a babble bed on a live call: it passed
+    as in step); each line is judged, the shorter one inside a longer one is not said again."""
+    sent = {1: 5000.0, 3: 12000.0}
+    both = REFUND.script[2].text.replace("30", "30-") + " " + REFUND.script[4].text
+    ahead = ahead_of_script(REFUND.script, [(600, 800, "Thank you."), (6200, 11000, both)], sent)
+    assert ahead is not None and (ahead.said, ahead.answers) == (4, 3), ahead
+    assert ahead_of_script(REFUND.script, [(6200, 12500, both)], sent) is None  # in step
+    two = REFUND.script[2].text + " " + REFUND.script[6].text
+    assert ahead_of_script(REFUND.script, [(600, 9000, two)], {}) is not None
 
 
 CALLER = """

@@ -21,10 +21,9 @@ from turnscope.actors.caller.lines import LineRecord, quote
 from turnscope.actors.caller.scenario import Line
 from turnscope.asr.normalise import normalise
 
-__all__ = ["AheadOfScript", "ahead_of_script", "said_line", "sent_starts"]
+__all__ = ["AheadOfScript", "ahead_of_script", "said_lines", "sent_starts"]
 
-MATCH = 0.6  # a turn says an agent line when it holds this share of the line's words ...
-MARGIN = 0.3  # ... and no other agent line's share comes this close
+MATCH = 0.6  # a turn says an agent line when it holds this share of the line's words
 
 
 @dataclass(frozen=True)
@@ -56,18 +55,26 @@ def _words(text: str) -> Counter[str]:
     return Counter(normalise(text).split())
 
 
-def said_line(text: str, lines: Sequence[tuple[int, Counter[str]]]) -> int | None:
-    """The script index of the agent line ``text`` clearly says (of ``lines``: index and words),
-    or None."""
+def said_lines(text: str, lines: Sequence[tuple[int, Counter[str]]]) -> list[int]:
+    """The script indexes of the agent lines ``text`` clearly says (of ``lines``: index and
+    words), in the order found: the line that explains most of its words first, then, of the
+    words left, the next, and so on. A reply cut by a barge-in and the next reply are heard as
+    one turn, and so is an agent that yielded to a noise and answered it: each line is judged.
+    A shorter line whose words a longer one already took ("Yes." in "Yes, go ahead.") is not
+    said again."""
     heard = _words(text)
-    shares = sorted(
-        ((sum((words & heard).values()) / sum(words.values()), i) for i, words in lines),
-        reverse=True,
-    )
-    if not shares or shares[0][0] < MATCH:
-        return None
-    runner_up = shares[1][0] if len(shares) > 1 else 0.0
-    return shares[0][1] if shares[0][0] - runner_up >= MARGIN else None
+    said: list[int] = []
+    while True:
+        found = [
+            (sum((words & heard).values()), i, words)
+            for i, words in lines
+            if i not in said and sum((words & heard).values()) >= MATCH * sum(words.values())
+        ]
+        if not found:
+            return said
+        _, i, words = max(found, key=lambda f: (f[0], -f[1]))
+        said.append(i)
+        heard -= words
 
 
 def _answers(script: Sequence[Line], index: int) -> int | None:
@@ -93,15 +100,15 @@ def ahead_of_script(
     if len(lines) < 2:
         return None
     for start_ms, end_ms, text in heard:
-        said = said_line(text, lines)
-        answers = None if said is None else _answers(script, said)
-        if said is None or answers is None:
-            continue
-        sent = sent_ms.get(answers)
-        # The whole turn before it: a reply cut by a barge-in and the answer to the barge-in
-        # are heard as one turn from the reply's start, the answer's words after the barge-in.
-        if sent is None or end_ms <= sent:
-            return AheadOfScript(said, start_ms, answers, sent, text)
+        for said in said_lines(text, lines):
+            answers = _answers(script, said)
+            if answers is None:
+                continue
+            sent = sent_ms.get(answers)
+            # The whole turn before it: a reply cut by a barge-in and the answer to the
+            # barge-in are heard as one turn from the reply's start, the answer after it.
+            if sent is None or end_ms <= sent:
+                return AheadOfScript(said, start_ms, answers, sent, text)
     return None
 
 
