@@ -15,7 +15,15 @@ from pydantic import BaseModel
 
 from turnscope.scoring.wer import pooled, score_words
 
-__all__ = ["VoiceAcross", "VoiceHeard", "heard_in", "pool_voices", "voice_line", "voices_heard"]
+__all__ = [
+    "VoiceAcross",
+    "VoiceHeard",
+    "heard_in",
+    "pool_voices",
+    "voice_label",
+    "voice_line",
+    "voices_heard",
+]
 
 
 class VoiceHeard(BaseModel):
@@ -93,11 +101,16 @@ def voices_heard(
     return {**script, "voices": voices}
 
 
+def voice_label(voice: Mapping[str, Any]) -> str:
+    """A voice of result.json's ``script.voices`` as the pages name it: "piper joe-us",
+    "espeak-ng en-gb", "recorded" (a line's own clip has no name)."""
+    return f"{voice.get('engine', '')} {voice.get('name', '')}".strip()
+
+
 def heard_in(voices: Iterable[Mapping[str, Any]]) -> list[VoiceHeard]:
     """The voices of result.json's ``script.voices`` that the ASR heard (``voices_heard``)."""
     return [
-        VoiceHeard(voice=f"{v['engine']} {v['name']}", wer=v["asr"]["wer"],
-                   words=v["asr"]["reference_words"])
+        VoiceHeard(voice=voice_label(v), wer=v["asr"]["wer"], words=v["asr"]["reference_words"])
         for v in voices
         if isinstance(v.get("asr"), Mapping)
     ]  # fmt: skip

@@ -18,6 +18,7 @@ from tests.test_pages_split import assert_drawn, colour_pixels, screenshot
 from turnscope.load.chart import SERIES
 from turnscope.load.html import render
 from turnscope.load.report import LoadReport
+from turnscope.scoring.voice_wer import voice_label
 
 BUDGET_MS = 900
 SCENARIO = f"""
@@ -118,7 +119,7 @@ def test_each_caller_voice_is_pooled_over_the_calls(load_run):
     for r in report.calls:  # each call's figure is its bundle's, not scored again
         doc = json.loads((load_run / r.bundle / "result.json").read_text())
         voices = [v for v in doc["script"]["voices"] if "asr" in v]
-        heard = {f"{v['engine']} {v['name']}": v["asr"]["wer"] for v in voices}
+        heard = {voice_label(v): v["asr"]["wer"] for v in voices}
         assert {x.voice: x.wer for x in r.voices} == heard
 
 

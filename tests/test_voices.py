@@ -352,3 +352,11 @@ def test_each_voice_is_scored_on_the_turns_heard_over_its_own_lines():
     # en-gb: both turns over its line, "some" for "sam" -> 1 / 4
     assert out["en-gb"] == {"model": "tiny.en", "wer": 0.25, "reference_words": 4, "lines": 1}
     assert out["fr"] is None
+    # A line's own recorded clip is a voice too (engine "recorded", no name): labelled so.
+    from turnscope.scoring.voice_wer import heard_in
+
+    script["lines"].append(line(10, "yes please", 12000, 13000))
+    script["voices"].append({"engine": "recorded", "default": False, "lines": [10]})
+    dialogue.append({"speaker": "caller", "start_ms": 12000, "end_ms": 13000, "text": "yes"})
+    heard = heard_in(voices_heard(script, dialogue, "tiny.en")["voices"])
+    assert [(h.voice, h.wer, h.words) for h in heard][-1] == ("recorded", 0.5, 2)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.actors.caller.own_line import warn_not_sent
 from turnscope.asr.assembly import Heard
 from turnscope.asr.events import (
     EndOfTurn,
@@ -218,3 +219,7 @@ class CallerHears(Sink):
     def on_transcribed(self, heard: Heard) -> None:
         if heard.channel == AGENT:
             self.caller.transcribed(heard.start_ms, heard.end_ms, heard.transcription.text)
+
+    def on_finish(self, result: PipelineResult) -> None:
+        """The caller's turns it never sent, said among its findings (actors/caller/own_line)."""
+        warn_not_sent(self.caller.found, result.assembly.dialogue(), self.caller.records)

@@ -20,6 +20,7 @@ class CallerNote(StrEnum):
     CALLER_FAILED = "caller_failed"  # a bug in the caller ended the call early
     NO_GREETING = "agent_did_not_greet"
     AHEAD_OF_SCRIPT = "agent_ahead_of_script"  # it said a reply before what it answers
+    NOT_SENT = "caller_turn_not_sent"  # a caller turn the caller never said (noise, echo)
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech

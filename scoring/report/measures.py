@@ -10,6 +10,7 @@ from typing import Any
 from turnscope.scoring.report.markup import bullets, e, fmt
 from turnscope.scoring.report.model import ReportModel
 from turnscope.scoring.report.reading import number
+from turnscope.scoring.voice_wer import voice_label
 
 
 def _alignment(ops: Iterable[Mapping[str, Any]]) -> str:
@@ -39,7 +40,7 @@ def _alignment(ops: Iterable[Mapping[str, Any]]) -> str:
 def _voice(v: Mapping[str, Any]) -> str:
     """One caller voice and how the project's own ASR heard its lines in this call."""
     asr = v["asr"]
-    name = f"{v.get('engine', '')} {v.get('name', '')}".strip()
+    name = voice_label(v)
     return (
         f'<div class="meta">caller voice {e(name)}: the project\'s ASR '
         f"({e(str(asr.get('model')))}) misheard {number(asr.get('wer')) * 100:.1f}% of its "
