@@ -20,11 +20,13 @@ NOT_EXERCISED = "not exercised"
 
 @dataclass(frozen=True)
 class Plan:
-    """What the task meant to exercise: barge-ins and backchannels (None: not known), and the
-    facts the caller can give when asked (name, value), for the conversation's outcome."""
+    """What the task meant to exercise: barge-ins, backchannels and the agent's replies (None:
+    not known), and the facts the caller can give when asked (name, value), for the
+    conversation's outcome."""
 
     barge_ins: int | None = None
     backchannels: int | None = None
+    replies: int | None = None  # agent lines that answer a caller's turn (a scenario's)
     source: str = ""
     facts: tuple[tuple[str, str], ...] = ()
 

@@ -51,6 +51,12 @@ def verify(dialogue: Sequence[Mapping[str, Any]], contract: Contract) -> dict[st
     )
 
 
+def planned_replies(contract: Contract) -> int:
+    """How many replies the task's plan expects of the agent (0: none, or not known)."""
+    plan = contract.planned
+    return (plan.replies or 0) if plan is not None else 0
+
+
 def score_outcome(
     dialogue: Sequence[Mapping[str, Any]], contract: Contract, *, evidence_class: str
 ) -> Outcome:
@@ -65,6 +71,13 @@ def score_outcome(
     if callers and not facts.agent_turns:
         failures.append(
             f"the agent never spoke: every caller turn went unanswered ({callers} of {callers})"
+        )
+    elif callers and not facts.gaps and planned_replies(contract):
+        # it spoke (a greeting), but after no caller turn: latency "not exercised" is then no
+        # pass of the call (an agent in a crowd that never found the caller's end of turn)
+        failures.append(
+            f"the agent answered none of the caller's {callers} turn(s) "
+            f"({planned_replies(contract)} replies planned)"
         )
     wer = swapped = None
     if contract.reference is not None:

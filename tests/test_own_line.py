@@ -92,3 +92,32 @@ def test_a_talker_behind_the_caller_on_a_live_call_is_said_as_not_the_caller(tmp
     assert f"{len(unsent)} caller turn(s)" in warned, (warned, unsent)
     assert f"{unsent[0]['start_ms'] / 1000:.1f} s" in warned
     assert "caller_turn_not_sent" in result["warning_codes"]
+
+
+def test_an_agent_that_answered_none_of_the_callers_turns_fails_the_call():
+    """The stock pipecat bot on a babble bed greeted, then never found the caller's end of turn:
+    latency "not exercised" is no pass of the call when the script planned replies."""
+    import dataclasses
+
+    from turnscope.actors.caller.scenario_contract import scenario_contract, scenario_plan
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.configs import config_path
+    from turnscope.scoring.outcome import score_outcome
+
+    sc = load_scenario(config_path("scenarios", "refund-call.yaml"))
+    assert scenario_plan(sc).replies == 4  # the policy, "go ahead", the label, goodbye
+    contract = scenario_contract(sc)
+    greeted = [
+        {"speaker": "agent", "start_ms": 100, "end_ms": 800, "text": "Hello?"},
+        _turn(2000, 5500, "I would like a refund"),
+        _turn(13000, 15000, "Can I get a label?"),
+    ]
+    outcome = score_outcome(greeted, contract, evidence_class="live_lane")
+    assert not outcome.passed
+    assert outcome.failures == [
+        "the agent answered none of the caller's 2 turn(s) (4 replies planned)"
+    ]
+    answered = [*greeted[:2], {**greeted[0], "start_ms": 6000, "end_ms": 7000}]
+    assert score_outcome(answered, contract, evidence_class="live_lane").failures == []
+    unplanned = dataclasses.replace(contract, plan=None)  # a replay: no plan, no such failure
+    assert score_outcome(greeted, unplanned, evidence_class="live_lane").failures == []

@@ -50,11 +50,19 @@ def _base(scenario: Scenario) -> Path | None:
 
 
 def scenario_plan(scenario: Scenario) -> Plan:
-    """The barge-ins and backchannels the scenario's caller will try."""
+    """The barge-ins and backchannels the scenario's caller will try, and the replies its
+    script expects of the agent (an agent line after a caller's turn; a backchannel is none)."""
     kinds = [line.kind for line in scenario.script if line.speaker == "caller"]
+    replies, asked = 0, False
+    for line in scenario.script:
+        if line.speaker == "caller" and line.kind != "backchannel":
+            asked = True
+        elif line.speaker == "agent" and asked:
+            replies, asked = replies + 1, False
     return Plan(
         barge_ins=kinds.count("barge_in"),
         backchannels=kinds.count("backchannel"),
+        replies=replies,
         source=f"scenario {scenario.name}",
         facts=tuple((name, fact.value) for name, fact in scenario.facts.items()),
     )
