@@ -26,10 +26,11 @@ Live (unless --no-live; only them with --live-only): ``turnscope load`` places 8
 (one event loop per core) against the reference agent, the caller the neural voice on an office
 bed at 15 dB through G.711 with 2% loss, on street noise at 12 dB through G.711 with 3% loss (the
 lossy noisy line that once made the agent take the noise for the caller and skip its greeting),
-on a babble bed at 15 dB through G.711 with 2% loss, and without acoustics; the caller's worst frame send lag and its frames over 20 ms late
-(capture/player.py), and what the agent made of the caller: calls passed, barge-ins exercised,
-caller lines left unanswered, calls whose evidence is degraded (an agent that ran ahead of the
-script among them). Note the load average beside them: under load a lag is a ceiling.
+on a babble bed at 15 dB through G.711 with 2% loss, and without acoustics; the caller's worst
+frame send lag and its frames over 20 ms late (capture/player.py), and what the agent made of
+the caller: calls passed, barge-ins exercised, caller lines left unanswered, calls whose
+evidence is degraded (an agent that ran ahead of the script among them). Note the load average
+beside them: under load a lag is a ceiling.
 """
 
 from __future__ import annotations
