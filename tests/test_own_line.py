@@ -121,3 +121,42 @@ def test_an_agent_that_answered_none_of_the_callers_turns_fails_the_call():
     assert score_outcome(answered, contract, evidence_class="live_lane").failures == []
     unplanned = dataclasses.replace(contract, plan=None)  # a replay: no plan, no such failure
     assert score_outcome(greeted, unplanned, evidence_class="live_lane").failures == []
+
+
+MUTE_AFTER_GREETING = """
+name: greets-only
+caller: {timeout_s: 40, hangup_after_ms: 500, reply_timeout_ms: 2500}
+script:
+  - agent: Thank you for calling. How can I help you today?
+  - caller: Hi, I would like a refund for my headphones.
+  - agent: Sure, I can help with that.
+  - caller: Thank you, goodbye.
+  - agent: Goodbye.
+"""
+
+
+def test_a_live_agent_that_greets_and_never_answers_fails_the_call(tmp_path: Path, cli):
+    """`turnscope agent --never-answer`: its greeting, then silence; the call fails with the
+    reason on the terminal and in result.json (it used to pass, latency "not exercised")."""
+    import subprocess
+
+    from tests.conftest import turnscope_exe
+
+    scenario = tmp_path / "greets.yaml"
+    scenario.write_text(MUTE_AFTER_GREETING)
+    agent = subprocess.Popen(
+        [*turnscope_exe(), "agent", "--port", "0", "--scenario", str(scenario), "--never-answer"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = agent.stdout.readline() if agent.stdout else ""
+        url = line.split("SmallWebRTC ", 1)[1].split(",")[0]
+        code, out, err = cli("call", url, "--scenario", str(scenario), "--loopback-only",
+                             "-q", "-o", str(tmp_path / "call"))  # fmt: skip
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    assert code == 1 and result["verdict"] == "fail", (code, out, err)
+    (why,) = [f for f in result["failures"] if "answered none of the caller's" in f]
+    assert "(2 replies planned)" in why and why in out + err, (why, out, err)
