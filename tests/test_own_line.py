@@ -11,7 +11,7 @@ from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
 from turnscope.actors.caller.lines import LineRecord
 from turnscope.actors.caller.notes import CallerNote
-from turnscope.actors.caller.own_line import not_sent, sent_spans, warn_not_sent
+from turnscope.actors.caller.own_line import not_sent, past_lines, sent_spans, warn_not_sent
 from turnscope.reasons import Findings
 
 
@@ -49,6 +49,22 @@ def test_a_caller_turn_near_no_sent_line_is_named_and_one_over_a_line_is_not():
     assert quiet.notes == []
 
 
+def test_a_caller_turn_reaching_far_past_its_line_is_named():
+    """A talker right before a line, joined to it: the turn's start is the talker's."""
+    records = [_record(1, {"start_ms": 2000.0, "end_ms": 5500.0}),
+               _record(3, {"start_ms": 9000.0, "end_ms": 10000.0})]  # fmt: skip
+    spans = sent_spans(records)
+    joined = [_turn(300, 5600), _turn(8800, 10900), _turn(8000, 8200)]
+    reaching = [(t["start_ms"], b, a) for t, b, a in past_lines(joined, spans)]
+    assert reaching == [(300, 1700.0, 100.0)]
+    found = Findings()
+    warn_not_sent(found, joined, records)
+    (past, alone) = found.notes
+    assert past.code is CallerNote.PAST_ITS_LINES and alone.code is CallerNote.NOT_SENT
+    assert "1 caller turn(s) reach far past" in past.message
+    assert "0.3-5.6 s (1.7 s before its line(s), 0.1 s after)" in past.message
+
+
 TALKER = """
 name: talker-caller
 caller:
@@ -69,7 +85,8 @@ script:
 def test_a_talker_behind_the_caller_on_a_live_call_is_said_as_not_the_caller(tmp_path: Path):
     """A real call to the reference agent, a talker behind the caller (a recording used as its
     noise bed, 3 dB under it, looping): the caller turns that overlap no line it sent (by its
-    own send records) are each counted and the first named, in result.json with their code."""
+    own send records), and those that reach far past the lines they carry, are counted and
+    named, in result.json with their codes."""
     import numpy as np
     import soundfile as sf
 
@@ -92,6 +109,20 @@ def test_a_talker_behind_the_caller_on_a_live_call_is_said_as_not_the_caller(tmp
     assert f"{len(unsent)} caller turn(s)" in warned, (warned, unsent)
     assert f"{unsent[0]['start_ms'] / 1000:.1f} s" in warned
     assert "caller_turn_not_sent" in result["warning_codes"]
+
+    # ... and a turn joined to the talker before or after a line is named with how far it
+    # reaches past it (the talker speaks from the call's start, before the first line)
+    def reach(t: dict) -> float:
+        inside = [(s, e) for s, e in sent if t["start_ms"] < e and t["end_ms"] > s]
+        if not inside:
+            return 0.0
+        return max(inside[0][0] - t["start_ms"], t["end_ms"] - inside[-1][1])
+
+    past = [t for t in caller if reach(t) > 1000]
+    assert past, (caller, sent)
+    (reaching,) = [w for w in result["warnings"] if "reach far past the lines they carry" in w]
+    assert f"{len(past)} caller turn(s)" in reaching, (reaching, past)
+    assert "caller_turn_past_its_lines" in result["warning_codes"]
 
 
 def test_an_agent_that_answered_none_of_the_callers_turns_fails_the_call():

@@ -21,6 +21,7 @@ class CallerNote(StrEnum):
     NO_GREETING = "agent_did_not_greet"
     AHEAD_OF_SCRIPT = "agent_ahead_of_script"  # it said a reply before what it answers
     NOT_SENT = "caller_turn_not_sent"  # a caller turn the caller never said (noise, echo)
+    PAST_ITS_LINES = "caller_turn_past_its_lines"  # its edges far outside what was sent
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech

@@ -1,8 +1,11 @@
 """Speech on the caller's own line that the caller never said: a noise bed's talkers (babble),
 a room's echo of the agent, heard as the caller's turns. The scripted caller knows what it sent
-and when, so a caller turn that overlaps no line it sent is said (a warning): turnscope counts
-it as the caller's turn, and the agent may well have heard it so (a yield to it is a yield to
-that noise, not to the caller).
+and when, so each is said (a warning):
+- a caller turn that overlaps no line it sent: turnscope counts it as the caller's turn, and the
+  agent may well have heard it so (a yield to it is a yield to that noise, not to the caller);
+- a caller turn that reaches far past the lines it carries (a talker heard right before or after
+  a line, joined to it): its edges are the noise's, so the latency and turn-taking measured at
+  them are not the caller's.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ from turnscope.reasons import Findings
 if TYPE_CHECKING:  # a replay imports this module (the pipeline's sinks) and runs no caller
     from turnscope.actors.caller.lines import LineRecord
 
-__all__ = ["not_sent", "sent_spans", "warn_not_sent"]
+__all__ = ["not_sent", "past_lines", "sent_spans", "warn_not_sent"]
 
 # A turn this near a line the caller sent is that line's: the endpointer's edges (a reverb's
 # tail, a start moved back over a breath) reach past the send record's.
 NEAR_BEFORE_MS = 100.0
 NEAR_AFTER_MS = 500.0
 KEY_MS = 200.0  # a key press's tone, when the line carries it as audio
+# A turn whose edge lies this far outside the lines it carries took its edge from something
+# else (babble's edge errors are 100-400 ms at p90 and beyond: benchmarks/voices.py).
+PAST_MS = 1000.0
 SHOWN = 3  # turns named in the warning
 
 
@@ -59,15 +65,52 @@ def not_sent(
     ]
 
 
+def past_lines(
+    dialogue: Sequence[Mapping[str, Any]], spans: Sequence[tuple[float, float]]
+) -> list[tuple[Mapping[str, Any], float, float]]:
+    """The caller turns that carry lines of ``spans`` but begin or end more than ``PAST_MS``
+    outside them: each with how far before the first line it begins and after the last it ends
+    (ms; 0 inside)."""
+    out = []
+    for turn in dialogue:
+        if turn.get("speaker") != "caller":
+            continue
+        a, b = float(turn["start_ms"]), float(turn["end_ms"])
+        inside = [(s, e) for s, e in spans if a < e and b > s]
+        if not inside:
+            continue
+        before = max(0.0, min(s for s, _ in inside) - a)
+        after = max(0.0, b - max(e for _, e in inside))
+        if max(before, after) > PAST_MS:
+            out.append((turn, before, after))
+    return out
+
+
 def warn_not_sent(
     found: Findings, dialogue: Sequence[Mapping[str, Any]], records: Sequence[LineRecord]
 ) -> None:
-    """Warn (once per call) of the caller turns the caller never sent."""
-    turns = not_sent(dialogue, sent_spans(records))
-    if not turns:
-        return
+    """Warn (once per call each) of the caller turns the caller never sent, and of those that
+    reach far past the lines they carry."""
+    spans = sent_spans(records)
     from turnscope.actors.caller.lines import quote  # the caller's own: imported with it
 
+    stretched = past_lines(dialogue, spans)
+    if stretched:
+        named = ", ".join(
+            f"{float(t['start_ms']) / 1000:.1f}-{float(t['end_ms']) / 1000:.1f} s "
+            f"({before / 1000:.1f} s before its line(s), {after / 1000:.1f} s after)"
+            for t, before, after in stretched[:SHOWN]
+        )
+        more = f" and {len(stretched) - SHOWN} more" if len(stretched) > SHOWN else ""
+        found.warn(
+            CallerNote.PAST_ITS_LINES,
+            f"{len(stretched)} caller turn(s) reach far past the lines they carry, at "
+            f"{named}{more}: their edges are other speech on the caller's line (its noise "
+            "bed's talkers), so the latency and turn-taking measured at them are not the caller's",
+        )
+    turns = not_sent(dialogue, spans)
+    if not turns:
+        return
     named = ", ".join(
         f"{float(t['start_ms']) / 1000:.1f} s ({quote(str(t.get('text') or ''), 30)})"
         for t in turns[:SHOWN]
