@@ -63,12 +63,12 @@ def regression_suite(folder: Path, tasks: int) -> Path:
 
 
 @contextlib.contextmanager
-def reference_agent(scenario: Path) -> Iterator[str]:
-    """The reference agent (`turnscope agent`) playing ``scenario`` in its own process on a free
-    127.0.0.1 port, until the block ends: its offer URL."""
+def reference_agent(scenario: Path, *flags: str) -> Iterator[str]:
+    """The reference agent (`turnscope agent`) playing ``scenario`` (with ``flags``: its other
+    options) in its own process on a free 127.0.0.1 port, until the block ends: its offer URL."""
     port = free_port()
     proc = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario)],
+        [*turnscope_exe(), "agent", "--port", str(port), "--scenario", str(scenario), *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

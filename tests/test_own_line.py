@@ -169,24 +169,11 @@ script:
 def test_a_live_agent_that_greets_and_never_answers_fails_the_call(tmp_path: Path, cli):
     """`turnscope agent --never-answer`: its greeting, then silence; the call fails with the
     reason on the terminal and in result.json (it used to pass, latency "not exercised")."""
-    import subprocess
-
-    from tests.conftest import turnscope_exe
-
     scenario = tmp_path / "greets.yaml"
     scenario.write_text(MUTE_AFTER_GREETING)
-    agent = subprocess.Popen(
-        [*turnscope_exe(), "agent", "--port", "0", "--scenario", str(scenario), "--never-answer"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        line = agent.stdout.readline() if agent.stdout else ""
-        url = line.split("SmallWebRTC ", 1)[1].split(",")[0]
+    with reference_agent(scenario, "--never-answer") as url:
         code, out, err = cli("call", url, "--scenario", str(scenario), "--loopback-only",
                              "-q", "-o", str(tmp_path / "call"))  # fmt: skip
-    finally:
-        agent.terminate()
-        agent.wait(10)
     result = json.loads((tmp_path / "call" / "result.json").read_text())
     assert code == 1 and result["verdict"] == "fail", (code, out, err)
     (why,) = [f for f in result["failures"] if "answered none of the caller's" in f]
