@@ -72,12 +72,11 @@ def score_outcome(
         failures.append(
             f"the agent never spoke: every caller turn went unanswered ({callers} of {callers})"
         )
-    elif callers and not facts.gaps and planned_replies(contract):
+    elif callers and not facts.gaps and (planned := planned_replies(contract)):
         # it spoke (a greeting), but after no caller turn: latency "not exercised" is then no
         # pass of the call (an agent in a crowd that never found the caller's end of turn)
         failures.append(
-            f"the agent answered none of the caller's {callers} turn(s) "
-            f"({planned_replies(contract)} replies planned)"
+            f"the agent answered none of the caller's {callers} turn(s) ({planned} replies planned)"
         )
     wer = swapped = None
     if contract.reference is not None:

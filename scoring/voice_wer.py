@@ -113,7 +113,7 @@ def heard_in(voices: Iterable[Mapping[str, Any]]) -> list[VoiceHeard]:
         VoiceHeard(voice=voice_label(v), wer=v["asr"]["wer"], words=v["asr"]["reference_words"])
         for v in voices
         if isinstance(v.get("asr"), Mapping)
-    ]  # fmt: skip
+    ]
 
 
 def pool_voices(heard: Iterable[VoiceHeard]) -> list[VoiceAcross]:

@@ -11,7 +11,7 @@ from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
 from turnscope.actors.caller.lines import LineRecord
 from turnscope.actors.caller.notes import CallerNote
-from turnscope.actors.caller.own_line import not_sent, past_lines, sent_spans, warn_not_sent
+from turnscope.actors.caller.own_line import not_sent, past_lines, sent_spans, warn_own_line
 from turnscope.reasons import Findings
 
 
@@ -40,12 +40,12 @@ def test_a_caller_turn_near_no_sent_line_is_named_and_one_over_a_line_is_not():
     ]
     assert [t["start_ms"] for t in not_sent(dialogue, sent_spans(records))] == [7600]
     found = Findings()
-    warn_not_sent(found, dialogue, records)
+    warn_own_line(found, dialogue, records)
     (note,) = found.notes
     assert note.code is CallerNote.NOT_SENT
     assert "1 caller turn(s)" in note.message and '7.6 s ("I\'m gonna drop it")' in note.message
     quiet = Findings()
-    warn_not_sent(quiet, dialogue[:2], records)
+    warn_own_line(quiet, dialogue[:2], records)
     assert quiet.notes == []
 
 
@@ -58,7 +58,7 @@ def test_a_caller_turn_reaching_far_past_its_line_is_named():
     reaching = [(t["start_ms"], b, a) for t, b, a in past_lines(joined, spans)]
     assert reaching == [(300, 1700.0, 100.0)]
     found = Findings()
-    warn_not_sent(found, joined, records)
+    warn_own_line(found, joined, records)
     (past, alone) = found.notes
     assert past.code is CallerNote.PAST_ITS_LINES and alone.code is CallerNote.NOT_SENT
     assert "1 caller turn(s) reach far past" in past.message

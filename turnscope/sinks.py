@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.actors.caller.own_line import warn_not_sent
+from turnscope.actors.caller.own_line import warn_own_line
 from turnscope.asr.assembly import Heard
 from turnscope.asr.events import (
     EndOfTurn,
@@ -222,4 +222,4 @@ class CallerHears(Sink):
 
     def on_finish(self, result: PipelineResult) -> None:
         """The caller's turns it never sent, said among its findings (actors/caller/own_line)."""
-        warn_not_sent(self.caller.found, result.assembly.dialogue(), self.caller.records)
+        warn_own_line(self.caller.found, result.assembly.dialogue(), self.caller.records)

@@ -65,11 +65,8 @@ def said_lines(text: str, lines: Sequence[tuple[int, Counter[str]]]) -> list[int
     heard = _words(text)
     said: list[int] = []
     while True:
-        found = [
-            (sum((words & heard).values()), i, words)
-            for i, words in lines
-            if i not in said and sum((words & heard).values()) >= MATCH * sum(words.values())
-        ]
+        matched = [(sum((words & heard).values()), i, words) for i, words in lines if i not in said]
+        found = [m for m in matched if m[0] >= MATCH * sum(m[2].values())]
         if not found:
             return said
         _, i, words = max(found, key=lambda f: (f[0], -f[1]))

@@ -11,7 +11,7 @@ and when, so each is said (a warning):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.notes import CallerNote
@@ -20,7 +20,7 @@ from turnscope.reasons import Findings
 if TYPE_CHECKING:  # a replay imports this module (the pipeline's sinks) and runs no caller
     from turnscope.actors.caller.lines import LineRecord
 
-__all__ = ["not_sent", "past_lines", "sent_spans", "warn_not_sent"]
+__all__ = ["not_sent", "past_lines", "sent_spans", "warn_own_line"]
 
 # A turn this near a line the caller sent is that line's: the endpointer's edges (a reverb's
 # tail, a start moved back over a breath) reach past the send record's.
@@ -86,39 +86,45 @@ def past_lines(
     return out
 
 
-def warn_not_sent(
-    found: Findings, dialogue: Sequence[Mapping[str, Any]], records: Sequence[LineRecord]
-) -> None:
-    """Warn (once per call each) of the caller turns the caller never sent, and of those that
-    reach far past the lines they carry."""
-    spans = sent_spans(records)
+def _named(items: Sequence[Any], say: Callable[[Any], str]) -> str:
+    """The first ``SHOWN`` of ``items`` as ``say`` names each, and how many more."""
+    named = ", ".join(say(item) for item in items[:SHOWN])
+    return named + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+def _reach(item: tuple[Mapping[str, Any], float, float]) -> str:
+    turn, before, after = item
+    return (
+        f"{float(turn['start_ms']) / 1000:.1f}-{float(turn['end_ms']) / 1000:.1f} s "
+        f"({before / 1000:.1f} s before its line(s), {after / 1000:.1f} s after)"
+    )
+
+
+def _words(turn: Mapping[str, Any]) -> str:
     from turnscope.actors.caller.lines import quote  # the caller's own: imported with it
 
-    stretched = past_lines(dialogue, spans)
-    if stretched:
-        named = ", ".join(
-            f"{float(t['start_ms']) / 1000:.1f}-{float(t['end_ms']) / 1000:.1f} s "
-            f"({before / 1000:.1f} s before its line(s), {after / 1000:.1f} s after)"
-            for t, before, after in stretched[:SHOWN]
-        )
-        more = f" and {len(stretched) - SHOWN} more" if len(stretched) > SHOWN else ""
+    return f"{float(turn['start_ms']) / 1000:.1f} s ({quote(str(turn.get('text') or ''), 30)})"
+
+
+def warn_own_line(
+    found: Findings, dialogue: Sequence[Mapping[str, Any]], records: Sequence[LineRecord]
+) -> None:
+    """Warn (once per call each) of the caller turns that reach far past the lines they carry,
+    and of those the caller never sent."""
+    spans = sent_spans(records)
+    if stretched := past_lines(dialogue, spans):
         found.warn(
             CallerNote.PAST_ITS_LINES,
             f"{len(stretched)} caller turn(s) reach far past the lines they carry, at "
-            f"{named}{more}: their edges are other speech on the caller's line (its noise "
-            "bed's talkers), so the latency and turn-taking measured at them are not the caller's",
+            f"{_named(stretched, _reach)}: their edges are other speech on the caller's line "
+            "(its noise bed's talkers), so the latency and turn-taking measured at them are not "
+            "the caller's",
         )
-    turns = not_sent(dialogue, spans)
-    if not turns:
-        return
-    named = ", ".join(
-        f"{float(t['start_ms']) / 1000:.1f} s ({quote(str(t.get('text') or ''), 30)})"
-        for t in turns[:SHOWN]
-    )
-    more = f" and {len(turns) - SHOWN} more" if len(turns) > SHOWN else ""
-    found.warn(
-        CallerNote.NOT_SENT,
-        f"{len(turns)} caller turn(s) overlap no line the caller sent, at {named}{more}: speech "
-        "on the caller's line it never said (its noise bed's talkers, an echo), counted as the "
-        "caller's turns; the agent may have heard them so too",
-    )
+    if turns := not_sent(dialogue, spans):
+        found.warn(
+            CallerNote.NOT_SENT,
+            f"{len(turns)} caller turn(s) overlap no line the caller sent, at "
+            f"{_named(turns, _words)}: speech on the caller's line it never said (its noise "
+            "bed's talkers, an echo), counted as the caller's turns; the agent may have heard "
+            "them so too",
+        )

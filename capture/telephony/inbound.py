@@ -54,9 +54,12 @@ class AgentLog:
     def problem(self, kind: str, at_ms: float) -> None:
         self.first_problem_ms.setdefault(kind, round(at_ms, 1))
 
-    def keep(self, entry: dict[str, Any]) -> None:
+    def keep(self, entry: dict[str, Any]) -> bool:
+        """Trace ``entry`` while the trace has room; whether it did."""
         if len(self.trace) < MAX_TRACED:
             self.trace.append(entry)
+            return True
+        return False
 
 
 class Inbound:
@@ -137,9 +140,8 @@ class Inbound:
         log.samples += len(pcm)
         entry = {"event": "media", "at_ms": round(at_ms, 1), "ms": round(len(pcm) / 8, 1),
                  "plays_ms": round(chunk.start / 8, 1)}  # fmt: skip
-        if len(log.trace) < MAX_TRACED:
+        if log.keep(entry):
             log.placed.append((entry, chunk))
-        log.keep(entry)
 
     def _on_clear(self, pos: int, at_ms: float, now: float) -> list[str]:
         names = self.playout.clear(pos)
