@@ -11,7 +11,9 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
 3. Turns: a channel's voiced spans, in time order, join one turn until a boundary: the silence
    before the next span is longer than ``merge_gap_ms``; or the floor changed in that silence:
    the other party began speaking in a silence between two utterances of this speaker, or spoke
-   during this turn and finished before this speaker's next utterance, or (inside one utterance)
+   during this turn and finished before this speaker's next utterance (also when this turn began
+   over it: an agent that cut in on a caller's pause and stopped when the caller went on), or
+   (inside one utterance)
    it began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
    only after the other party finished, or it began during this turn and had finished when this
    speaker made an answer pause (at least ``answer_pause_ms``, and ``answer_margin_ms`` longer
@@ -207,8 +209,12 @@ class _Timeline:
 
     def covering(self, t: float) -> bool:
         """Some utterance has start < t < end."""
+        return self.end_covering(t) > t
+
+    def end_covering(self, t: float) -> float:
+        """The latest end of the utterances that started before ``t`` (-inf if none)."""
         i = bisect.bisect_left(self.starts, t)
-        return i > 0 and self.ends_so_far[i - 1] > t
+        return self.ends_so_far[i - 1] if i > 0 else float("-inf")
 
 
 def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
@@ -254,7 +260,11 @@ def _group_turns(
             # to finish and had stopped within yield_split_ms of its start.
             between = piece.heard is not current[-1].heard
             answer_pause = not between and _answer_pause(piece, cfg)
-            floor_changed = any(
+            # A turn begun over the other party, which went on past this speaker's stop and
+            # finished before it resumed (an agent that cut in on a caller's pause, yielded
+            # when the caller went on, then answered): what follows answers the other party.
+            talked_over = between and gap_start < other_floor.end_covering(turn_start) <= gap_end
+            floor_changed = talked_over or any(
                 (between and (o.start_ms >= gap_start or o.end_ms <= gap_end))
                 or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
                 or (answer_pause and o.end_ms <= gap_end)

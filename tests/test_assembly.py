@@ -213,6 +213,30 @@ def test_breath_pause_while_agent_talks_over_stays_one_caller_turn():
     assert score_voice_episode(a.dialogue())["result"]["components"]["turn_taking"] == 0.0
 
 
+def test_an_agent_that_cut_in_on_a_pause_and_yielded_answers_in_a_turn_of_its_own():
+    # As heard live (a dysfluent caller's pause): the agent says "Sure." over the caller's
+    # last words, stops when the caller goes on ("please."), then answers 560 ms after the
+    # caller's end. Before: one agent turn 10085-16047, "please." a barge-in the agent "kept
+    # talking" through for 5.6 s, and barge-in failed.
+    items = [
+        caller(
+            [(5710, 9472), (9905, 10239), (10441, 10624)],
+            "Hi, I would like a refund, please.",
+            words=[("Hi,", 5710, 5974), ("refund,", 9905, 10239), ("please.", 10441, 10624)],
+        ),
+        agent([(10085, 10360)], "Sure."),
+        agent([(11188, 11748), (12044, 16047)], "Thank you. I have found your order."),
+    ]
+    a = assemble(items, CFG)
+    assert [(t.speaker, round(t.start_ms), round(t.end_ms), t.interrupt) for t in a.turns] == [
+        ("caller", 5710, 10239, False),
+        ("agent", 10085, 10360, False),
+        ("caller", 10441, 10624, False),
+        ("agent", 11188, 16047, False),
+    ]
+    assert a.turns[3].start_ms - a.turns[2].end_ms == pytest.approx(564)
+
+
 def test_wordless_short_sound_during_agent_speech_is_a_backchannel():
     items = [agent([(0, 4000)], "Let me explain the policy."), caller([(1500, 1900)], "")]
     a = assemble(items, CFG)
