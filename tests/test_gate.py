@@ -153,6 +153,28 @@ def test_failure_reason_reads_the_verifiers_facts():
     )
 
 
+def test_failure_reason_names_a_reply_that_began_before_the_caller_ended():
+    from turnscope.scoring.suites.why import failure_reason
+    from turnscope.scoring.verifier import verifier_facts
+
+    def turn(speaker: str, start: int, end: int) -> dict:
+        return {"speaker": speaker, "start_ms": start, "end_ms": end, "text": "refund",
+                "interrupt": False}  # fmt: skip
+
+    early = [turn("caller", 0, 1000), turn("agent", 680, 1500)]  # 320 ms before its end
+    facts = verifier_facts(early, budgets={"max_latency_ms": 1200}, required_content=["refund"])
+    assert failure_reason(facts).startswith(  # then the overlap itself, as turn-taking
+        "1 of 1 replies outside the 1200 ms latency budget (1 began 320 ms before the caller's "
+        "turn ended); "
+    )
+    both = [*early, turn("caller", 2000, 3000), turn("agent", 5000, 5500)]
+    facts = verifier_facts(both, budgets={"max_latency_ms": 1200}, required_content=["refund"])
+    assert failure_reason(facts).startswith(
+        "2 of 2 replies outside the 1200 ms latency budget (slowest 2000 ms; 1 began 320 ms "
+        "before the caller's turn ended); "
+    )
+
+
 def test_outcome_dimensions_follow_seed_002():
     expect = {
         "intent": "order",

@@ -138,3 +138,40 @@ def test_a_suite_fixtures_cached_rendering_follows_its_noise_file(tmp_path, monk
     a, _ = sf.read(first, dtype="float32")
     b, _ = sf.read(again, dtype="float32")
     assert a.shape == b.shape and not np.array_equal(a, b)  # the new bed is what is heard
+
+
+ROOM_LINE = """
+name: room-line
+caller: {{voice: en-us{call}}}
+script:
+  - caller: Hi, I bought a pair of headphones last week.
+    acoustics: {{noise: car, snr_db: 5}}
+  - agent: Sure.
+"""
+
+
+def _after_speech_db(call) -> np.ndarray:
+    """The caller channel after its line's end, per 20 ms, in dB under the line's own level."""
+    [u] = [u for u in call.utterances if u.speaker == "caller"]
+    x = call.caller.astype(np.float64)
+    line = np.sqrt(np.mean(x[u.start : u.end] ** 2))
+    after = x[u.end : u.end + 16000].reshape(-1, 320)
+    return 20 * np.log10(np.sqrt(np.mean(after**2, axis=1)) / line + 1e-12)
+
+
+def test_a_lines_own_noise_in_a_room_stops_with_its_speech(tmp_path):
+    """A line's noise in a room decays with the room after the speech (as the speech does); it
+    does not go on at its level for the room's length, past the caller's end of turn."""
+    out = {}
+    for name, call in (("dry", ""), ("room", ", acoustics: {reverb: office}")):
+        (tmp_path / f"{name}.yaml").write_text(ROOM_LINE.format(call=call))
+        out[name] = render(load_scenario(tmp_path / f"{name}.yaml"))
+    dry, room = _after_speech_db(out["dry"]), _after_speech_db(out["room"])
+    assert dry.max() < -100  # no room: nothing after the line (the noise under it only)
+    # In the office (RT60 0.6 s: -60 dB) the decay of speech and noise, about 10 dB per 100 ms,
+    # nothing once the room's 0.72 s response is over (was: the noise at -5 dB for the whole
+    # 0.72 s, the caller's turn ending 0.7 s late).
+    assert room[10:].max() < -25 and room[20:].max() < -45 and room[37:].max() < -100, room
+    assert [(u.start, u.end) for u in out["room"].utterances] == [
+        (u.start, u.end) for u in out["dry"].utterances
+    ]

@@ -2,9 +2,11 @@
 (room, level, clipping, a line's own noise, the telephone line), and what the caller's channel
 carries all along (the background bed, the room's tails, packet loss and jitter).
 
-Before the call (``caller_lines``, off the event loop), per line: the speech in the room
-(``reverb``: `room.py`), louder or quieter (``level_db``), clipped (``clip_at``), a line's own
-``noise`` mixed in at its ``snr_db`` under that line, and the ``telephone`` line (`codecs.py`).
+Before the call (``caller_lines``, off the event loop), per line: the speech and a line's own
+``noise`` (``snr_db`` under the speech, both as the microphone hears them over the line) in the
+room (``reverb``: `room.py`; the noise only as long as the speech, so after it only the room's
+decay of both remains), louder or quieter (``level_db``), clipped (``clip_at``), and the
+``telephone`` line (`codecs.py`).
 The result keeps the speech's length: it is what goes out between the line's first and last
 sample, so the caller's truth (the send record) stays the speech's own extent; what the room and
 the codec add after it (``Spoken.tail``) goes out after it, outside the record. The bed
@@ -84,6 +86,10 @@ def seed_of(scenario: Scenario) -> int:
     return 0 if acoustics is None else acoustics.seed
 
 
+def _snr_db(a: LineAcoustics) -> float:
+    return a.snr_db if a.snr_db is not None else DEFAULT_SNR_DB
+
+
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
 
@@ -95,17 +101,21 @@ def process(x: np.ndarray, a: LineAcoustics | None, seed: int, key: str = "") ->
         return x
     speech = np.asarray(x, dtype=np.float64)
     tail = np.zeros(0)
-    if a.reverb is not None:
-        y, t = room.reverberate(speech, room.impulse_response(a.reverb, seed))
+    ir = room.impulse_response(a.reverb, seed) if a.reverb is not None else None
+    if ir is not None:
+        y, t = room.reverberate(speech, ir)
         speech, tail = y.astype(np.float64), t.astype(np.float64)
+    if a.noise is not None:  # this line's own noise, under this line's speech only
+        own = np.resize(noise.bed(a.noise, seed + zlib.crc32(key.encode("utf-8"))), x.size)
+        own_tail = np.zeros(tail.size)
+        if ir is not None:  # in the room too: after the speech only the room's decay of it
+            y, t = room.reverberate(own, ir)
+            own, own_tail = y.astype(np.float64), t.astype(np.float64)
+        # snr_db at the microphone: both measured over the line's extent, in the room.
+        level = _rms(speech) / max(_rms(own), 1e-12) * 10 ** (-_snr_db(a) / 20)
+        speech, tail = speech + own * level, tail + own_tail * level
     gain = 10 ** ((a.level_db or 0.0) / 20)
     speech, tail = speech * gain, tail * gain
-    if a.noise is not None:  # this line's own noise, under this line
-        bed = noise.bed(a.noise, seed + zlib.crc32(key.encode("utf-8")))
-        both = np.concatenate([speech, tail])
-        level = _rms(speech) * 10 ** (-(a.snr_db if a.snr_db is not None else DEFAULT_SNR_DB) / 20)
-        both += np.resize(bed, both.size) * level
-        speech, tail = both[: speech.size], both[speech.size :]
     if a.clip_at is not None:
         speech, tail = np.clip(speech, -a.clip_at, a.clip_at), np.clip(tail, -a.clip_at, a.clip_at)
     if a.telephone is not None:
@@ -138,7 +148,7 @@ def _bed_loop(
     if a.noise is None or level <= 0:
         return None
     x = noise.bed(a.noise, a.seed).astype(np.float64)
-    x = x * level * 10 ** (-(a.snr_db if a.snr_db is not None else DEFAULT_SNR_DB) / 20)
+    x = x * level * 10 ** (-_snr_db(a) / 20)
     if a.telephone is not None:
         seam = round(SEAM_S * SAMPLE_RATE)
         x = codecs.telephone(np.concatenate([x[-seam:], x, x[:seam]]), a.telephone)[seam:-seam]

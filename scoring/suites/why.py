@@ -11,12 +11,7 @@ def failure_reason(facts: Facts) -> str:
     scores = facts.components()
     parts = []
     if scores["latency"] < PASS_FLOOR:
-        late = [g for g in facts.gaps if not g.ok]
-        slowest = max(g.gap_ms for g in late)
-        parts.append(
-            f"{len(late)} of {len(facts.gaps)} replies outside the {facts.max_latency_ms} ms "
-            f"latency budget (slowest {slowest} ms)"
-        )
+        parts.append(_latency(facts))
     if scores["turn_taking"] < PASS_FLOOR:
         parts.append(
             f"{len(facts.harmful)} of {facts.agent_turns} agent turns overlapped by the caller "
@@ -28,3 +23,25 @@ def failure_reason(facts: Facts) -> str:
     if scores["content"] < PASS_FLOOR:
         parts.append("never said " + ", ".join(repr(k) for k in facts.keywords_missing))
     return "; ".join(parts)
+
+
+def _latency(facts: Facts) -> str:
+    """The replies outside the budget: the slow ones by the slowest, and those that began before
+    the caller's turn ended (a negative gap: the verifier counts it out of budget) by the most
+    overlap, so "slowest" never names a negative latency."""
+    late = [g for g in facts.gaps if not g.ok]
+    slow = [g.gap_ms for g in late if g.gap_ms > 0]
+    early = [-g.gap_ms for g in late if g.gap_ms < 0]
+    said = []
+    if slow:
+        said.append(f"slowest {max(slow)} ms")
+    if early:
+        said.append(
+            f"{len(early)} began up to {max(early)} ms before the caller's turn ended"
+            if len(early) > 1
+            else f"1 began {early[0]} ms before the caller's turn ended"
+        )
+    return (
+        f"{len(late)} of {len(facts.gaps)} replies outside the {facts.max_latency_ms} ms "
+        f"latency budget ({'; '.join(said)})"
+    )
