@@ -27,6 +27,9 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
    agent talking over the caller).
 5. Turns are listed in start-time order.
+6. An utterance with no words recognised takes no floor, unless it is the caller's and overlaps
+   a line the caller is known to have sent (``said``: a scripted call's send records): then it
+   is the caller's turn with no text (``unheard``), so the agent's reply is timed from it.
 """
 
 from __future__ import annotations
@@ -58,16 +61,8 @@ class Heard:
     transcription: Transcription
 
     @classmethod
-    def of(cls, utt: Utterance, transcription: Transcription) -> Heard:
-        return cls(
-            utt.channel,
-            utt.index,
-            utt.start_ms,
-            utt.end_ms,
-            utt.spans,
-            utt.decided_ms,
-            transcription,
-        )
+    def of(cls, u: Utterance, transcription: Transcription) -> Heard:
+        return cls(u.channel, u.index, u.start_ms, u.end_ms, u.spans, u.decided_ms, transcription)
 
     @property
     def key(self) -> str:
@@ -121,6 +116,8 @@ class Turn:
             "spans": [[round(s.start_ms, 1), round(s.end_ms, 1)] for s in self.spans],
             "asr": {"decided_ms": round(self.decided_ms, 1), "compute_ms": round(self.asr_ms, 1)},
         }
+        if not self.text:  # rule 6: only a caller's sent line keeps a turn with no words
+            out["unheard"] = True
         return out
 
 
@@ -135,13 +132,8 @@ class Backchannel:
     utterance: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "speaker": self.speaker,
-            "start_ms": int(round(self.start_ms)),
-            "end_ms": int(round(self.end_ms)),
-            "text": self.text,
-            "utterance": self.utterance,
-        }
+        ms = {"start_ms": int(round(self.start_ms)), "end_ms": int(round(self.end_ms))}
+        return {"speaker": self.speaker, **ms, "text": self.text, "utterance": self.utterance}
 
 
 @dataclass(frozen=True)
@@ -361,8 +353,11 @@ def _proportional_words(h: Heard, mine: set[int]) -> list[str]:
     return [tok for tok, k in zip(tokens, owner, strict=True) if k in mine]
 
 
-def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
-    """Build turns and backchannels from everything heard so far (see the module rules)."""
+def assemble(
+    heard: Iterable[Heard], cfg: AssemblySettings, said: Sequence[tuple[float, float]] = ()
+) -> Assembly:
+    """Build turns and backchannels from everything heard so far (see the module rules);
+    ``said``: when the caller's sent lines played (call ms; rule 6)."""
     items = sorted(heard, key=lambda h: (h.start_ms, h.channel))
     out = Assembly()
     bc = _backchannels(items, cfg)
@@ -372,7 +367,9 @@ def assemble(heard: Iterable[Heard], cfg: AssemblySettings) -> Assembly:
             out.backchannels.append(Backchannel(h.channel, h.start_ms, h.end_ms, h.text, h.key))
         elif h.transcription.rejected:
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, h.transcription.rejected))
-        elif not h.text.strip():
+        elif not h.text.strip() and not (
+            h.channel == CALLER and any(h.start_ms < e and h.end_ms > s for s, e in said)
+        ):
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, "no words recognised"))
         else:
             floor.append(h)

@@ -11,8 +11,22 @@ from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
 from turnscope.actors.caller.lines import LineRecord
 from turnscope.actors.caller.notes import CallerNote
-from turnscope.actors.caller.own_line import not_sent, past_lines, sent_spans, warn_own_line
-from turnscope.reasons import Findings
+from turnscope.actors.caller.own_line import (
+    Held,
+    lines_unheard,
+    not_sent,
+    past_lines,
+    sent_spans,
+    spoken_spans,
+    warn_own_line,
+    warn_unheard,
+)
+from turnscope.asr.assembly import Heard, assemble
+from turnscope.asr.events import Span
+from turnscope.asr.settings import load_settings
+from turnscope.asr.transcriber import Transcription
+from turnscope.reasons import Findings, Severity
+from turnscope.scoring.verifier import verifier_facts
 
 
 def _record(line: int, sent: dict | None) -> LineRecord:
@@ -63,6 +77,84 @@ def test_a_caller_turn_reaching_far_past_its_line_is_named():
     assert past.code is CallerNote.PAST_ITS_LINES and alone.code is CallerNote.NOT_SENT
     assert "1 caller turn(s) reach far past" in past.message
     assert "0.3-5.6 s (1.7 s before its line(s), 0.1 s after)" in past.message
+
+
+def _heard(channel: str, index: int, start: float, end: float, text: str) -> Heard:
+    return Heard(channel, index, start, end, (Span(start, end),), end + 600, Transcription(text))
+
+
+def test_a_sent_line_heard_as_no_words_is_the_callers_turn_and_said():
+    """The new-user call: line 3 (a clip under street noise, AMR-NB, loss) went out 17180-20222
+    ms and the ASR made out no word of it. Without the send records (a replay) that utterance
+    is no turn and the agent's answer is timed from line 1 (11 s); with them it is the caller's
+    turn with no text, the answer is timed from it, and the warning names the line. A line that
+    left nothing on the caller's channel makes no turn: degraded, named with what was there."""
+    cfg = load_settings().assembly
+    heard = [
+        _heard("agent", 0, 588, 4549, "Thank you for calling. How can I help you today?"),
+        _heard("caller", 0, 5710, 9890, "I would like a refund please."),
+        _heard("agent", 1, 10487, 16043, "Sure, our refund policy gives you 30 days."),
+        _heard("caller", 1, 17196, 20289, ""),  # the line the ASR heard no words of
+        _heard("agent", 2, 20948, 23949, "Yes, we will email you a return label."),
+        _heard("agent", 3, 30000, 31000, "Are you still there?"),
+    ]
+    records = [
+        _record(1, {"start_ms": 5700.0, "end_ms": 9954.9}),
+        _record(3, {"start_ms": 17180.0, "end_ms": 20222.4}),
+        _record(5, {"start_ms": 25080.0, "end_ms": 27132.3}),  # nothing of it on the channel
+        _record(7, {"dtmf": [{"at_ms": 28000.0, "digit": "1"}]}),  # a key: no speech
+        LineRecord(
+            9,
+            "mm-hmm",
+            "backchannel",
+            "backchannel_ms",
+            500,
+            status="spoken",
+            spoken_as="backchannel",
+            sent={"start_ms": 28500.0, "end_ms": 28800.0},
+        ),
+        _record(11, {"start_ms": 40000.0}),  # cut off by the hang-up: past the recording
+    ]
+    said = spoken_spans(records)
+    assert said == [(5700.0, 9954.9), (17180.0, 20222.4), (25080.0, 27132.3),
+                    (40000.0, float("inf"))]  # fmt: skip
+
+    replay = assemble(heard, cfg)  # no send records: as before
+    assert [r.reason for r in replay.rejected] == ["no words recognised"]
+    assert [g.gap_ms for g in verifier_facts(replay.dialogue()).gaps][1] == 20948 - 9890
+
+    call = assemble(heard, cfg, said)
+    assert call.rejected == []
+    kept = [t for t in call.dialogue() if t["speaker"] == "caller"][1]
+    assert (kept["start_ms"], kept["text"], kept["unheard"]) == (17196, "", True)
+    assert "unheard" not in call.dialogue()[0]
+    assert [g.gap_ms for g in verifier_facts(call.dialogue()).gaps][1] == 20948 - 20289
+    # an agent utterance with no words stays no turn, line or not
+    agent_blank = assemble([*heard, _heard("agent", 4, 17500, 18000, "")], cfg, said)
+    assert [r.utterance for r in agent_blank.rejected] == ["agent:4"]
+
+    unheard = lines_unheard(call, records, until_ms=32000)
+    assert [(x.record.line, x.held) for x in unheard] == [(3, Held.NO_WORDS), (5, Held.NOTHING)]
+    found = Findings()
+    warn_unheard(found, call, records, until_ms=32000)
+    warned, lost = found.notes
+    assert (warned.code, warned.severity) == (CallerNote.LINE_UNHEARD, Severity.WARNING)
+    assert "1 caller line(s) sent were heard as no words" in warned.message
+    assert "script[3] 'x' sent 17.2-20.2 s (an utterance with no words recognised)" in (
+        warned.message
+    )
+    assert (lost.code, lost.severity) == (CallerNote.LINE_NO_TURN, Severity.DEGRADED)
+    assert "script[5] 'x' sent 25.1-27.1 s (nothing voiced)" in lost.message
+    assert "timed from an earlier caller turn" in lost.message
+    # an utterance the ASR rejected on its own grounds is named with them
+    gate = Transcription("", rejected="second opinion: Silero VAD found 5% speech")
+    gated = [*heard, Heard("caller", 2, 25100, 27000, (Span(25100, 27000),), 27600, gate)]
+    unheard = lines_unheard(assemble(gated, cfg, said), records, until_ms=32000)
+    (line5,) = [x for x in unheard if x.record.line == 5]
+    assert line5.held is Held.REJECTED and "Silero VAD found 5% speech" in line5.named()
+    heard_all = Findings()
+    warn_unheard(heard_all, assemble(heard[:3], cfg, said), records[:1], until_ms=32000)
+    assert heard_all.notes == []
 
 
 TALKER = """

@@ -14,6 +14,7 @@ from turnscope import __version__, transports
 from turnscope.actors.caller.caller import ScriptedCaller
 from turnscope.actors.caller.lines import CallerLine, caller_lines
 from turnscope.actors.caller.llm import LlmEndpoint
+from turnscope.actors.caller.own_line import spoken_spans
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber
@@ -165,6 +166,7 @@ async def place_call(
                 extra_sinks=sinks,
                 final_contract=lambda c: spoken_reference(c, scenario, caller),
                 stages=[caller.found],
+                said=lambda: spoken_spans(caller.records),
             )
         except RunIncomplete as exc:  # scored, but not all written: a load run still counts it
             exc.call, exc.caller = call, caller

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -25,6 +25,9 @@ from turnscope.capture.source import Source, SourceInfo
 from turnscope.reasons import Findings, assembled
 
 FINALITY_CHECK_MS = 100.0
+# The caller's lines as sent so far (call ms): what the source's own caller knows it said, read
+# as the turns are assembled (an input, like the audio: never a sink's).
+Said = Callable[[], Sequence[tuple[float, float]]]
 
 
 class RunNote(StrEnum):
@@ -126,8 +129,9 @@ class _Stages:
     transcriptions in flight, the assembly so far, what is final."""
 
     def __init__(self, source: Source, settings: Settings, sinks: Sequence[Sink],
-                 transcriber: Transcriber):  # fmt: skip
+                 transcriber: Transcriber, said: Said | None = None):  # fmt: skip
         self.source = source
+        self.said = said or (lambda: ())
         self.settings = settings
         self.sinks = list(sinks)
         self.transcriber = transcriber
@@ -189,7 +193,7 @@ class _Stages:
         self.heard.append(heard)
         for s in self.sinks:
             s.on_transcribed(heard)
-        self.assembly = assemble(self.heard, self.settings.assembly)
+        self.assembly = assemble(self.heard, self.settings.assembly, self.said())
         self.check_final(force=True)
 
     def horizon_ms(self) -> float:
@@ -247,15 +251,18 @@ async def run_pipeline(
     sinks: Sequence[Sink] = (),
     *,
     transcriber: Transcriber | None = None,
+    said: Said | None = None,
 ) -> PipelineResult:
-    """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``."""
+    """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``;
+    ``said``: when the caller's lines were sent so far (a scripted call: its send records), so
+    a line heard as no words is still the caller's turn (``assemble``)."""
     transcriber = transcriber or Transcriber(settings.asr, settings.confirm)
     if source.info.realtime:
         await transcriber.ready()  # a live turn must not wait for the model; at once if loaded
     else:
         # A replay endpoints while the model loads; its first utterances wait in the batcher.
         transcriber.preload()
-    stages = _Stages(source, settings, sinks, transcriber)
+    stages = _Stages(source, settings, sinks, transcriber, said)
     for s in stages.sinks:
         s.on_start(source.info, settings)
     t0 = time.perf_counter()
@@ -284,7 +291,7 @@ async def run_pipeline(
     finally:
         for task in list(stages.pending):
             task.cancel()
-    stages.assembly = assemble(stages.heard, settings.assembly)
+    stages.assembly = assemble(stages.heard, settings.assembly, stages.said())
     stages.check_final(force=True, horizon=float("inf"))
     audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}

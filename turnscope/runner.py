@@ -25,7 +25,7 @@ from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
 from turnscope.live_view import LiveView, SpanFeed
 from turnscope.offload import offload_bundle
-from turnscope.pipeline import PipelineResult, RunNote, Sink, run_pipeline
+from turnscope.pipeline import PipelineResult, RunNote, Said, Sink, run_pipeline
 from turnscope.reasons import Findings
 from turnscope.records import (
     bundle_documents,
@@ -124,12 +124,14 @@ async def run_and_record(
     agent_trace: Path | None = None,
     final_contract: Callable[[Contract], Contract] | None = None,
     stages: Sequence[Findings] = (),
+    said: Said | None = None,
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end;
     ``agent_trace``: the agent's own event log, to split each reply's latency by;
     ``final_contract``: the contract as the finished run settles it (scored with that);
     ``stages``: what the run's other stages find as it goes (the scripted caller's), assembled
-    with the source's and the pipeline's into the run's evidence (and printed as found)."""
+    with the source's and the pipeline's into the run's evidence (and printed as found);
+    ``said``: when the scripted caller sent its lines (``run_pipeline``)."""
     stop = getattr(source, "stop", None) or (lambda reason: None)
     recorder = ChannelRecorder(outdir, on_failure=stop)
     events = EventLog()
@@ -144,7 +146,7 @@ async def run_and_record(
     # has ended: stop does nothing) lets the bundle finish rather than leave it half written.
     with stop_on_signals(stop):
         try:
-            result = await run_pipeline(source, settings, sinks, transcriber=transcriber)
+            result = await run_pipeline(source, settings, sinks, transcriber=transcriber, said=said)
         finally:
             recorder.close()
         for found in stages:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.actors.caller.own_line import warn_own_line
+from turnscope.actors.caller.own_line import warn_own_line, warn_unheard
 from turnscope.asr.assembly import Heard
 from turnscope.asr.events import (
     EndOfTurn,
@@ -221,5 +221,7 @@ class CallerHears(Sink):
             self.caller.transcribed(heard.start_ms, heard.end_ms, heard.transcription.text)
 
     def on_finish(self, result: PipelineResult) -> None:
-        """The caller's turns it never sent, said among its findings (actors/caller/own_line)."""
+        """The caller's turns it never sent, and the lines it sent that made no turn with words,
+        said among its findings (actors/caller/own_line)."""
         warn_own_line(self.caller.found, result.assembly.dialogue(), self.caller.records)
+        warn_unheard(self.caller.found, result.assembly, self.caller.records, result.audio_ms)

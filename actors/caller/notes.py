@@ -22,6 +22,8 @@ class CallerNote(StrEnum):
     AHEAD_OF_SCRIPT = "agent_ahead_of_script"  # it said a reply before what it answers
     NOT_SENT = "caller_turn_not_sent"  # a caller turn the caller never said (noise, echo)
     PAST_ITS_LINES = "caller_turn_past_its_lines"  # its edges far outside what was sent
+    LINE_UNHEARD = "caller_line_unheard"  # a sent line heard as no words: a wordless turn
+    LINE_NO_TURN = "caller_line_no_turn"  # a sent line that made no caller turn at all
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech

@@ -6,21 +6,39 @@ and when, so each is said (a warning):
 - a caller turn that reaches far past the lines it carries (a talker heard right before or after
   a line, joined to it): its edges are the noise's, so the latency and turn-taking measured at
   them are not the caller's.
+And a line it sent that made no caller turn with words is said too: one heard as no words is
+kept as the caller's turn with no text (``spoken_spans``, assembly rule 6: the reply is timed
+from it), a warning; one that made no turn at all (nothing voiced, or an utterance the ASR
+rejected) leaves the agent's reply after it timed from an earlier caller turn: degraded.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.notes import CallerNote
+from turnscope.capture.frames import CALLER
 from turnscope.reasons import Findings
 
 if TYPE_CHECKING:  # a replay imports this module (the pipeline's sinks) and runs no caller
     from turnscope.actors.caller.lines import LineRecord
+    from turnscope.asr.assembly import Assembly
 
-__all__ = ["not_sent", "past_lines", "sent_spans", "warn_own_line"]
+__all__ = [
+    "Held",
+    "LineHeard",
+    "lines_unheard",
+    "not_sent",
+    "past_lines",
+    "sent_spans",
+    "spoken_spans",
+    "warn_own_line",
+    "warn_unheard",
+]
 
 # A turn this near a line the caller sent is that line's: the endpointer's edges (a reverb's
 # tail, a start moved back over a breath) reach past the send record's.
@@ -47,6 +65,85 @@ def sent_spans(records: Sequence[LineRecord]) -> list[tuple[float, float]]:
             if isinstance(key.get("at_ms"), int | float):
                 spans.append((float(key["at_ms"]), float(key["at_ms"]) + KEY_MS))
     return spans
+
+
+def _spoken(records: Sequence[LineRecord]) -> list[tuple[LineRecord, float, float]]:
+    """The lines spoken as words, each with when it played (call ms; one cut off with no end
+    yet runs on): a hum meant as a backchannel takes no floor, a key press is no speech."""
+    out = []
+    for r in records:
+        sent = r.sent or {}
+        start, end = sent.get("start_ms"), sent.get("end_ms")
+        if r.spoken_as != "backchannel" and isinstance(start, int | float):
+            out.append((r, float(start), float(end) if isinstance(end, int | float) else math.inf))
+    return out
+
+
+def spoken_spans(records: Sequence[LineRecord]) -> list[tuple[float, float]]:
+    """When the caller's lines played (call ms): a caller utterance over one is the caller's
+    turn even when the ASR makes out no word of it (``assemble``'s ``said``)."""
+    return [(start, end) for _, start, end in _spoken(records)]
+
+
+class Held(StrEnum):
+    """What the caller's channel held while a line it sent played, when no words of it."""
+
+    NO_WORDS = "no_words"  # an utterance with no words recognised: kept as a wordless turn
+    REJECTED = "rejected"  # an utterance the ASR rejected (its reason): no turn
+    NOTHING = "nothing_voiced"  # no utterance at all: no turn
+
+
+@dataclass(frozen=True)
+class LineHeard:
+    """A line the caller sent that made no caller turn with words, and what was there."""
+
+    record: LineRecord
+    start_ms: float
+    end_ms: float
+    held: Held
+    why: str = ""  # the ASR's reason, for REJECTED
+
+    def named(self) -> str:
+        from turnscope.actors.caller.lines import quote  # the caller's own: imported with it
+
+        there = {
+            Held.NO_WORDS: "an utterance with no words recognised",
+            Held.REJECTED: f"an utterance rejected: {self.why}",
+            Held.NOTHING: "nothing voiced",
+        }[self.held]
+        return (
+            f"script[{self.record.line}] {quote(self.record.text, 30)} sent "
+            f"{self.start_ms / 1000:.1f}-{self.end_ms / 1000:.1f} s ({there})"
+        )
+
+
+def lines_unheard(
+    assembly: Assembly, records: Sequence[LineRecord], until_ms: float
+) -> list[LineHeard]:
+    """The lines the caller sent (and finished by ``until_ms``) that overlap no caller turn
+    with words nor a caller backchannel, with what the caller's channel held there."""
+    turns = [(t.start_ms, t.end_ms, t.text) for t in assembly.turns if t.speaker == CALLER]
+    hums = [(b.start_ms, b.end_ms) for b in assembly.backchannels if b.speaker == CALLER]
+    rejected = [
+        (r.start_ms, r.end_ms, r.reason)
+        for r in assembly.rejected
+        if r.utterance.startswith(f"{CALLER}:")  # its key: channel:index
+    ]
+    out = []
+    for rec, a, b in _spoken(records):
+        if b > until_ms:
+            continue  # cut off by the call's end: the recording may not hold it
+        over = [text for s, e, text in turns if s < b and e > a]
+        if any(over) or (not over and any(s < b and e > a for s, e in hums)):
+            continue
+        why = list(dict.fromkeys(reason for s, e, reason in rejected if s < b and e > a))
+        if over:
+            out.append(LineHeard(rec, a, b, Held.NO_WORDS))
+        elif why:
+            out.append(LineHeard(rec, a, b, Held.REJECTED, "; ".join(why)))
+        else:
+            out.append(LineHeard(rec, a, b, Held.NOTHING))
+    return out
 
 
 def not_sent(
@@ -127,4 +224,28 @@ def warn_own_line(
             f"{_named(turns, _words)}: speech on the caller's line it never said (its noise "
             "bed's talkers, an echo), counted as the caller's turns; the agent may have heard "
             "them so too",
+        )
+
+
+def warn_unheard(
+    found: Findings, assembly: Assembly, records: Sequence[LineRecord], until_ms: float
+) -> None:
+    """Say the lines the caller sent that made no caller turn with words (``lines_unheard``):
+    heard as no words (a warning: the turn is kept, with no text), or no turn at all (degraded:
+    the reply after it is timed from an earlier caller turn)."""
+    lines = lines_unheard(assembly, records, until_ms)
+    if kept := [x for x in lines if x.held is Held.NO_WORDS]:
+        found.warn(
+            CallerNote.LINE_UNHEARD,
+            f"{len(kept)} caller line(s) sent were heard as no words, at "
+            f"{_named(kept, LineHeard.named)}: each is kept as a caller turn with no text, so "
+            "the agent's reply is timed from it, and its words count as deleted in the caller's "
+            "WER (the ASR made out none of them)",
+        )
+    if lost := [x for x in lines if x.held is not Held.NO_WORDS]:
+        found.degrade(
+            CallerNote.LINE_NO_TURN,
+            f"{len(lost)} caller line(s) sent made no caller turn, at "
+            f"{_named(lost, LineHeard.named)}: the agent's reply after each is timed from an "
+            "earlier caller turn, so that latency is not the agent's",
         )

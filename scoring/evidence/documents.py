@@ -171,6 +171,8 @@ class TranscriptTurn(Document):
     spans: list[Span] = []  # voiced spans
     asr: TurnAsr | None = None
     language: str = ""
+    # A line the caller sent that the ASR heard no words of: its turn, with no text.
+    unheard: bool | None = omitted()
 
 
 class BackchannelRecord(Document):
