@@ -13,13 +13,14 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from turnscope.actors.caller.tags import with_implied_tags
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
-from turnscope.errors import TurnscopeError, UploadError
+from turnscope.errors import InputError, TurnscopeError, UploadError
 from turnscope.jsonio import read_json
 from turnscope.redrive import CHANNELS
 from turnscope.scoring.contract import Reference, load_reference, task_contract
@@ -44,10 +45,19 @@ from turnscope.storage import LocalRuns, ObjectRuns
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
 
 
+class VoidCause(StrEnum):
+    """Why a task is void: its own bad input (a fixture's file or scenario key, exit 2 for
+    ``call``) or anything else (no --agent, a failed or degraded call, a lost worker)."""
+
+    BAD_INPUT = "bad_input"
+    NOT_RUN = "not_run"
+
+
 @dataclass
 class FixtureRun:
     row: dict[str, Any]
     scores: TaskScores
+    void_cause: VoidCause | None = None  # None: the task was scored
 
 
 def _reference(
@@ -153,13 +163,24 @@ async def _redriven(
     )
 
 
-def _void(task: dict[str, Any], fx: Fixture | None, kind: str, why: str) -> FixtureRun:
+def _void(
+    task: dict[str, Any],
+    fx: Fixture | None,
+    kind: str,
+    why: str,
+    cause: VoidCause = VoidCause.NOT_RUN,
+) -> FixtureRun:
     row = void_row(task, EVIDENCE.get(kind, "captured_fixture"))
     row["result"]["explanation"] = row["error"] = why
     tags = list(fx.tags) if fx else []
-    return FixtureRun(
-        row, TaskScores(str(task["id"]), tags, "void", {}, row["evidence_class"], why)
-    )
+    scores = TaskScores(str(task["id"]), tags, "void", {}, row["evidence_class"], why)
+    return FixtureRun(row, scores, cause)
+
+
+def _refused(task: dict[str, Any], fx: Fixture, kind: str, exc: TurnscopeError) -> FixtureRun:
+    """A task void for an error the CLI would exit with: bad input (2) is its own cause."""
+    bad = exc.exit_code == InputError.exit_code
+    return _void(task, fx, kind, str(exc), VoidCause.BAD_INPUT if bad else VoidCause.NOT_RUN)
 
 
 def void_run(task: dict[str, Any], suite_path: Path | None, why: str) -> FixtureRun:
@@ -194,7 +215,7 @@ async def run_fixture(
         try:
             audio = synthesized(fx, suite_path)
         except TurnscopeError as exc:
-            return _void(task, fx, kind, str(exc))
+            return _refused(task, fx, kind, exc)
     contract = task_contract(task, reference=_reference(task, fx, suite_path, audio))
     evidence = EVIDENCE[kind]
     if kind == "transcript":
@@ -253,7 +274,7 @@ async def run_fixture(
             if run.result.degraded:  # the call's, the caller's, the pipeline's
                 return _void(task, fx, kind, "degraded call: " + "; ".join(run.result.degraded))
     except TurnscopeError as exc:
-        return _void(task, fx, kind, str(exc))
+        return _refused(task, fx, kind, exc)
     except Exception as exc:  # a call that could not be set up, and the like: void, not a crash
         return _void(task, fx, kind, f"{type(exc).__name__}: {exc}")
     if run.result.channels_alike is not None:  # one recording on both channels: no evidence

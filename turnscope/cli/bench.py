@@ -74,7 +74,7 @@ def bench(
     ),
 ) -> int:
     """Score every task of SUITE; exit 0 when all scored tasks pass, 1 when one fails
-    (0 with --no-fail).
+    (0 with --no-fail), 2 when every task is void for bad input in its fixture.
 
     Without --use-reference or --transcripts, every task's fixture runs through the real
     pipeline (a recording is replayed, a scenario is called live against --agent, a transcript

@@ -101,6 +101,10 @@ def fixtures_code(run: SuiteRun) -> int:
         fail_line(f"{run.ray.gone}: {run.lost} fixture(s) did not run (void); what finished is "
                   f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
         return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
+    if run.void_of_bad_input:
+        fail_line("every task is void for bad input in its fixture (each named above): fix "
+                  "those files or keys and run the suite again")  # fmt: skip
+        return ExitCode.BAD_INPUT
     return bench_exit(run.result)
 
 

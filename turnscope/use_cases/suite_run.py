@@ -14,7 +14,7 @@ from turnscope import transports
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.configs import resolve
 from turnscope.errors import InputError, UploadError
-from turnscope.fixture_runner import FixtureRun, run_suite_fixtures
+from turnscope.fixture_runner import FixtureRun, VoidCause, run_suite_fixtures
 from turnscope.jsonio import write_json
 from turnscope.outdir import clear_run, holds_a_run, output_dir, output_file
 from turnscope.scoring.suites.bench import bench_result
@@ -65,6 +65,14 @@ class SuiteRun:
         """Something was scored and every scored task passed."""
         agg = self.result["aggregate"]
         return bool(agg["scored"]) and agg["passed"] == agg["scored"]
+
+    @property
+    def void_of_bad_input(self) -> bool:
+        """Every task is void for its own bad input (a fixture's file or scenario key): the
+        suite's input to fix, not a verdict (exit 2, as `call` gives for one of them)."""
+        return bool(self.fixtures) and all(
+            r.void_cause is VoidCause.BAD_INPUT for r in self.fixtures
+        )
 
     def void(self) -> list[tuple[str, str]]:
         """``(task_id, why)`` of every void task."""
