@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,44 @@ def test_bad_line_acoustics_are_one_line_naming_the_line(tmp_path, cli, line, ex
     code, _, err = cli("synth", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"))
     assert code == 2 and expect in err and "script[0]" in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_the_record_says_how_to_make_the_same_caller_again(tmp_path: Path):
+    """result.json's ``script.acoustics`` (truth.json's ``settings.acoustics`` alike) holds the
+    dysfluency settings, the call's and a line's, with their seeds, and the acoustics seed: the
+    words said follow from them alone, and the bundle's model keeps them as written."""
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render, write_call
+    from turnscope.scoring.evidence.results import ResultDocument
+
+    other = "I paid 30 dollars on Friday and it came on Monday."
+    (tmp_path / "d.yaml").write_text(
+        "name: d\ncaller:\n  voice: en-us\n"
+        "  dysfluency: {fillers: 0.2, restarts: 1, self_correction: 1, seed: 4}\n"
+        f"script:\n  - caller: {TEXT}\n  - agent: Sure.\n  - caller: {other}\n"
+        "    dysfluency: {self_correction: 1}\n    acoustics: {noise: car, reverb: small}\n"
+    )
+    sc = load_scenario(tmp_path / "d.yaml")
+    paths = write_call(render(sc), tmp_path / "out")
+    rec = json.loads(paths["truth"].read_text())["settings"]["acoustics"]
+    assert rec["seed"] == 0 and rec["lines"]["2"] == {
+        "noise": "car",
+        "reverb": "small",
+        "snr_db": 15.0,
+    }
+    call, own = rec["dysfluency"]["call"], rec["dysfluency"]["lines"]["2"]
+    assert call == {"fillers": 0.2, "restarts": 1.0, "self_correction": 1.0, "seed": 4}
+    assert own == {"fillers": 0.0, "restarts": 0.0, "self_correction": 1.0, "seed": 0}
+    said = rec["spoken_texts"]
+    assert said["0"] == stumble(TEXT, Dysfluency(**call)) != TEXT
+    assert said["2"] == stumble(other, Dysfluency(**own)) != other
+    doc = ResultDocument.model_validate({"script": {"acoustics": rec}})
+    assert doc.script.acoustics.dysfluency == rec["dysfluency"] and doc.script.acoustics.seed == 0
+    assert doc.model_dump(mode="json", by_alias=True, exclude_unset=True)["script"] == {
+        "acoustics": rec
+    }
+    # A caller who only stumbles is recorded too (synth wrote no acoustics for it before).
+    plain = Scenario.model_validate(
+        {"name": "p", "caller": {"dysfluency": call}, "script": [{"caller": TEXT}]}
+    )
+    assert render(plain).settings["acoustics"]["dysfluency"] == {"call": call}

@@ -448,3 +448,40 @@ def test_malformed_pieces_are_named_and_the_rest_is_shown(tmp_path):
     assert "start_ms" in note and "backchannels" in note and "turns" in note
     page = build_report(fake)[0].read_text(encoding="utf-8")
     assert "Not shown (missing or unreadable)" in page and "malformed values" in page
+
+
+def test_the_report_shows_the_callers_line(tmp_path):
+    """A caller on a noisy line: report.html says the bed and its SNR at the microphone and on
+    the line, the room, the codec, a line's own noise, the packets lost, the dysfluency with its
+    seed and the words as said, from result.json's ``script.acoustics`` (a real synthesis's)."""
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.synth import render
+
+    (tmp_path / "noisy.yaml").write_text(
+        "name: noisy\ncaller:\n  voice: en-us\n"
+        "  acoustics: {noise: street, snr_db: 12, reverb: office, telephone: g711, loss: 0.05,"
+        " seed: 3}\n  dysfluency: {restarts: 1, seed: 4}\nscript:\n"
+        "  - caller: I would like a refund for my headphones please.\n  - agent: Sure.\n"
+        "  - caller: Thank you very much.\n    acoustics: {noise: car, snr_db: 5, level_db: 6}\n"
+    )
+    record = render(load_scenario(tmp_path / "noisy.yaml")).settings["acoustics"]
+    fake = fake_bundle(tmp_path / "b", turns=EDGE[:3], seconds=6)
+    (fake / "result.json").write_text(json.dumps({"script": {"acoustics": record}}))
+    m = read_report(fake, PLOT)
+    assert m.conditions == record and not [n for n in m.notes if "result.json" in n]
+    dom = build_report(fake)[0].read_text(encoding="utf-8")
+    text = visible_text(dom[dom.index('id="caller-line"') :].split("</section>")[0])
+    sent = record["snr_db_sent"]
+    assert 18 < sent < 25  # the phone band takes the street's low end: higher on the line
+    assert (
+        f"whole call noise street at 12 dB SNR at the microphone, {sent:g} dB on the line; "
+        "room office; telephone g711; 5% of packets lost by chance" in text
+    )
+    assert "script[2] noise car at 5 dB SNR at the microphone; level +6 dB" in text
+    assert "acoustics seed 3" in text
+    lost, packets = record["packets"]["lost"], record["packets"]["sent"]
+    assert lost > 0 and f"packets lost {lost} of {packets} (" in text
+    assert "dysfluency fillers 0, restarts 1, corrections 0, seed 4" in text
+    assert f"script[0] said as “{record['spoken_texts']['0']}”" in text
+    plain = fake_bundle(tmp_path / "plain", turns=EDGE[:3], seconds=6)
+    assert 'id="caller-line"' not in build_report(plain)[0].read_text(encoding="utf-8")

@@ -167,9 +167,9 @@ class LineAcoustics(_Strict):
     call's. ``noise`` / ``snr_db`` here: a noise heard during this line only, over the call's
     bed."""
 
-    noise: str | None = None
-    snr_db: float | None = None
-    reverb: str | None = None
+    noise: str | None = None  # heard during this line only, over the call's bed
+    snr_db: float | None = None  # under this line's speech at the microphone, before band and codec
+    reverb: str | None = None  # the room this line is said in (the call's otherwise)
     telephone: Telephone | None = None
     level_db: float | None = None
     clip_at: float | None = None
@@ -213,7 +213,9 @@ class Acoustics(LineAcoustics):
 
     - ``noise``: a background bed (street, office, car, babble: generated) or an audio file;
       continuous, between the lines too; ``snr_db``: its level under the caller's speech
-      (default 15).
+      (default 15), at the caller's microphone: before the line's band and codec, which take
+      more of most noises (their low end) than of speech, so on the line it is higher
+      (result.json's ``script.acoustics.snr_db_sent``).
     - ``reverb``: a room (small, office, hall) or an impulse response file (mono).
     - ``telephone``: band, g711, g711a, amr-nb, opus.
     - ``loss``: the chance a 20 ms packet is lost (silence); ``jitter_ms``: the spread of packet
@@ -243,7 +245,7 @@ class Dysfluency(_Strict):
     - ``restarts``: the chance a line starts over after a word or two.
     - ``self_correction``: the chance a line says a wrong number, day or month first and
       corrects it ("four, sorry, I mean five").
-    - ``seed``: which words (with the line's index).
+    - ``seed``: which words (with the line's text).
     """
 
     fillers: float = 0.0

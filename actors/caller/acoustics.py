@@ -193,6 +193,7 @@ class Bed:
         self.tails: list[tuple[np.ndarray, int]] = []  # (int16 samples, first sample at rate)
         self.lost_count = 0
         self.packets = 0
+        self.snr_db_sent: float | None = None  # the bed under the lines as both go out
 
     def after(self, tail: np.ndarray, at: int) -> None:
         """``tail`` (int16 at ``rate``) goes out from call-clock sample ``at``."""
@@ -265,8 +266,15 @@ def attach(scenario: Scenario, track: Any, clips: list[np.ndarray]) -> Bed | Non
 def make_bed(scenario: Scenario, clips: list[np.ndarray], rate: int) -> Bed:
     """The scenario's bed at ``rate`` for a caller whose lines as sent are ``clips``."""
     a = scenario.caller.acoustics or Acoustics()
-    level = round(speech_level([c for c in clips if c.size]), 6)
-    return Bed(bed_loop(a, level, rate), lost_packets(a), rate)
+    said = [c for c in clips if c.size]
+    level = round(speech_level(said), 6)
+    bed = Bed(bed_loop(a, level, rate), lost_packets(a), rate)
+    if bed.loop is not None and said:  # a caller with no line yet: only a nominal level
+        # snr_db is set at the microphone; the line's band and codec take more of a noise
+        # (its low end) than of speech. Both went through them apart: this is on the line.
+        sent = _rms(bed.loop.astype(np.float64) / 32767)
+        bed.snr_db_sent = round(20 * np.log10(level / sent), 1) if sent > 0 else None
+    return bed
 
 
 def prepare(scenario: Scenario, clips: list[np.ndarray]) -> None:
@@ -280,20 +288,47 @@ def prepare(scenario: Scenario, clips: list[np.ndarray]) -> None:
     lost_packets(a)
 
 
+def _keys(a: LineAcoustics, **dump: bool) -> dict[str, Any]:
+    """``a``'s keys as given, and the SNR a noise was mixed at when it took the default."""
+    out = a.model_dump(mode="json", **dump)
+    if a.noise is not None:
+        out.setdefault("snr_db", DEFAULT_SNR_DB)
+    return out
+
+
+def dysfluency_record(scenario: Scenario) -> dict[str, Any] | None:
+    """The dysfluency settings the caller's lines used (``call``: ``caller.dysfluency``; each
+    line's own by its index), each with its seed: all a run needs to say the same words."""
+    call = getattr(scenario.caller, "dysfluency", None)
+    lines = {
+        str(i): d.model_dump(mode="json")  # whole: a line's own replaces the call's, seed too
+        for i, line in enumerate(scenario.script)
+        if (d := getattr(line, "dysfluency", None)) is not None
+    }
+    if call is None and not lines:
+        return None
+    out: dict[str, Any] = {} if call is None else {"call": call.model_dump(mode="json")}
+    return {**out, "lines": lines} if lines else out
+
+
 def record(scenario: Scenario, bed: Bed | None = None) -> dict[str, Any] | None:
-    """result.json's ``script.acoustics``: the call's and each line's keys, codecs this FFmpeg
-    lacks, the packets lost, the lines as the caller said them; None for a plain caller."""
+    """result.json's ``script.acoustics``: the call's and each line's keys, the seed, codecs
+    this FFmpeg lacks, the packets lost, the bed's SNR as sent, the dysfluency settings and the
+    lines as the caller said them; None for a plain caller."""
     said = {
         str(i): text
         for i, line in enumerate(scenario.script)
         if line.speaker == "caller" and (text := spoken_text(scenario, line)) != line.text
     }
-    if not needs_bed(scenario) and not said:
+    dysfluency = dysfluency_record(scenario)
+    if not needs_bed(scenario) and not said and dysfluency is None:
         return None
     a = scenario.caller.acoustics
-    out: dict[str, Any] = {"call": a.model_dump(mode="json", exclude_none=True) if a else {}}
+    out: dict[str, Any] = {"call": _keys(a, exclude_none=True) if a else {}}
+    if needs_bed(scenario):  # a line's noise and room follow it too, with the call's
+        out["seed"] = seed_of(scenario)
     lines = {
-        str(i): line.acoustics.model_dump(mode="json", exclude_unset=True)
+        str(i): _keys(line.acoustics, exclude_unset=True)
         for i, line in enumerate(scenario.script)
         if getattr(line, "acoustics", None) is not None
     }
@@ -304,10 +339,14 @@ def record(scenario: Scenario, bed: Bed | None = None) -> dict[str, Any] | None:
     missing = sorted(t.value for t in used if not codecs.available(t))
     if missing:
         out["codec_missing"] = missing  # the band alone stood in for them
+    if dysfluency is not None:
+        out["dysfluency"] = dysfluency
     if said:
         out["spoken_texts"] = said  # dysfluency: what the caller said for those lines
     if bed is not None:
         out["packets"] = {"sent": bed.packets, "lost": bed.lost_count}
+        if bed.snr_db_sent is not None:
+            out["snr_db_sent"] = bed.snr_db_sent  # the bed's, after the telephone line
     return out
 
 

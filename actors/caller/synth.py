@@ -39,6 +39,7 @@ import numpy as np
 import soundfile as sf
 
 from turnscope.actors.caller import speech as tts
+from turnscope.actors.caller.acoustics import record as acoustics_record
 from turnscope.actors.caller.conditions import pink_noise, telephone_channel
 from turnscope.actors.caller.placement import Renderer
 from turnscope.actors.caller.scenario import Kind, Scenario
@@ -235,6 +236,7 @@ def render(
         clean[c.speaker][at + skip : at + c.clip.audio.size] += c.clip.audio[skip:]
 
     sent = placed_caller(scenario, r.clips, n, sample_rate)  # caller.acoustics, as sent live
+    record = acoustics_record(scenario) if sent is None else sent.record  # dysfluency alone too
     if sent is not None:
         clean["caller"] = sent.speech
     mixed = {side: x.copy() for side, x in clean.items()}
@@ -278,7 +280,7 @@ def render(
             "snr_db": snr_db,
             "telephone": telephone,
             "seed": seed,
-            **({} if sent is None else {"acoustics": sent.record}),
+            **({} if record is None else {"acoustics": record}),
         },
         task=scenario_task(scenario),  # resolving its suite is scoring's job
         pauses=[

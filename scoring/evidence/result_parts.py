@@ -112,6 +112,32 @@ class Planned(Open):
     exercised: int = 0
 
 
+class CallerConditions(Open):
+    """What the caller's line did to its speech (actors/caller/acoustics.py ``record``): enough
+    to make the same caller again. Line keys are script indices.
+
+    - ``call``: ``caller.acoustics`` as given (``seed`` included); ``lines``: each line's own
+      ``acoustics`` keys, over the call's.
+    - ``seed``: the seed every noise, room and loss followed (a line's noise: with its text).
+    - ``codec_missing``: codecs this FFmpeg lacks (the band alone stood in for them).
+    - ``packets``: the 20 ms packets sent and lost.
+    - ``snr_db_sent``: the bed's SNR under the caller's lines as both went out, after the
+      telephone line (``snr_db`` is at the microphone, before it).
+    - ``dysfluency``: the settings the caller stumbled by, ``caller.dysfluency`` under
+      ``call`` and under ``lines`` a line's own (whole: it replaces the call's, seed included).
+    - ``spoken_texts``: the lines dysfluency changed, as the caller said them.
+    """
+
+    call: dict[str, Any] = Field(default_factory=dict)
+    lines: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    seed: int | None = None
+    codec_missing: list[str] = Field(default_factory=list)
+    packets: dict[str, int] = Field(default_factory=dict)  # sent, lost
+    snr_db_sent: Number | None = None
+    dysfluency: dict[str, Any] = Field(default_factory=dict)  # call, lines
+    spoken_texts: dict[str, str] = Field(default_factory=dict)
+
+
 class ScriptReport(Open):
     """What the scripted caller did, line by line; a reacting or LLM caller adds its own keys."""
 
@@ -125,6 +151,7 @@ class ScriptReport(Open):
     backchannels: Planned = Field(default_factory=Planned)
     unanswered_lines: list[int] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    acoustics: CallerConditions | None = None  # a caller with acoustics or dysfluencies
 
 
 class CallerTruth(Open):

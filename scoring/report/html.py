@@ -4,9 +4,10 @@
 (inline CSS, SVG, audio and one small script; a Content-Security-Policy that forbids fetching
 anything): the verdict and degraded evidence first, the four sub-scores with the failing floors,
 the call's audio, the timeline of both channels, each reply's latency split, a reacting
-caller's decisions, the turn table, WER with its word alignment, and the continuity metrics.
-Clicking a turn plays from it. This module is the page; its sections are verdict.py, turns.py,
-decisions.py and measures.py.
+caller's decisions, the turn table, the caller's line (noise, room, codec, losses,
+dysfluencies), WER with its word alignment, and the continuity metrics. Clicking a turn plays
+from it. This module is the page; its sections are verdict.py, turns.py, decisions.py,
+caller_line.py and measures.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from turnscope.jsonio import write_bytes, write_text
 from turnscope.scoring.evidence.bundle import seal
+from turnscope.scoring.report.caller_line import caller_line
 from turnscope.scoring.report.decisions import conversation
 from turnscope.scoring.report.explained import CSS as SPLIT_CSS
 from turnscope.scoring.report.explained import breakdown
@@ -112,7 +114,7 @@ def render_html(m: ReportModel, legend: Figure, rows: list[Figure]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{CSS}{SPLIT_CSS}</style></head><body><main>"
         f"{header(m)}{alerts(m)}{scores(m)}{player(m.bundle)}{timeline(m, legend, rows)}"
-        f"{breakdown(m)}{span_lanes(m)}{conversation(m)}{redrive(m)}{turn_taking(m)}{turn_table(m)}{wer(m)}{continuity(m)}"
+        f"{breakdown(m)}{span_lanes(m)}{conversation(m)}{redrive(m)}{turn_taking(m)}{turn_table(m)}{caller_line(m)}{wer(m)}{continuity(m)}"
         "</main>"
         f"<script>{SEEK}</script></body></html>\n"
     )

@@ -128,12 +128,20 @@ class ReportModel:
     agent_events: list[tuple[float, str]] = field(default_factory=list)  # (ms, name): RTVI
     conversation: ConversationView | None = None  # a reacting caller's decisions and outcome
     voices: list[dict[str, Any]] = field(default_factory=list)  # caller voices the ASR heard
+    conditions: dict[str, Any] | None = None  # the caller's line (result.json script.acoustics)
 
 
 def _heard_voices(script: Any) -> list[dict[str, Any]]:
     """The caller voices result.json's script says the project's ASR heard (``asr``)."""
     voices = script.get("voices") if isinstance(script, Mapping) else None
     return [v for v in voices or [] if isinstance(v, Mapping) and isinstance(v.get("asr"), Mapping)]
+
+
+def _caller_conditions(script: Any) -> dict[str, Any] | None:
+    """What the caller's line did to its speech, as result.json's script records it (its noise,
+    room, codec, losses, dysfluencies and seeds: ``acoustics``); None for a plain caller."""
+    found = script.get("acoustics") if isinstance(script, Mapping) else None
+    return dict(found) if isinstance(found, Mapping) and found else None
 
 
 def _turns(doc: Transcript) -> list[TurnView]:
@@ -327,6 +335,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
         required_content=required,
         wer=_json_or_none(structured.wer if "wer" in structured.model_fields_set else result.wer),
         voices=_heard_voices(_json_or_none(result.script)),
+        conditions=_caller_conditions(_json_or_none(result.script)),
         continuity=continuity,
         degraded=degraded,
         warnings=_dedupe(run.warnings or result.warnings),
