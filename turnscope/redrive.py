@@ -57,8 +57,12 @@ def _inputs(call: Path) -> tuple[dict[str, Path], str]:
     if not call.is_file():
         raise InputError("no such recording", path=call, fix="give a two-channel recording")
     from turnscope.capture.file.decode import open_audio
+    from turnscope.capture.file.health import rate_problem
 
-    channels = open_audio(call).channels
+    reader = open_audio(call)
+    if (slow := rate_problem(reader.rate, "recording")) is not None:  # as a noise file's rule
+        raise InputError(slow, path=call)
+    channels = reader.channels
     if channels != 2:
         raise InputError(
             f"has {channels} channel{'s' if channels != 1 else ''}; re-driving needs the caller "

@@ -16,8 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from turnscope.capture.file.health import MIN_RATE, rate_problem
+
 SNR_RANGE_DB = (-10.0, 60.0)
-NOISE_FILE_MIN_RATE = 8000
+AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif", ".opus", ".m4a"}
+NOISE_FILE_MIN_RATE = MIN_RATE  # the rule every recording read for speech or noise follows
 
 
 class NoiseKind(str, Enum):
@@ -62,6 +65,8 @@ RANGES: dict[str, tuple[float, float, str]] = {
     "fillers": (0.0, 0.5, "0.1"),
     "restarts": (0.0, 1.0, "0.3"),
     "self_correction": (0.0, 1.0, "0.3"),
+    "rate_wpm": (80.0, 450.0, "140 (a slow caller) or 220 (a quick one)"),  # espeak-ng's -s
+    "pitch": (0.0, 99.0, "35 (lower) or 65 (higher)"),  # espeak-ng's -p
 }
 
 
@@ -85,6 +90,23 @@ def in_range(value: float | None, info: ValidationInfo) -> float | None:
     return value
 
 
+def number_in_range(value: Any, info: ValidationInfo) -> Any:
+    """``in_range`` for a number given as one (before its type's own check: a word, or a
+    fraction where a whole number belongs, keeps that check's message)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return in_range(value, info)
+    return value
+
+
+# What a value that names no file is taken for: a generated kind's name, misspelt.
+UNKNOWN = {"noise": "noise bed", "impulse response": "room"}
+
+
+def _looks_like_a_file(value: str) -> bool:
+    """A path separator or an audio file's suffix: meant as a file, not as a kind's name."""
+    return "/" in value or "\\" in value or Path(value).suffix.lower() in AUDIO_SUFFIXES
+
+
 def _resolved(value: str, info: ValidationInfo, kinds: type[Enum], what: str) -> str:
     """A kind's name as given, or an audio file resolved against the scenario's folder."""
     if value in {k.value for k in kinds}:
@@ -92,8 +114,14 @@ def _resolved(value: str, info: ValidationInfo, kinds: type[Enum], what: str) ->
     base = (info.context or {}).get("base_dir")
     path = Path(value).expanduser()
     path = path if path.is_absolute() or base is None else Path(base) / path
+    names = ", ".join(k.value for k in kinds)
+    if not path.is_file() and not _looks_like_a_file(value):
+        raise PydanticCustomError(
+            "acoustics_name",
+            "unknown {kind} {value}: give one of {names} or a path to a WAV/FLAC file",
+            {"kind": UNKNOWN[what], "value": repr(value), "names": names},
+        )
     if not path.is_file():
-        names = ", ".join(k.value for k in kinds)
         raise PydanticCustomError(
             "acoustics_file",
             "no such {what} file {path}: give one of {names} or an audio file (relative to the "
@@ -120,31 +148,59 @@ def file_stamp(value: str | None) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+# What a silent file of each kind should hold instead.
+_HEARD = {
+    "noise": "noise",
+    "impulse response": "a room's response to a click or a sweep",
+    "recording": "the line spoken",
+}
+
+
 def audio_problem(path: Path, what: str) -> str | None:
-    """What is wrong with a noise or impulse-response file's format, read from its header."""
+    """What is wrong with a noise, impulse-response or line recording file, read from its
+    header (and its samples, for silence)."""
     import soundfile as sf
 
     try:
         info = sf.info(str(path))
     except (sf.LibsndfileError, RuntimeError, OSError) as exc:
-        return f"cannot read the {what} file ({exc}): give a wav or flac"
-    if info.samplerate < NOISE_FILE_MIN_RATE:
-        rate = info.samplerate
-        return f"the {what} is at {rate} Hz: give one at {NOISE_FILE_MIN_RATE} Hz or more"
+        reason = getattr(exc, "error_string", None) or str(exc)  # no repr of its name
+        return f"cannot read the {what} file ({reason.rstrip('.')}): give a WAV or FLAC"
+    if (slow := rate_problem(info.samplerate, what)) is not None:
+        return slow
     if what == "noise":
         if info.channels > 2:
             return f"the noise has {info.channels} channels: give mono or stereo (mixed to mono)"
         if info.frames < 1.25 * info.samplerate:
             return "the noise is shorter than 1.25 s: give a longer recording (it loops)"
-    elif info.channels != 1:
+    elif what == "impulse response" and info.channels != 1:
         return (
             f"the impulse response has {info.channels} channels: give a mono one (one microphone's)"
         )
     if _silent(path):
-        return f"the {what} file is silent: give a recording of " + (
-            "noise" if what == "noise" else "a room's response to a click or a sweep"
-        )
+        return f"the {what} file is silent: give a recording of {_HEARD[what]}"
     return None
+
+
+def line_recording(value: Path | None, info: ValidationInfo) -> Path | None:
+    """A line's ``audio:`` resolved against the scenario's folder: a readable recording at
+    8 kHz or more that is not silent (checked as the scenario loads, before any output)."""
+    if value is None:
+        return None
+    base = (info.context or {}).get("base_dir")
+    path = value if value.is_absolute() or base is None else Path(base) / value
+    if not path.is_file():
+        raise PydanticCustomError(
+            "audio_missing",
+            "no such audio file {path} (paths are relative to the scenario file)",
+            {"path": str(path)},
+        )
+    problem = audio_problem(path, "recording")
+    if problem:
+        raise PydanticCustomError(
+            "audio_unusable", "{path}: {problem}", {"path": str(path), "problem": problem}
+        )
+    return path
 
 
 def _silent(path: Path) -> bool:

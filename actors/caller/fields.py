@@ -15,7 +15,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from turnscope.actors.caller.acoustic_keys import Acoustics, Dysfluency
+from turnscope.actors.caller.acoustic_keys import Acoustics, Dysfluency, number_in_range
 from turnscope.actors.caller.voices.spec import Engine, parse_voice, voice_field
 from turnscope.scoring.budgets import Budgets  # one model: the suite task's and the scenario's
 
@@ -44,8 +44,9 @@ MAX_MS = 3_600_000  # an hour: no scripted call is longer (and synthesis allocat
 # several lines.
 MAX_LINE_CHARS = 1000
 Ms = Annotated[int, Field(ge=0, le=MAX_MS)]
-Wpm = Annotated[int, Field(ge=80, le=450)]  # espeak-ng's -s range
-Pitch = Annotated[int, Field(ge=0, le=99)]  # espeak-ng's -p range
+# espeak-ng's -s and -p ranges (out of them: the range and an example, acoustic_keys.RANGES)
+Wpm = Annotated[int, Field(ge=80, le=450), BeforeValidator(number_in_range)]
+Pitch = Annotated[int, Field(ge=0, le=99), BeforeValidator(number_in_range)]
 Keyword = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) else v)]
 Kind = Literal["line", "barge_in", "backchannel", "dtmf"]
 DTMF_DIGITS = "0123456789*#"

@@ -14,13 +14,12 @@ from typing import Annotated, Literal
 from pydantic import (
     Field,
     PrivateAttr,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from turnscope.actors.caller.acoustic_keys import Dysfluency, LineAcoustics
+from turnscope.actors.caller.acoustic_keys import Dysfluency, LineAcoustics, line_recording
 from turnscope.actors.caller.fields import (  # noqa: F401 (the scenario's names, one import)
     AGENT_ONLY,
     CALLER_TRIGGERS,
@@ -153,20 +152,7 @@ class Line(_Strict):
                 )
         return self
 
-    @field_validator("audio")
-    @classmethod
-    def _audio_exists(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None:
-            return None
-        base = (info.context or {}).get("base_dir")
-        path = value if value.is_absolute() or base is None else Path(base) / value
-        if not path.is_file():
-            raise PydanticCustomError(
-                "audio_missing",
-                "no such audio file {path} (paths are relative to the scenario file)",
-                {"path": str(path)},
-            )
-        return path
+    _audio = field_validator("audio")(line_recording)  # readable, 8 kHz or more, not silent
 
     @model_validator(mode="after")
     def _one_side_one_trigger(self) -> Line:

@@ -199,13 +199,16 @@ def read_clip(path: str | Path, sample_rate: int) -> Clip:
     try:
         audio, rate = sf.read(native_path(p), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError) as exc:
-        raise InputError(f"cannot read audio: {exc}", path=p) from None
+        reason = getattr(exc, "error_string", None) or str(exc)  # no repr of its name
+        raise InputError(f"cannot read audio: {reason}", path=p, fix="give a WAV or FLAC") from None
     x = audio.mean(axis=1)
     if rate != sample_rate:
         x = soxr.resample(x, rate, sample_rate, quality="HQ")
     clip = _to_clip(x, sample_rate)
     if clip is None:
-        raise InputError("the recording is silent", path=p)
+        raise InputError(
+            "the recording is silent", path=p, fix="give a recording of the line spoken"
+        )
     return clip
 
 

@@ -30,6 +30,14 @@ HUM_PEAK = 30.0  # its 50/60 Hz power over the median of the 30-250 Hz band arou
 HUM_LEVEL = 0.003  # and its amplitude (about -50 dBFS)
 
 
+def rate_problem(rate: int, what: str) -> str | None:
+    """What is wrong with a recording at ``rate`` Hz that turnscope reads speech or noise from
+    (a noise bed, a line's clip, a call to re-drive): below the telephone band, refused."""
+    if rate < MIN_RATE:
+        return f"the {what} is at {rate} Hz: give one at {MIN_RATE} Hz or more"
+    return None
+
+
 @dataclass
 class Column:
     """One picked channel of a file at its own rate: its DC offset and its mains hum (from the
