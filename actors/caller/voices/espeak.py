@@ -100,7 +100,8 @@ def version() -> str | None:
 
 
 def known_version() -> str | None:
-    """espeak-ng's version if already asked (never a process on the call's event loop)."""
+    """espeak-ng's version if already asked (never a process on the call's event loop): every
+    espeak-ng line and every Piper voice's loading asks it first."""
     return version() if version.cache_info().currsize else None
 
 

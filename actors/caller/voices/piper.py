@@ -188,6 +188,7 @@ def _load(ref: VoiceRef) -> PiperVoice:
         raise EnvironmentProblem(f"a Piper voice needs onnxruntime: {VOICES_FIX}") from None
     model, config_path = model_files(ref)
     config = _read_config(config_path)
+    espeak.version()  # its phonemes' version, asked once (cached) off the call's event loop
     inference = config.get("inference") or {}
     options = ort.SessionOptions()
     # One thread: the lines are spoken before the call, often while other calls of this
