@@ -112,9 +112,9 @@ def call(
     options = call_options(locals())
     sc = load_scenario(scenario)
     warn_first_turn_mid(sc)
-    if (voice := default_note(sc)) is not None:  # no caller.voice: the neural one, or espeak-ng
-        say(voice, markup=False)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
+    if (voice := default_note(sc, llm=llm is not None)) is not None:  # the neural or espeak-ng
+        say(voice, markup=False)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     outdir = output_dir(output, f"{transports.folder_prefix(options)}-{sc.name}", force=force)

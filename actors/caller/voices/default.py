@@ -40,9 +40,19 @@ def caller_voice(scenario: Scenario) -> str:
     return NEURAL if neural_installed() else FALLBACK
 
 
-def default_note(scenario: Scenario) -> str | None:
-    """What the run prints about a default caller voice (None: the scenario chose one)."""
-    if chosen(scenario):
+def speaks_own_voice(scenario: Scenario, *, llm: bool = False) -> bool:
+    """Whether the caller's own voice speaks anything: a caller line (or branch) without
+    ``audio:``, a fact's answer, an LLM caller's lines (``llm``)."""
+    if llm or scenario.facts:
+        return True
+    return any(line.speaker == "caller" and line.spoken and line.audio is None
+               for line in scenario.script)  # fmt: skip
+
+
+def default_note(scenario: Scenario, *, llm: bool = False) -> str | None:
+    """What the run prints about a default caller voice (None: the scenario chose one, or
+    every caller line is a recording and nothing else speaks in it)."""
+    if chosen(scenario) or not speaks_own_voice(scenario, llm=llm):
         return None
     if neural_installed():
         return (
