@@ -18,6 +18,8 @@ from turnscope.scoring.wer import pooled, score_words
 __all__ = [
     "VoiceAcross",
     "VoiceHeard",
+    "counted",
+    "heard_at",
     "heard_in",
     "pool_voices",
     "voice_label",
@@ -133,9 +135,19 @@ def pool_voices(heard: Iterable[VoiceHeard]) -> list[VoiceAcross]:
     ]
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def heard_at(wer: float, words: int) -> str:
+    """A voice's WER as said: a WER, not a share misheard (its insertions can take it past 1)."""
+    return f"WER {wer:.3f} over its {counted(words, 'word')}"
+
+
 def voice_line(v: VoiceAcross, over: str = "call") -> str:
     """One caller voice over a load run's calls (``over`` "call") or a suite tag's tasks."""
     return (
-        f"caller voice {v.voice}: the project's ASR misheard {v.wer * 100:.1f}% of its "
-        f"{v.words} words over {v.calls} {over}(s)"
+        f"caller voice {v.voice}: the project's ASR heard it at {heard_at(v.wer, v.words)} "
+        f"in {counted(v.calls, over)}"
     )

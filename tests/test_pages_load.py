@@ -115,7 +115,7 @@ def test_each_caller_voice_is_pooled_over_the_calls(load_run):
         assert v.words == sum(x.words for x in per_call) > 0
         errors = sum(x.wer * x.words for x in per_call)
         assert abs(v.wer - errors / v.words) < 1e-3
-        assert f"caller voice {v.voice}: the project's ASR misheard" in page
+        assert f"caller voice {v.voice}: the project's ASR heard it at WER" in page
     for r in report.calls:  # each call's figure is its bundle's, not scored again
         doc = json.loads((load_run / r.bundle / "result.json").read_text())
         voices = [v for v in doc["script"]["voices"] if "asr" in v]

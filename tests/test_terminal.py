@@ -181,7 +181,7 @@ def test_load_on_a_terminal_ends_and_never_shows_the_secret(tmp_path, scenario, 
     assert SECRET not in run.raw
     assert report["completed"] == 2, report
     assert "p50" in run.screen and "load.html" in run.screen
-    assert "caller voice " in run.screen and "ASR misheard" in run.screen, run.screen
+    assert "caller voice " in run.screen and "ASR heard it at WER" in run.screen, run.screen
 
 
 def test_a_terminal_resized_and_held_mid_call_holds_up_nothing(tmp_path, scenario, agent_url):

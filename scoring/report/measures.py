@@ -10,7 +10,7 @@ from typing import Any
 from turnscope.scoring.report.markup import bullets, e, fmt
 from turnscope.scoring.report.model import ReportModel
 from turnscope.scoring.report.reading import number
-from turnscope.scoring.voice_wer import voice_label
+from turnscope.scoring.voice_wer import counted, heard_at, voice_label
 
 
 def _alignment(ops: Iterable[Mapping[str, Any]]) -> str:
@@ -43,9 +43,10 @@ def _voice(v: Mapping[str, Any]) -> str:
     name = voice_label(v)
     return (
         f'<div class="meta">caller voice {e(name)}: the project\'s ASR '
-        f"({e(str(asr.get('model')))}) misheard {number(asr.get('wer')) * 100:.1f}% of its "
-        f"{int(number(asr.get('reference_words')))} words over {int(number(asr.get('lines')))} "
-        "lines: what the voice itself may explain of the agent's misunderstanding</div>"
+        f"({e(str(asr.get('model')))}) heard it at "
+        f"{heard_at(number(asr.get('wer')), int(number(asr.get('reference_words'))))} in "
+        f"{counted(int(number(asr.get('lines'))), 'line')}: what the voice itself may explain "
+        "of the agent's misunderstanding</div>"
     )
 
 
