@@ -9,6 +9,8 @@ import typer
 from turnscope.cli.console import out, say
 from turnscope.errors import InputError
 
+SCENARIO_SUFFIXES = (".yaml", ".yml")  # a scenario's (or settings'): never a bundle
+
 
 def validate(
     bundle: Path = typer.Argument(..., help="Bundle folder or its voice_artifact_manifest.json."),
@@ -18,6 +20,14 @@ def validate(
 
     if not bundle.exists():
         raise InputError("no such bundle folder or manifest", path=bundle, fix="check the path")
+    if bundle.is_file() and bundle.suffix.lower() in SCENARIO_SUFFIXES:
+        raise InputError(
+            "is YAML (a scenario?): validate checks a run's bundle, its folder or its "
+            "voice_artifact_manifest.json",
+            path=bundle,
+            fix=f"check a scenario with `turnscope synth {bundle} -o /tmp/check`: it names every "
+            "problem of its keys in one line, then renders the call offline",
+        )
     problems = validate_bundle(bundle)
     for line in problems:
         out.print(line, markup=False, soft_wrap=True)
