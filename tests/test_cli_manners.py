@@ -87,6 +87,25 @@ def test_example_command_lines_parse(cli):
             assert not ctx.args, (line, ctx.args)  # nothing left over: every word was taken
 
 
+@pytest.mark.parametrize("group", [(), ("scenario",)])
+def test_the_root_and_scenario_help_end_with_examples_that_parse(cli, group):
+    """`turnscope --help` and `turnscope scenario --help` show examples too, each a valid
+    command line of the command it names."""
+    code, out, _ = cli(*group, "--help")
+    assert code == 0
+    block = out.split("Examples (from the repository's root):\n", 1)
+    assert len(block) == 2, out
+    lines = [x.strip() for x in block[1].splitlines() if x.strip().startswith("turnscope ")]
+    assert 2 <= len(lines) <= 4, lines
+    found = dict(commands())
+    for line in lines:
+        words = shlex.split(line)[1:]
+        name = next(n for n in sorted(found, key=len, reverse=True)
+                    if words[: len(n.split())] == n.split())  # fmt: skip
+        ctx = found[name].make_context(f"turnscope {name}", words[len(name.split()) :])
+        assert not ctx.args, (line, ctx.args)
+
+
 def test_ci_recipe_kept_beside_the_examples(cli):
     for name in ("bench", "gate"):
         _, out, _ = cli(name, "--help")

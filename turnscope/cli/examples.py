@@ -87,3 +87,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "turnscope suite init suites/my-suite.json --force",
     ),
 }
+
+# The command groups' examples (the root's --help and ``scenario``'s): the commands to try first.
+GROUP_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "turnscope": (
+        "turnscope demo",
+        f"turnscope call {_URL} --scenario refund-call",
+        "turnscope replay recordings/refund-call.wav",
+        "turnscope bench voice_starter --use-reference",
+    ),
+    "scenario": (
+        "turnscope scenario from-recording recordings/refund-call.wav -o /tmp/redrive",
+        f"turnscope call {_URL} --scenario /tmp/redrive/scenario.yaml",
+    ),
+}
+GROUP_NOTE = "Every command's --help lists its options and ends with its own examples."

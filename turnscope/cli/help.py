@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-from turnscope.cli.examples import EXAMPLES
+from turnscope.cli.examples import EXAMPLES, GROUP_EXAMPLES, GROUP_NOTE
 
 OPTIONS = "Options"  # the group of an option that names none (and --help)
 
@@ -49,19 +49,32 @@ class GroupedCommand(TyperCommand):
                 formatter.write_dl(groups[name])
 
     def format_epilog(self, ctx: Any, formatter: Any) -> None:
-        if not self.epilog:
-            return
-        for block in self.epilog.strip().split("\n\n"):
-            lines = block.splitlines()
-            formatter.write_paragraph()
-            if lines and lines[0].rstrip().endswith(":"):  # a heading and its command lines
-                formatter.write_text(lines[0])
-                with formatter.indentation():
-                    for line in lines[1:]:
-                        formatter.write(f"{' ' * formatter.current_indent}{line}\n")
-            else:
-                with formatter.indentation():
-                    formatter.write_text(block)
+        write_epilog(self.epilog, formatter)
+
+
+class ExamplesGroup(TyperGroup):
+    """A command group (the root, ``scenario``) whose help ends with its examples as written."""
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        write_epilog(self.epilog, formatter)
+
+
+def write_epilog(epilog: str | None, formatter: Any) -> None:
+    """An epilog's blocks: a heading ending in ":" and its command lines kept as they are,
+    other blocks wrapped as prose."""
+    if not epilog:
+        return
+    for block in epilog.strip().split("\n\n"):
+        lines = block.splitlines()
+        formatter.write_paragraph()
+        if lines and lines[0].rstrip().endswith(":"):  # a heading and its command lines
+            formatter.write_text(lines[0])
+            with formatter.indentation():
+                for line in lines[1:]:
+                    formatter.write(f"{' ' * formatter.current_indent}{line}\n")
+        else:
+            with formatter.indentation():
+                formatter.write_text(block)
 
 
 def examples(*lines: str, note: str | None = None) -> str:
@@ -85,7 +98,12 @@ def groups(fn: Callable[..., Any], table: dict[str, str]) -> None:
 
 def dress(app: typer.Typer, prefix: str = "") -> None:
     """Give every command of ``app`` (and of its sub-apps) grouped options and its examples
-    (before the epilog it declared itself, e.g. bench's and gate's CI recipe)."""
+    (before the epilog it declared itself, e.g. bench's and gate's CI recipe); a group with
+    examples of its own (the root, ``scenario``) ends its help with them."""
+    group = prefix.strip() or "turnscope"
+    if group in GROUP_EXAMPLES:
+        app.info.epilog = examples(*GROUP_EXAMPLES[group], note=GROUP_NOTE)
+        app.info.cls = ExamplesGroup
     for info in app.registered_commands:
         name = f"{prefix}{info.name or info.callback.__name__}"  # type: ignore[union-attr]
         if info.cls in (None, TyperCommand):  # typer's default: a command's own class stays
