@@ -270,3 +270,57 @@ def test_a_live_agent_that_greets_and_never_answers_fails_the_call(tmp_path: Pat
     assert code == 1 and result["verdict"] == "fail", (code, out, err)
     (why,) = [f for f in result["failures"] if "answered none of the caller's" in f]
     assert "(2 replies planned)" in why and why in out + err, (why, out, err)
+
+
+UNHEARD = """
+name: unheard-line
+caller: {timeout_s: 60, hangup_after_ms: 800}
+script:
+  - agent: Thank you for calling. How can I help you today?
+  - caller: Hi, I ordered headphones on Monday and I would like a refund.
+  - agent: Sure, I can help with that. Refunds go back to the card you paid with.
+  - caller: Do I have to send the headphones back before I get my refund?
+    audio: drowned.wav
+  - agent: Yes, we will email you a prepaid return label today.
+  - caller: Thank you, goodbye.
+  - agent: Goodbye.
+"""
+
+
+def test_a_line_the_asr_hears_no_words_of_on_a_live_call_is_the_callers_turn(tmp_path: Path):
+    """A real call to the reference agent whose second caller line is a clip of the question
+    drowned in noise 10 dB over it (voiced throughout, not a word for the ASR): the caller's
+    turn there is kept with no text, so the agent's answer is timed from it (it was timed from
+    the line before, seconds earlier: a latency failure blamed on the agent), and the warning
+    names the line, in result.json with its code and in report.html."""
+    import numpy as np
+    import soundfile as sf
+
+    from turnscope.actors.caller.speech import speak
+
+    said = speak("Do I have to send the headphones back before I get my refund?", voice="en-us")
+    noise = np.random.default_rng(7).standard_normal(len(said)).astype(np.float32)
+    drowned = said + noise * float(np.sqrt(np.mean(said**2))) * 10 ** (10 / 20)
+    sf.write(tmp_path / "drowned.wav", 0.3 * drowned / np.abs(drowned).max(), 16000)
+    (tmp_path / "unheard.yaml").write_text(UNHEARD)
+    with reference_agent(tmp_path / "unheard.yaml") as url:
+        run, _, _ = asyncio.run(call_bot(url, tmp_path / "unheard.yaml", tmp_path / "call"))
+    out = tmp_path / "call"
+    result = json.loads((out / "result.json").read_text())
+    turns = json.loads((out / "transcript.json").read_text())["turns"]
+    (line,) = [r["sent"] for r in result["caller_truth"]["trace"] if r["line"] == 3]
+    (kept,) = [t for t in turns if t.get("unheard")]
+    assert kept["speaker"] == "caller" and kept["text"] == "", turns
+    assert kept["start_ms"] < line["end_ms"] and kept["end_ms"] > line["start_ms"], (kept, line)
+    answer = turns[turns.index(kept) + 1]
+    assert answer["speaker"] == "agent" and "label" in answer["text"], turns
+    (reply,) = [r for r in run.replies if r.start_ms == answer["start_ms"]]
+    assert reply.latency_ms == answer["start_ms"] - kept["end_ms"] < 2000, reply
+    assert "caller_line_unheard" in result["warning_codes"], result["warnings"]
+    assert "caller_line_no_turn" not in result["warning_codes"] + result["degraded_codes"]
+    (warned,) = [w for w in result["warnings"] if "heard as no words" in w]
+    assert f"script[3] 'Do I have to send the headp...' sent {line['start_ms'] / 1000:.1f}" in (
+        warned
+    )
+    page = (out / "report.html").read_text()
+    assert "heard as no words, at script[3]" in page and "no words recognised" in page

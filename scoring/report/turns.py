@@ -96,7 +96,9 @@ def turn_table(m: ReportModel) -> str:
                 f'<tr class="{cls}" id="turn-{t.index}" data-t="{t.start_ms / 1000:.2f}">'
                 f"<td>{t.index}</td>"
                 f'<td class="t">{_row_link(m, t.start_ms)}&ndash;{clock(t.end_ms)}</td>'
-                f'<td class="s">{e(t.speaker)}</td><td>{e(t.text)}</td>'
+                f'<td class="s">{e(t.speaker)}</td>'
+                # no text: a line the caller sent that the ASR made out no word of
+                f"<td>{e(t.text) or tag('no words recognised', 'info')}</td>"
                 f"<td>{''.join(notes[t.index])}{_zoom(m, t)}</td></tr>",
             )
         )
