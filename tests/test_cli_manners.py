@@ -87,10 +87,10 @@ def test_example_command_lines_parse(cli):
             assert not ctx.args, (line, ctx.args)  # nothing left over: every word was taken
 
 
-@pytest.mark.parametrize("group", [(), ("scenario",)])
-def test_the_root_and_scenario_help_end_with_examples_that_parse(cli, group):
-    """`turnscope --help` and `turnscope scenario --help` show examples too, each a valid
-    command line of the command it names."""
+@pytest.mark.parametrize("group", [(), ("scenario",), ("fixture",), ("suite",)])
+def test_the_root_and_group_helps_end_with_examples_that_parse(cli, group):
+    """`turnscope --help` and every command group's (`scenario`, `fixture`, `suite`) show
+    examples too, each a valid command line of the command it names."""
     code, out, _ = cli(*group, "--help")
     assert code == 0
     block = out.split("Examples (from the repository's root):\n", 1)

@@ -88,7 +88,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# The command groups' examples (the root's --help and ``scenario``'s): the commands to try first.
+# The command groups' examples (the root's --help and each group's): the commands to try first.
 GROUP_EXAMPLES: dict[str, tuple[str, ...]] = {
     "turnscope": (
         "turnscope demo",
@@ -99,6 +99,14 @@ GROUP_EXAMPLES: dict[str, tuple[str, ...]] = {
     "scenario": (
         "turnscope scenario from-recording recordings/refund-call.wav -o /tmp/redrive",
         f"turnscope call {_URL} --scenario /tmp/redrive/scenario.yaml",
+    ),
+    "fixture": (
+        "turnscope suite init my-suite",
+        f"turnscope fixture add {_DEMO} --suite my-suite.json --tags conversational",
+    ),
+    "suite": (
+        "turnscope suite init my-suite",
+        "turnscope bench my-suite.json --use-reference",
     ),
 }
 GROUP_NOTE = "Every command's --help lists its options and ends with its own examples."

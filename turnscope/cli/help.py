@@ -99,7 +99,7 @@ def groups(fn: Callable[..., Any], table: dict[str, str]) -> None:
 def dress(app: typer.Typer, prefix: str = "") -> None:
     """Give every command of ``app`` (and of its sub-apps) grouped options and its examples
     (before the epilog it declared itself, e.g. bench's and gate's CI recipe); a group with
-    examples of its own (the root, ``scenario``) ends its help with them."""
+    examples of its own (the root, ``scenario``, ``fixture``, ``suite``) ends its help with them."""
     group = prefix.strip() or "turnscope"
     if group in GROUP_EXAMPLES:
         app.info.epilog = examples(*GROUP_EXAMPLES[group], note=GROUP_NOTE)
