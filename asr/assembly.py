@@ -29,19 +29,20 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
 5. Turns are listed in start-time order.
 6. An utterance with no words recognised takes no floor, unless it is the caller's and overlaps
    a line the caller is known to have sent (``said``: a scripted call's send records): then it
-   is the caller's turn with no text (``unheard``), so the agent's reply is timed from it.
+   is the caller's turn with no text (``unheard``), so the agent's reply is timed from it (and a
+   barge-in line so heard stays a barge-in, not a wordless backchannel).
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
-import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnscope.asr.backchannel_text import is_backchannel_text
 from turnscope.asr.events import Span, Utterance
 from turnscope.asr.settings import AssemblySettings
 from turnscope.asr.transcriber import Transcription, Word
@@ -157,33 +158,6 @@ class Assembly:
         return [t.to_dict() for t in self.turns]
 
 
-_WORD = re.compile(r"[a-z']+")
-_REPEAT = re.compile(r"(.)\1+")
-
-
-def normalise_words(text: str) -> list[str]:
-    """Lowercase words, hyphens joined and letter runs collapsed, so the spellings ASR uses for
-    the same sound meet: "Mm-hmm." -> ["mhm"], "Mmmm" -> ["m"], "Uh-huh" -> ["uhuh"]."""
-    return [_REPEAT.sub(r"\1", w) for w in _WORD.findall(text.lower().replace("-", ""))]
-
-
-def is_backchannel_text(text: str, cfg: AssemblySettings) -> bool:
-    """True when the words are an acknowledgement like "mm-hmm", "yeah", "okay", "I see"."""
-    # ASR often repeats a hum ("M. M. M. M."): a repeated token is one acknowledgement.
-    tokens = normalise_words(text)
-    words = [w for i, w in enumerate(tokens) if i == 0 or w != tokens[i - 1]]
-    # Whisper opens a lone hum with a filler it did not hear ("And mm-hmm."): leading fillers
-    # do not count, as long as something else is left.
-    fillers = {w for entry in cfg.backchannel_fillers for w in normalise_words(entry)}
-    while len(words) > 1 and words[0] in fillers:
-        words = words[1:]
-    if not words or len(words) > cfg.backchannel_max_words:
-        return False
-    phrases = {" ".join(normalise_words(p)) for p in cfg.backchannel_phrases}
-    vocabulary = {w for entry in cfg.backchannel_words for w in normalise_words(entry)}
-    return " ".join(words) in phrases or all(w in vocabulary for w in words)
-
-
 class _Timeline:
     """Utterance start times of one channel, for "did X start in this window" queries."""
 
@@ -209,9 +183,17 @@ class _Timeline:
         return self.ends_so_far[i - 1] if i > 0 else float("-inf")
 
 
-def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
+Said = Sequence[tuple[float, float]]  # when the caller's sent lines played (call ms; rule 6)
+
+
+def _sent(h: Heard, said: Said) -> bool:
+    """``h`` is the caller's and overlaps a line the caller is known to have sent (rule 6)."""
+    return h.channel == CALLER and any(h.start_ms < e and h.end_ms > s for s, e in said)
+
+
+def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings, said: Said) -> set[str]:
     """Caller utterances that are backchannels: short, during agent speech, and either
-    acknowledgement words or no words at all (a hum ASR could not spell)."""
+    acknowledgement words or no words at all (a hum ASR could not spell; not a sent line's)."""
     agent = _Timeline(h for h in heard if h.channel == AGENT)
     out = set()
     for h in heard:
@@ -219,7 +201,7 @@ def _backchannels(heard: Sequence[Heard], cfg: AssemblySettings) -> set[str]:
             h.channel == CALLER
             and not h.transcription.rejected
             and h.end_ms - h.start_ms <= cfg.backchannel_max_ms
-            and (not h.text.strip() or is_backchannel_text(h.text, cfg))
+            and (is_backchannel_text(h.text, cfg) or not (h.text.strip() or _sent(h, said)))
             and agent.covering(h.start_ms)
         ):
             out.add(h.key)
@@ -353,23 +335,19 @@ def _proportional_words(h: Heard, mine: set[int]) -> list[str]:
     return [tok for tok, k in zip(tokens, owner, strict=True) if k in mine]
 
 
-def assemble(
-    heard: Iterable[Heard], cfg: AssemblySettings, said: Sequence[tuple[float, float]] = ()
-) -> Assembly:
+def assemble(heard: Iterable[Heard], cfg: AssemblySettings, said: Said = ()) -> Assembly:
     """Build turns and backchannels from everything heard so far (see the module rules);
     ``said``: when the caller's sent lines played (call ms; rule 6)."""
     items = sorted(heard, key=lambda h: (h.start_ms, h.channel))
     out = Assembly()
-    bc = _backchannels(items, cfg)
+    bc = _backchannels(items, cfg, said)
     floor: list[Heard] = []
     for h in items:
         if h.key in bc:
             out.backchannels.append(Backchannel(h.channel, h.start_ms, h.end_ms, h.text, h.key))
         elif h.transcription.rejected:
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, h.transcription.rejected))
-        elif not h.text.strip() and not (
-            h.channel == CALLER and any(h.start_ms < e and h.end_ms > s for s, e in said)
-        ):
+        elif not h.text.strip() and not _sent(h, said):
             out.rejected.append(Rejected(h.key, h.start_ms, h.end_ms, "no words recognised"))
         else:
             floor.append(h)

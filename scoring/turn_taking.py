@@ -46,7 +46,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from turnscope.asr.assembly import Assembly, Heard, normalise_words
+from turnscope.asr.assembly import Assembly, Heard
+from turnscope.asr.backchannel_text import normalise_words
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.scoring.stats import median
 from turnscope.scoring.turn_taking_input import (  # noqa: F401 (this module's input, one import)

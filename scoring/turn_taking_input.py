@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnscope.asr.assembly import Assembly, Heard, Turn, normalise_words
+from turnscope.asr.assembly import Assembly, Heard, Turn
+from turnscope.asr.backchannel_text import normalise_words
 from turnscope.capture.frames import AGENT, CALLER
 from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnscope.asr.assembly import Heard, assemble, is_backchannel_text
+from turnscope.asr.assembly import Heard, assemble
+from turnscope.asr.backchannel_text import is_backchannel_text
 from turnscope.asr.events import Span
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import Transcription, Word
@@ -242,6 +243,19 @@ def test_wordless_short_sound_during_agent_speech_is_a_backchannel():
     a = assemble(items, CFG)
     assert a.turns[-1].speaker == "agent" and len(a.turns) == 1
     assert [b.text for b in a.backchannels] == [""]
+
+
+def test_a_sent_barge_in_heard_as_no_words_stays_a_barge_in():
+    # Rule 6: the caller's send records say a line went out there ("Stop, wait."), so a short
+    # wordless utterance over the agent is that line, a barge-in; without them, a hum.
+    items = [agent([(0, 4000)], "Let me explain the policy."), caller([(1500, 1900)], "")]
+    a = assemble(items, CFG, said=[(1490, 1880)])
+    assert [(t.speaker, t.text, t.interrupt) for t in a.turns] == [
+        ("agent", "Let me explain the policy.", False),
+        ("caller", "", True),
+    ]
+    assert a.backchannels == [] and a.turns[1].to_dict()["unheard"] is True
+    assert [b.text for b in assemble(items, CFG).backchannels] == [""]
 
 
 def test_agent_answering_a_barge_in_it_talked_through_starts_a_new_turn():

@@ -26,6 +26,7 @@ ALLOWED = {
         "turnscope.capture.frames",
         "turnscope.capture.channels",
         "turnscope.asr.assembly",
+        "turnscope.asr.backchannel_text",
         "turnscope.asr.normalise",
     ),
     # the scripted caller and the reference agent drive calls through the transports, listen
