@@ -43,6 +43,7 @@ from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
 
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
+VOICE_KEY = "fixture.caller_voice"
 
 
 class VoidCause(StrEnum):
@@ -251,13 +252,16 @@ async def run_fixture(
                 return _void(task, fx, kind, "a live-call fixture needs --agent URL")
             from turnscope import transports
             from turnscope.actors.caller.scenario_contract import scenario_plan
-            from turnscope.actors.caller.scenario_file import load_scenario
+            from turnscope.actors.caller.scenario_file import load_scenario, voice_named
             from turnscope.live_call import place_call
 
             options = transports.options(transport, agent_url, loopback_only=loopback_only)
             if fx.redrive is not None:  # a recorded caller: its scenario made once (redrive.py)
                 audio = await _redriven(task, fx, suite_path, settings)
-            sc = load_scenario(audio)
+            voice = fx.caller_voice  # over the scenario's own, a relative file the suite's
+            if voice is not None:
+                voice = voice_named(voice, resolve(suite_path, "."), VOICE_KEY)
+            sc = load_scenario(audio, caller_voice=voice)
             contract = dataclasses.replace(contract, plan=scenario_plan(sc))
             run, call, caller = await place_call(
                 options, sc, settings, contract, outdir, console=None

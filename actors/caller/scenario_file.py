@@ -4,6 +4,7 @@ and the suite its task names resolved now rather than after synthesis."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -13,11 +14,12 @@ from turnscope.configs import resolve
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, read_yaml
 
-__all__ = ["files_used", "load_scenario"]
+__all__ = ["files_used", "load_scenario", "voice_named", "voiced_by"]
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file (and its task's suite, if any).
+def load_scenario(path: str | Path, *, caller_voice: str | None = None) -> Scenario:
+    """Read and validate a scenario YAML file (and its task's suite, if any); ``caller_voice``
+    (a suite fixture's) replaces every voice of the caller's (``voiced_by``).
 
     Raises InputError naming the file and the field, e.g.
     ``x.yaml: script[2].barge_in_ms: Input should be a valid integer``.
@@ -28,6 +30,8 @@ def load_scenario(path: str | Path) -> Scenario:
     data = read_yaml(p, what="scenario file")
     if not isinstance(data, dict):
         raise InputError("a scenario must be a YAML mapping (name, script, ...)", path=p)
+    if caller_voice is not None:
+        data = voiced_by(data, caller_voice)
     try:
         scenario = Scenario.model_validate(data, context={"base_dir": p.parent})
     except ValidationError as exc:
@@ -35,6 +39,44 @@ def load_scenario(path: str | Path) -> Scenario:
     scenario._source = p
     scenario_task(scenario)  # fail now, not after synthesis, on a bad suite reference
     return scenario
+
+
+def voice_named(voice: str, base_dir: Path, key: str) -> str:
+    """A caller voice named outside a scenario (a suite fixture's ``key``), checked, with a
+    Piper file's relative path made absolute against ``base_dir`` (the suite's folder);
+    InputError naming ``key`` when it cannot speak."""
+    from turnscope.actors.caller.speech import check_voice
+
+    engine, sep, name = voice.partition(":")
+    if sep and engine == "piper" and name.endswith(".onnx"):
+        path = Path(name).expanduser()
+        voice = f"piper:{path if path.is_absolute() else (base_dir / path).resolve()}"
+    try:
+        check_voice(voice)
+    except InputError as exc:
+        raise InputError(f"{key}: {exc}") from None
+    return voice
+
+
+def voiced_by(data: dict[str, Any], voice: str) -> dict[str, Any]:
+    """A scenario's YAML with ``voice`` as the caller's only voice: ``caller.voice``, and no
+    caller line or branch a voice of its own (an espeak-ng ``pitch`` dropped for a Piper
+    voice). So one scenario serves each voice a suite's tasks need (a fixture's caller_voice)."""
+    caller = dict(data.get("caller") or {}, voice=voice)
+    if voice.startswith("piper:"):
+        caller.pop("pitch", None)
+
+    def unvoiced(line: Any) -> Any:
+        if not isinstance(line, dict) or "agent" in line:
+            return line
+        out = {k: v for k, v in line.items() if k != "voice"}
+        if isinstance(out.get("choose"), list):
+            out["choose"] = [unvoiced(b) for b in out["choose"]]
+        return out
+
+    script = data.get("script")
+    lines = [unvoiced(x) for x in script] if isinstance(script, list) else script
+    return {**data, "caller": caller, "script": lines}
 
 
 def files_used(scenario: Scenario) -> list[Path]:

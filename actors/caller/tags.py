@@ -92,7 +92,7 @@ def fixture_tags(fx: Any, suite_path: Path | None) -> list[str]:
     """A suite fixture's tags with those its caller implies added (a synth recipe's SNR,
     telephone and caller voice; a synthetic or live fixture's scenario). A scenario that
     cannot be read adds nothing here: running the fixture says what is wrong with it."""
-    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.scenario_file import load_scenario, voice_named
 
     base = suite_path.parent if suite_path is not None else Path.cwd()
     tags: set[str] = set()
@@ -106,9 +106,11 @@ def fixture_tags(fx: Any, suite_path: Path | None) -> list[str]:
             tags |= voice_tags(recipe.caller_voice)
     elif isinstance(fx.audio, str) and fx.audio.endswith((".yaml", ".yml")):
         scenario_path = fx.audio
+    voice = getattr(fx, "caller_voice", None)  # a live fixture's, over the scenario's voices
     if scenario_path is not None:
         with contextlib.suppress(TurnscopeError):  # running it will say what is wrong
-            tags |= scenario_tags(load_scenario(base / scenario_path))
+            voice = voice and voice_named(voice, base, "fixture.caller_voice")
+            tags |= scenario_tags(load_scenario(base / scenario_path, caller_voice=voice))
     given = list(fx.tags)
     return given + [t for t in IMPLIED if t in tags and t not in given]
 

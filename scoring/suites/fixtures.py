@@ -11,6 +11,9 @@ A task's optional ``fixture`` block:
             into the fixture cache); its report sets the new call beside the recorded one
     caller_channel: left | right  which channel of a recording (audio, redrive) is the caller
             (default left)
+    caller_voice: the voice a live scenario's caller speaks in (``en-gb-scotland``,
+            ``piper:joe-us``, ``piper:PATH.onnx`` relative to the suite), replacing every voice
+            the scenario gives its caller: one scenario, called in each voice a tag needs
     references: a reference JSON for WER (default: the task's reference_dialogue)
     wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
             WER is not measured, never scored against the ASR's own transcript
@@ -77,6 +80,7 @@ class Fixture(BaseModel):
     transcript: str | None = None
     redrive: str | None = None  # a recorded call whose caller is re-driven live
     caller_channel: Literal["left", "right"] = "left"  # of a recording (audio or redrive)
+    caller_voice: str | None = None  # a live scenario's caller voice, over the scenario's
     references: str | None = None
     wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
@@ -99,6 +103,14 @@ class Fixture(BaseModel):
                 "fixture_audio",
                 "audio {audio!r} is neither a recording nor a scenario",
                 {"audio": self.audio},
+            )
+        if self.caller_voice is not None and not (
+            self.audio is not None and self.audio.endswith(SCENARIO_SUFFIXES)
+        ):
+            raise PydanticCustomError(
+                "fixture_caller_voice",
+                "caller_voice is the voice of a live scenario's caller: give it with audio: "
+                "SCENARIO.yaml (a synth recipe has its own synth.caller_voice), or leave it out",
             )
         if self.caller_channel != "left" and not self._recording():
             raise PydanticCustomError(

@@ -1,0 +1,121 @@
+"""A suite fixture's caller voice: one live scenario called in each voice a task needs
+(``fixture.caller_voice``), every voice of the scenario's caller replaced, the voice's tags
+implied, recorded in each bundle and pooled per tag on the scorecard.
+
+- the scenario as the fixture's voice makes it: the caller's voice, no line or branch voice of
+  its own, an espeak-ng pitch dropped for a Piper voice, the agent untouched;
+- a suite of two tasks on the same scenario file against the reference agent (a real call each,
+  127.0.0.1), one in the scenario's own voice and one in `en-gb-scotland`: each bundle names
+  the voice it was called in, the second task is tagged `speaker`, and the scorecard's
+  `speaker` tag holds that voice alone; a third task with a voice that cannot speak is void for
+  bad input, naming `fixture.caller_voice`;
+- caller_voice on a fixture that is no live scenario: one line saying where it belongs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import reference_agent
+from turnscope.actors.caller.scenario_file import load_scenario, voice_named
+from turnscope.actors.caller.tags import fixture_tags
+from turnscope.errors import InputError
+from turnscope.scoring.suites.fixtures import parse_fixture
+
+PLAIN = """
+name: two-voices
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 800}
+agent: {voice: en-gb}
+script:
+  - caller: Hi, I would like to check my order please.
+  - agent: Sure, what is the order number?
+  - caller: It is four two seven.
+  - agent: Thank you, it ships tomorrow. Goodbye.
+"""
+VOICED = """
+name: voiced
+caller: {voice: en-us, pitch: 40, timeout_s: 60, hangup_after_ms: 800}
+agent: {voice: en-gb}
+script:
+  - caller: Hi, I would like to check my order please.
+  - agent: Sure, what is the order number?
+  - caller: It is four two seven.
+    voice: en-029
+  - agent: Thank you, it ships tomorrow.
+  - choose:
+      - when: {says: [tomorrow]}
+        caller: Great, thank you. Goodbye.
+        voice: en-gb
+      - caller: Sorry, goodbye.
+  - agent: Goodbye.
+"""
+
+
+def _suite(tmp_path: Path, voices: list[str | None]) -> Path:
+    (tmp_path / "two-voices.yaml").write_text(PLAIN)
+    tasks = []
+    for i, voice in enumerate(voices):
+        fixture = {"source": "recorded", "audio": "two-voices.yaml", "tags": ["conversational"]}
+        if voice is not None:
+            fixture["caller_voice"] = voice
+        tasks.append({"id": f"t{i}", "budgets": {"max_latency_ms": 2500}, "fixture": fixture})
+    suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "voices",
+             "version": "1", "tasks": tasks}  # fmt: skip
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(suite))
+    return path
+
+
+def test_the_fixtures_voice_is_the_callers_only_voice(tmp_path: Path):
+    (tmp_path / "s.yaml").write_text(VOICED)
+    own = load_scenario(tmp_path / "s.yaml")
+    assert own.caller.pitch == 40 and own.script[2].voice == "en-029"
+    sc = load_scenario(tmp_path / "s.yaml", caller_voice="piper:joe-us")
+    assert sc.caller.voice == "piper:joe-us" and sc.caller.pitch is None
+    caller_lines = [x for x in sc.script if x.speaker == "caller"]
+    assert [x.voice for x in caller_lines] == [None, None, None]
+    assert [b.voice for b in sc.script[4].choose or []] == [None, None]
+    assert sc.agent == own.agent and sc.caller.timeout_s == own.caller.timeout_s
+    scottish = load_scenario(tmp_path / "s.yaml", caller_voice="en-gb-scotland")
+    assert scottish.caller.pitch == 40  # espeak-ng's own pitch stays with an espeak-ng voice
+    with pytest.raises(InputError, match=r"^fixture\.caller_voice: unknown Piper voice 'nope'"):
+        voice_named("piper:nope", tmp_path, "fixture.caller_voice")
+    with pytest.raises(InputError, match=re.escape(str(tmp_path / "v" / "x.onnx"))):
+        voice_named("piper:v/x.onnx", tmp_path, "fixture.caller_voice")  # the suite's folder
+
+
+def test_a_suite_calls_one_scenario_in_each_fixtures_voice(tmp_path: Path, cli):
+    suite = _suite(tmp_path, [None, "en-gb-scotland", "piper:nope"])
+    fx = parse_fixture(json.loads(suite.read_text())["tasks"][1], suite)
+    assert fixture_tags(fx, suite) == ["conversational", "speaker"]
+    with reference_agent(tmp_path / "two-voices.yaml") as url:
+        _, out, err = cli(
+            "bench", str(suite), "--agent", url, "--loopback-only", "-q",
+            "-o", str(tmp_path / "r.json"), "--runs", str(tmp_path / "runs"),
+        )  # fmt: skip
+    named = {}
+    for task in ("t0", "t1"):
+        result = json.loads((tmp_path / "runs" / task / "result.json").read_text())
+        assert result["script"]["not_spoken"] == [], (task, result["script"])
+        named[task] = {f"{v['engine']} {v['name']}" for v in result["script"]["voices"]}
+    assert named["t0"] == {"espeak-ng en-us"}
+    assert named["t1"] == {"espeak-ng en-gb-scotland"}
+    card = json.loads((tmp_path / "r.scorecard.json").read_text())
+    assert [v["voice"] for v in card["voices"]["speaker"]] == ["espeak-ng en-gb-scotland"]
+    assert {v["voice"] for v in card["voices"]["conversational"]} == named["t0"] | named["t1"]
+    rows = {r["task_id"]: r for r in json.loads((tmp_path / "r.json").read_text())["per_task"]}
+    assert rows["t2"]["verdict"] == "void", rows["t2"]
+    assert "fixture.caller_voice: unknown Piper voice 'nope'" in rows["t2"]["error"]
+    assert "fixture.caller_voice" in out + err
+
+
+def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):
+    task = {"id": "x", "fixture": {"source": "recorded", "audio": "call.wav",
+                                   "caller_voice": "en-gb", "tags": ["speaker"]}}  # fmt: skip
+    (tmp_path / "call.wav").write_bytes(b"")
+    with pytest.raises(InputError, match="caller_voice is the voice of a live scenario's caller"):
+        parse_fixture(task, tmp_path / "suite.json")
