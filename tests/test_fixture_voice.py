@@ -9,6 +9,8 @@ implied, recorded in each bundle and pooled per tag on the scorecard.
   the voice it was called in, the second task is tagged `speaker`, and the scorecard's
   `speaker` tag holds that voice alone; a third task with a voice that cannot speak is void for
   bad input, naming `fixture.caller_voice`;
+- `turnscope call --caller-voice` does the same for one call; a voice that cannot speak is one
+  line naming the flag, exit 2;
 - caller_voice on a fixture that is no live scenario: one line saying where it belongs.
 """
 
@@ -97,6 +99,13 @@ def test_a_suite_calls_one_scenario_in_each_fixtures_voice(tmp_path: Path, cli):
             "bench", str(suite), "--agent", url, "--loopback-only", "-q",
             "-o", str(tmp_path / "r.json"), "--runs", str(tmp_path / "runs"),
         )  # fmt: skip
+        code, _, _ = cli("call", url, "--scenario", str(tmp_path / "two-voices.yaml"), "-q",
+                         "--caller-voice", "en-gb-scotland", "--loopback-only",
+                         "-o", str(tmp_path / "one"))  # fmt: skip
+    one = json.loads((tmp_path / "one" / "result.json").read_text())["script"]["voices"]
+    assert code == 0 and [(v["engine"], v["name"]) for v in one] == [
+        ("espeak-ng", "en-gb-scotland")
+    ], one
     named = {}
     for task in ("t0", "t1"):
         result = json.loads((tmp_path / "runs" / task / "result.json").read_text())
@@ -111,6 +120,15 @@ def test_a_suite_calls_one_scenario_in_each_fixtures_voice(tmp_path: Path, cli):
     assert rows["t2"]["verdict"] == "void", rows["t2"]
     assert "fixture.caller_voice: unknown Piper voice 'nope'" in rows["t2"]["error"]
     assert "fixture.caller_voice" in out + err
+
+
+def test_a_call_in_a_voice_that_cannot_speak_is_one_line_naming_the_flag(tmp_path: Path, cli):
+    (tmp_path / "s.yaml").write_text(PLAIN)
+    code, out, err = cli("call", "http://127.0.0.1:9/api/offer", "--scenario",
+                         str(tmp_path / "s.yaml"), "--caller-voice", "piper:nope",
+                         "-o", str(tmp_path / "out"))  # fmt: skip
+    assert code == 2 and "--caller-voice: unknown Piper voice 'nope'" in err, (out, err)
+    assert "Traceback" not in out + err and not (tmp_path / "out").exists()
 
 
 def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):

@@ -16,7 +16,7 @@ from turnscope.cli.closing import report_call
 from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
-from turnscope.cli.options import PipelineOptions
+from turnscope.cli.options import PipelineOptions, caller_voice_option
 from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import CallSetupError, InputError
 
@@ -88,6 +88,7 @@ def call(
     caller_llm_key_env: str | None = typer.Option(
         None, "--caller-llm-key-env", help="Environment variable holding the API key (never saved)."
     ),
+    caller_voice: str | None = caller_voice_option(),
     caller_from: Path | None = typer.Option(
         None,
         "--caller-from",
@@ -102,7 +103,7 @@ def call(
     """Call a live agent with a scripted caller (WebRTC, or sound devices with --device); score
     the call while it happens."""
     from turnscope import transports
-    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.actors.caller.scenario_file import load_scenario, voice_named
     from turnscope.actors.caller.voices.default import default_note
     from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.cli.call_setup import call_options
@@ -110,7 +111,8 @@ def call(
     from turnscope.use_cases.call_run import place
 
     options = call_options(locals())
-    sc = load_scenario(scenario)
+    voice = caller_voice and voice_named(caller_voice, Path.cwd(), "--caller-voice")
+    sc = load_scenario(scenario, caller_voice=voice or None)
     warn_first_turn_mid(sc)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     if (voice := default_note(sc, llm=llm is not None)) is not None:  # the neural or espeak-ng
@@ -135,7 +137,7 @@ groups(
         TRANSPORT: "signaling transport param codec header bearer_env ice_server loopback_only "
         "connect_timeout media_timeout",
         DEVICE: "device caller_out agent_in stereo_in caller_side loopback_in no_calibrate rate",
-        CALLER: "scenario caller_llm caller_llm_model caller_llm_key_env caller_from",
+        CALLER: "scenario caller_voice caller_llm caller_llm_model caller_llm_key_env caller_from",
         ASR: "settings_file model words",
         OUTPUT: "output force agent_trace quiet",
     },

@@ -34,6 +34,17 @@ def ray_option(what: str) -> Any:
     )
 
 
+def caller_voice_option() -> Any:
+    """``--caller-voice``: the voice of every caller line, over the scenario's (call, synth)."""
+    return typer.Option(
+        None,
+        "--caller-voice",
+        help="Voice for every caller line, over the scenario's: espeak-ng (en-gb-scotland) or "
+        "Piper (piper:joe-us, whose weights derive from the lessac voice: its data licence "
+        "restricts commercial use; or piper:PATH.onnx).",
+    )
+
+
 # The settings key each pipeline flag overrides, so a bad value is reported against the flag
 # (not against configs/settings/default.yaml, which the user never touched).
 FLAGS = {

@@ -9,19 +9,13 @@ from rich import box
 from rich.table import Table
 
 from turnscope.cli.console import out, say
-from turnscope.cli.options import number
+from turnscope.cli.options import caller_voice_option, number
 
 
 def synth(
     scenario: Path = typer.Argument(..., help="Scenario YAML (see configs/scenarios/)."),
     output: Path = typer.Option(..., "-o", "--output", help="Folder to write the call into."),
-    caller_voice: str | None = typer.Option(
-        None,
-        "--caller-voice",
-        help="Voice for every caller line: espeak-ng (en-gb) or Piper (piper:joe-us, whose "
-        "weights derive from the lessac voice: its data licence restricts commercial use; or "
-        "piper:PATH.onnx).",
-    ),
+    caller_voice: str | None = caller_voice_option(),
     agent_voice: str | None = typer.Option(
         None, "--agent-voice", help="espeak-ng voice for every agent line."
     ),
