@@ -157,6 +157,14 @@ class Assembly:
         """The turns as the verifier takes them."""
         return [t.to_dict() for t in self.turns]
 
+    def wordless(self, heard: Iterable[Heard], min_voiced_ms: float = 1000.0) -> list[Heard]:
+        """The utterances of ``heard`` left out for no words recognised (rule 6's case) that
+        were voiced at least ``min_voiced_ms``: speech the ASR lost, not a click or a hum."""
+        out = {r.utterance for r in self.rejected}
+        return [h for h in heard if h.key in out and not h.transcription.rejected
+                and not h.text.strip()
+                and sum(s.end_ms - s.start_ms for s in h.spans) >= min_voiced_ms]  # fmt: skip
+
 
 class _Timeline:
     """Utterance start times of one channel, for "did X start in this window" queries."""

@@ -7,6 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import yaml
+
 from tests.conftest import reference_agent
 from tests.interop.pipecat import call_bot
 from turnscope.actors.caller.lines import LineRecord
@@ -324,3 +326,16 @@ def test_a_line_the_asr_hears_no_words_of_on_a_live_call_is_the_callers_turn(tmp
     )
     page = (out / "report.html").read_text()
     assert "heard as no words, at script[3]" in page and "no words recognised" in page
+    # The same audio replayed has no send records: no turn there, said as a warning; re-driven
+    # (scenario from-recording), the recorded caller's wordless speech is still its line.
+    from turnscope import api
+    from turnscope.redrive import scenario_from_recording
+
+    again = api.replay(caller=out / "caller.wav", agent=out / "agent.wav", outdir=tmp_path / "r")
+    (no_words,) = [
+        n for n in again.result.findings.notes if n.code_name == "speech_heard_as_no_words"
+    ]
+    assert "the caller channel held" in no_words.message, no_words
+    redrive = scenario_from_recording(out, outdir=tmp_path / "fr")
+    lines = yaml.safe_load(redrive.built.scenario.read_text())["script"]
+    assert [x["caller"] for x in lines if "caller" in x][1] == "(no words heard)", lines

@@ -41,6 +41,7 @@ class RunNote(StrEnum):
     BREAKDOWN_UNRELIABLE = "latency_breakdown_unreliable"
     REPORT_FAILED = "report_failed"  # report.html could not be made
     NOT_SCORED = "not_scored"  # the run was captured and could not be scored (a bug)
+    NO_WORDS = "speech_heard_as_no_words"  # seconds of voiced audio, no turn: pairs shift
 
 
 @dataclass
@@ -227,6 +228,15 @@ class _Stages:
             s.on_update(update)
 
 
+def _no_words(h: Heard) -> str:
+    return (
+        f"the {h.channel} channel held {sum(s.end_ms - s.start_ms for s in h.spans) / 1000:.1f} s "
+        f"of voiced audio at {h.start_ms / 1000:.1f}-{h.end_ms / 1000:.1f} s that the ASR heard "
+        "as no words: it is no turn, so the latency and turn-taking around it pair the turns "
+        "either side of it (speech drowned in noise, a language the model lacks, or no speech)"
+    )
+
+
 def _audio_findings(stages: _Stages, info: SourceInfo) -> Findings:
     """What is odd about each channel's audio. Exact zeros between a party's turns are an idle
     party where turnscope knows it: a live agent sends zeros while it listens, and turnscope's
@@ -302,6 +312,8 @@ async def run_pipeline(
     if alike is not None:
         files = sorted({str(f) for f in (source.info.details.get("files") or {}).values()})
         found.degrade(alike.code, alike.message(", ".join(files)))
+    for h in stages.assembly.wordless(stages.heard):
+        found.warn(RunNote.NO_WORDS, _no_words(h))
     for ch in CHANNELS:
         if not any(h.channel == ch for h in stages.heard):
             # A call with one party silent is no evidence of turn-taking: a wrong channel or

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from turnscope.actors.caller.from_recording import CLIPS, Built, write_scenario
+from turnscope.asr.assembly import assemble
 from turnscope.asr.settings import Settings
+from turnscope.capture.frames import CALLER
 from turnscope.errors import InputError
 from turnscope.outdir import output_dir
 
@@ -180,7 +182,12 @@ def scenario_from_recording(
             with contextlib.suppress(OSError):
                 folder.rmdir()
         raise InputError(problem, path=call)
-    turns = run.result.assembly.turns
+    # The recorded caller's speech the ASR heard no words of is still the caller's: re-driven
+    # as its clip (the recorded bundle warns of it: its latencies there pair other turns).
+    lost = [(h.start_ms, h.end_ms) for h in run.result.assembly.wordless(run.result.heard)
+            if h.channel == CALLER]  # fmt: skip
+    assembly = assemble(run.result.heard, settings.assembly, lost) if lost else run.result.assembly
+    turns = assembly.turns
     recorded = {
         "recording": str(call.resolve()),
         "bundle": RECORDED,
@@ -190,7 +197,7 @@ def scenario_from_recording(
         folder,
         name=name or f"redrive-{stem}",
         turns=turns,
-        backchannels=run.result.assembly.backchannels,
+        backchannels=assembly.backchannels,
         caller_audio=caller_audio,
         recorded=recorded,
         reference=ref.turns if ref is not None else None,
