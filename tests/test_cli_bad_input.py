@@ -62,12 +62,13 @@ def test_a_suite_void_only_for_bad_input_is_bad_input(cli, tmp_path, monkeypatch
 
 
 def test_a_suite_void_for_other_causes_too_still_exits_1(cli, tmp_path, monkeypatch):
-    """One task void for want of --agent (not its own bad input): the suite's verdict, 1."""
+    """One task void for a call that could not be set up (no agent at --agent: not its own bad
+    input): the suite's verdict, 1. (No --agent at all is bad input: the flag is missing.)"""
     monkeypatch.chdir(tmp_path)
     live = _scenario(tmp_path, "fine.yaml", CALLER_LINES)
     snr = _bad_fixtures(tmp_path)[2]
     suite = _bench_suite(tmp_path, [{"source": "synthetic", "audio": str(live)}, snr])
-    code, out, err = cli("bench", str(suite), "-q")
+    code, out, err = cli("bench", str(suite), "--agent", NOWHERE, "-q")
     assert code == 1, err
     assert "every task is void: nothing was scored" in out + err
 

@@ -114,6 +114,8 @@ def test_a_suite_calls_one_scenario_in_each_fixtures_voice(tmp_path: Path, cli):
     assert named["t0"] == {"espeak-ng en-us"}
     assert named["t1"] == {"espeak-ng en-gb-scotland"}
     card = json.loads((tmp_path / "r.scorecard.json").read_text())
+    dims = {t["task_id"]: t["dims"] for t in card["tasks"]}  # WER against the caller's lines
+    assert dims["t0"].get("wer") is not None and dims["t1"].get("wer") is not None, dims
     assert [v["voice"] for v in card["voices"]["speaker"]] == ["espeak-ng en-gb-scotland"]
     assert {v["voice"] for v in card["voices"]["conversational"]} == named["t0"] | named["t1"]
     rows = {r["task_id"]: r for r in json.loads((tmp_path / "r.json").read_text())["per_task"]}
@@ -129,6 +131,11 @@ def test_a_call_in_a_voice_that_cannot_speak_is_one_line_naming_the_flag(tmp_pat
                          "-o", str(tmp_path / "out"))  # fmt: skip
     assert code == 2 and "--caller-voice: unknown Piper voice 'nope'" in err, (out, err)
     assert "Traceback" not in out + err and not (tmp_path / "out").exists()
+
+
+def test_a_suite_of_live_tasks_without_an_agent_is_bad_input(tmp_path: Path, cli):
+    code, out, err = cli("bench", str(_suite(tmp_path, [None])), "-o", str(tmp_path / "r.json"))
+    assert code == 2 and "a live-call fixture needs --agent URL" in out + err, (out, err)
 
 
 def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):

@@ -48,7 +48,8 @@ VOICE_KEY = "fixture.caller_voice"
 
 class VoidCause(StrEnum):
     """Why a task is void: its own bad input (a fixture's file or scenario key, exit 2 for
-    ``call``) or anything else (no --agent, a failed or degraded call, a lost worker)."""
+    ``call``; a live scenario with no --agent) or anything else (a failed or degraded call, a
+    lost worker)."""
 
     BAD_INPUT = "bad_input"
     NOT_RUN = "not_run"
@@ -249,9 +250,10 @@ async def run_fixture(
             outcome = _outcome(audio)
         else:
             if agent_url is None:
-                return _void(task, fx, kind, "a live-call fixture needs --agent URL")
+                why = "a live-call fixture needs --agent URL"  # a flag missing: bad input
+                return _void(task, fx, kind, why, VoidCause.BAD_INPUT)
             from turnscope import transports
-            from turnscope.actors.caller.scenario_contract import scenario_plan
+            from turnscope.actors.caller.scenario_contract import scenario_contract, scenario_plan
             from turnscope.actors.caller.scenario_file import load_scenario, voice_named
             from turnscope.live_call import place_call
 
@@ -262,7 +264,10 @@ async def run_fixture(
             if voice is not None:
                 voice = voice_named(voice, resolve(suite_path, "."), VOICE_KEY)
             sc = load_scenario(audio, caller_voice=voice)
-            contract = dataclasses.replace(contract, plan=scenario_plan(sc))
+            ref = contract.reference  # else the caller's lines, as `call` measures them by
+            if ref is None and fx.redrive is None:  # (a re-driven caller's are the ASR's own)
+                ref = scenario_contract(sc).reference
+            contract = dataclasses.replace(contract, plan=scenario_plan(sc), reference=ref)
             run, call, caller = await place_call(
                 options, sc, settings, contract, outdir, console=None
             )
