@@ -194,3 +194,11 @@ def test_a_voice_line_says_a_wer_and_counts_in_the_singular():
     assert line == ("caller voice espeak-ng en-gb: the project's ASR heard it at WER 1.600 "
                     "over its 10 words in 1 task")  # fmt: skip
     assert "% " not in line and "(s)" not in line
+
+
+def test_replay_given_a_bundle_folder_says_how_to_replay_it(cli, tmp_path):
+    for name in ("caller.wav", "agent.wav"):
+        _tone(tmp_path / name)
+    code, _, err = cli("replay", str(tmp_path))
+    assert code == 2 and "is a directory, expected an audio file" in err, err
+    assert f"give --caller {tmp_path / 'caller.wav'} --agent {tmp_path / 'agent.wav'}" in err

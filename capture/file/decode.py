@@ -125,7 +125,14 @@ def open_audio(path: str | Path) -> AudioReader:
     if not p.exists():
         raise InputError("no such audio file", path=p, fix="check the path")
     if p.is_dir():
-        raise InputError("is a directory, expected an audio file", path=p)
+        both = (p / "caller.wav").is_file() and (p / "agent.wav").is_file()
+        raise InputError(
+            "is a directory, expected an audio file",
+            path=p,
+            fix=f"a bundle: give --caller {p / 'caller.wav'} --agent {p / 'agent.wav'}"
+            if both
+            else None,
+        )
     if p.stat().st_size == 0:
         raise InputError("is an empty file (0 bytes), not audio", path=p)
     block = None
