@@ -202,3 +202,19 @@ def test_replay_given_a_bundle_folder_says_how_to_replay_it(cli, tmp_path):
     code, _, err = cli("replay", str(tmp_path))
     assert code == 2 and "is a directory, expected an audio file" in err, err
     assert f"give --caller {tmp_path / 'caller.wav'} --agent {tmp_path / 'agent.wav'}" in err
+
+
+def test_a_room_that_never_dies_away_is_refused_and_a_measured_one_is_not(cli, tmp_path):
+    """A recording of sound given as a room (a steady tone here, 33 s of speech in the new-user
+    pass) is no impulse response: one line naming the key and the fix; a decaying one loads."""
+    _tone(tmp_path / "tone.wav")
+    room = CALLER_LINES.replace("script:", "caller:\n  acoustics: {reverb: tone.wav}\nscript:")
+    code, _, err = cli("synth", str(_scenario(tmp_path, "s.yaml", room)), "-o", str(tmp_path / "o"))
+    assert code == 2 and "caller.acoustics.reverb" in err and "does not die away" in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+    t = np.arange(8000) / 16000
+    decay = np.random.default_rng(3).standard_normal(t.size) * np.exp(-6.9 * t / 0.4)
+    sf.write(tmp_path / "room.wav", (0.5 * decay / np.abs(decay).max()).astype(np.float32), 16000)
+    ok = CALLER_LINES.replace("script:", "caller:\n  acoustics: {reverb: room.wav}\nscript:")
+    code, _, err = cli("synth", str(_scenario(tmp_path, "ok.yaml", ok)), "-o", str(tmp_path / "k"))
+    assert code == 0, err

@@ -179,7 +179,33 @@ def audio_problem(path: Path, what: str) -> str | None:
         )
     if _silent(path):
         return f"the {what} file is silent: give a recording of {_HEARD[what]}"
+    if what == "impulse response" and (held := _held_db(path)) is not None:
+        return (
+            f"the impulse response does not die away (its last quarter only {held:.0f} dB under "
+            "its start): give a room's measured response (a room dies away 20 dB and more "
+            "within 2 s), not a recording of sound in it"
+        )
     return None
+
+
+def _held_db(path: Path, decay_db: float = 20.0) -> float | None:
+    """How far (dB) the last quarter of a response's first 2 s from its peak (what room.py
+    uses) stands under its first 50 ms, where that is less than ``decay_db``: a recording of
+    speech or noise given as a room, not a response that dies away. None when it decays."""
+    import numpy as np
+    import soundfile as sf
+
+    try:
+        x, rate = sf.read(str(path), frames=30 * 48000, dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, OSError):
+        return None  # unreadable past its header: reading it for the call says so
+    y = x[:, 0].astype(np.float64)
+    y = y[int(np.argmax(np.abs(y))) :][: 2 * rate]
+    head, tail = y[: rate // 20], y[len(y) * 3 // 4 :]
+    if len(y) < rate // 5 or not np.any(head):
+        return None  # too short to judge: a response that short has died away
+    held = 10 * np.log10(np.mean(head**2) / max(float(np.mean(tail**2)), 1e-20))
+    return float(held) if held < decay_db else None
 
 
 def line_recording(value: Path | None, info: ValidationInfo) -> Path | None:
