@@ -138,6 +138,20 @@ def test_a_suite_of_live_tasks_without_an_agent_is_bad_input(tmp_path: Path, cli
     assert code == 2 and "a live-call fixture needs --agent URL" in out + err, (out, err)
 
 
+def test_a_synth_recipes_voice_file_is_read_from_the_suites_folder(tmp_path: Path, cli):
+    (tmp_path / "s.yaml").write_text(PLAIN)
+    task = {"id": "syn", "fixture": {"source": "synthetic", "tags": ["speaker"],
+            "synth": {"scenario": "s.yaml", "caller_voice": "piper:voices/mine.onnx"}}}  # fmt: skip
+    suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "v",
+             "version": "1", "tasks": [task]}  # fmt: skip
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    code, out, err = cli("bench", str(tmp_path / "suite.json"), "-o", str(tmp_path / "r.json"))
+    assert code == 2, (out, err)
+    assert f"synth.caller_voice: no such Piper voice file {tmp_path / 'voices' / 'mine.onnx'}" in (
+        out + err
+    )
+
+
 def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):
     task = {"id": "x", "fixture": {"source": "recorded", "audio": "call.wav",
                                    "caller_voice": "en-gb", "tags": ["speaker"]}}  # fmt: skip

