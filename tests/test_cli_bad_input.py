@@ -169,6 +169,10 @@ def test_the_default_voice_is_not_announced_when_no_line_speaks_in_it(tmp_path):
     assert default_note(recorded, llm=True) is not None  # an LLM caller's lines speak in it
     spoken = load_scenario(_scenario(tmp_path, "spoken.yaml", CALLER_LINES))
     assert "caller voice:" in (default_note(spoken) or "")
+    # A voice given for one call that nothing speaks in: said, not silently taken.
+    said = default_note(recorded, flag="--caller-voice") or ""
+    assert said.startswith("--caller-voice: changes nothing: every caller line"), said
+    assert default_note(spoken, flag="--caller-voice") == default_note(spoken)
 
 
 def test_a_piper_voice_knows_its_espeak_ng_version_without_an_espeak_line():

@@ -115,7 +115,8 @@ def call(
     sc = load_scenario(scenario, caller_voice=voice or None)
     warn_first_turn_mid(sc)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
-    if (voice := default_note(sc, llm=llm is not None)) is not None:  # the neural or espeak-ng
+    flag = "--caller-voice" if caller_voice else None  # a voice nothing speaks in: said
+    if (voice := default_note(sc, llm=llm is not None, flag=flag)) is not None:
         say(voice, markup=False)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()

@@ -49,10 +49,15 @@ def speaks_own_voice(scenario: Scenario, *, llm: bool = False) -> bool:
                for line in scenario.script)  # fmt: skip
 
 
-def default_note(scenario: Scenario, *, llm: bool = False) -> str | None:
+def default_note(scenario: Scenario, *, llm: bool = False, flag: str | None = None) -> str | None:
     """What the run prints about a default caller voice (None: the scenario chose one, or
-    every caller line is a recording and nothing else speaks in it)."""
-    if chosen(scenario) or not speaks_own_voice(scenario, llm=llm):
+    every caller line is a recording and nothing else speaks in it); ``flag``: the option that
+    named the voice (``--caller-voice``), said to change nothing when nothing speaks in it."""
+    if not speaks_own_voice(scenario, llm=llm):
+        if flag is None:
+            return None
+        return f"{flag}: changes nothing: every caller line of this scenario is a recording"
+    if chosen(scenario):
         return None
     if neural_installed():
         return (
