@@ -70,6 +70,11 @@ class Heard:
         return f"{self.channel}:{self.index}"
 
     @property
+    def voiced_ms(self) -> float:
+        """How long its spans were voiced, the pauses between them left out."""
+        return sum(s.end_ms - s.start_ms for s in self.spans)
+
+    @property
     def text(self) -> str:
         return self.transcription.text
 
@@ -162,8 +167,7 @@ class Assembly:
         were voiced at least ``min_voiced_ms``: speech the ASR lost, not a click or a hum."""
         out = {r.utterance for r in self.rejected}
         return [h for h in heard if h.key in out and not h.transcription.rejected
-                and not h.text.strip()
-                and sum(s.end_ms - s.start_ms for s in h.spans) >= min_voiced_ms]  # fmt: skip
+                and not h.text.strip() and h.voiced_ms >= min_voiced_ms]  # fmt: skip
 
 
 class _Timeline:

@@ -138,12 +138,11 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     folder = CACHE / f"{scenario_path.stem}-{h.hexdigest()[:16]}"
     if not (folder / "call.wav").exists():
         r = fx.synth
-        voice = r.caller_voice  # a voice file relative to the suite, as every fixture path
-        if voice is not None:
-            voice = voice_named(voice, resolve(suite_path, "."), "synth.caller_voice")
-        call = render(
+        call = render(  # a voice file is relative to the suite, as every fixture path
             scenario,
-            caller_voice=voice,
+            caller_voice=voice_named(
+                r.caller_voice, resolve(suite_path, "."), "synth.caller_voice"
+            ),
             agent_voice=r.agent_voice,
             snr_db=r.snr_db,
             telephone=r.telephone,
@@ -263,9 +262,8 @@ async def run_fixture(
             options = transports.options(transport, agent_url, loopback_only=loopback_only)
             if fx.redrive is not None:  # a recorded caller: its scenario made once (redrive.py)
                 audio = await _redriven(task, fx, suite_path, settings)
-            voice = fx.caller_voice  # over the scenario's own, a relative file the suite's
-            if voice is not None:
-                voice = voice_named(voice, resolve(suite_path, "."), VOICE_KEY)
+            # over the scenario's own voices; a voice file relative to the suite
+            voice = voice_named(fx.caller_voice, resolve(suite_path, "."), VOICE_KEY)
             sc = load_scenario(audio, caller_voice=voice)
             ref = contract.reference  # else the caller's lines, as `call` measures them by
             if ref is None and fx.redrive is None:  # (a re-driven caller's are the ASR's own)

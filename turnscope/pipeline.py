@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from turnscope.asr.assembly import Assembly, Backchannel, Heard, Turn, assemble
+from turnscope.asr.assembly import Assembly, Backchannel, Heard, Said, Turn, assemble
 from turnscope.asr.audio_checks import Alike, AudioChecks, channels_alike, own_recording
 from turnscope.asr.context import context_for, wants_context
 from turnscope.asr.endpointer import Endpointer
@@ -27,7 +27,7 @@ from turnscope.reasons import Findings, assembled
 FINALITY_CHECK_MS = 100.0
 # The caller's lines as sent so far (call ms): what the source's own caller knows it said, read
 # as the turns are assembled (an input, like the audio: never a sink's).
-Said = Callable[[], Sequence[tuple[float, float]]]
+SaidSoFar = Callable[[], Said]
 
 
 class RunNote(StrEnum):
@@ -130,7 +130,7 @@ class _Stages:
     transcriptions in flight, the assembly so far, what is final."""
 
     def __init__(self, source: Source, settings: Settings, sinks: Sequence[Sink],
-                 transcriber: Transcriber, said: Said | None = None):  # fmt: skip
+                 transcriber: Transcriber, said: SaidSoFar | None = None):  # fmt: skip
         self.source = source
         self.said = said or (lambda: ())
         self.settings = settings
@@ -230,7 +230,7 @@ class _Stages:
 
 def _no_words(h: Heard) -> str:
     return (
-        f"the {h.channel} channel held {sum(s.end_ms - s.start_ms for s in h.spans) / 1000:.1f} s "
+        f"the {h.channel} channel held {h.voiced_ms / 1000:.1f} s "
         f"of voiced audio at {h.start_ms / 1000:.1f}-{h.end_ms / 1000:.1f} s that the ASR heard "
         "as no words: it is no turn, so the latency and turn-taking around it pair the turns "
         "either side of it (speech drowned in noise, a language the model lacks, or no speech)"
@@ -261,7 +261,7 @@ async def run_pipeline(
     sinks: Sequence[Sink] = (),
     *,
     transcriber: Transcriber | None = None,
-    said: Said | None = None,
+    said: SaidSoFar | None = None,
 ) -> PipelineResult:
     """Run ``source`` through endpointing, ASR and turn assembly, notifying ``sinks``;
     ``said``: when the caller's lines were sent so far (a scripted call: its send records), so

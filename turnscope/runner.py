@@ -25,7 +25,7 @@ from turnscope.interrupts import stop_on_signals
 from turnscope.jsonio import write_json
 from turnscope.live_view import LiveView, SpanFeed
 from turnscope.offload import offload_bundle
-from turnscope.pipeline import PipelineResult, RunNote, Said, Sink, run_pipeline
+from turnscope.pipeline import PipelineResult, RunNote, SaidSoFar, Sink, run_pipeline
 from turnscope.reasons import Findings
 from turnscope.records import (
     bundle_documents,
@@ -124,7 +124,7 @@ async def run_and_record(
     agent_trace: Path | None = None,
     final_contract: Callable[[Contract], Contract] | None = None,
     stages: Sequence[Findings] = (),
-    said: Said | None = None,
+    said: SaidSoFar | None = None,
 ) -> RunOutput:
     """Run the pipeline, writing channel wavs as audio arrives and the documents at the end;
     ``agent_trace``: the agent's own event log, to split each reply's latency by;

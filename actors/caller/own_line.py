@@ -51,17 +51,23 @@ PAST_MS = 1000.0
 SHOWN = 3  # turns named in the warning
 
 
+def _played(r: LineRecord) -> tuple[float, float] | None:
+    """When a line's audio played (call ms; one cut off with no end yet runs on), if it did."""
+    sent = r.sent or {}
+    start, end = sent.get("start_ms"), sent.get("end_ms")
+    if not isinstance(start, int | float):
+        return None
+    return float(start), float(end) if isinstance(end, int | float) else math.inf
+
+
 def sent_spans(records: Sequence[LineRecord]) -> list[tuple[float, float]]:
     """When the caller's line carried what it sent (call ms): each spoken line's send record
     (a line cut off with no end yet runs on), each key press."""
     spans: list[tuple[float, float]] = []
     for r in records:
-        sent = r.sent or {}
-        start = sent.get("start_ms")
-        if isinstance(start, int | float):
-            end = sent.get("end_ms")
-            spans.append((float(start), float(end) if isinstance(end, int | float) else math.inf))
-        for key in sent.get("dtmf") or []:
+        if (played := _played(r)) is not None:
+            spans.append(played)
+        for key in (r.sent or {}).get("dtmf") or []:
             if isinstance(key.get("at_ms"), int | float):
                 spans.append((float(key["at_ms"]), float(key["at_ms"]) + KEY_MS))
     return spans
@@ -70,13 +76,11 @@ def sent_spans(records: Sequence[LineRecord]) -> list[tuple[float, float]]:
 def _spoken(records: Sequence[LineRecord]) -> list[tuple[LineRecord, float, float]]:
     """The lines spoken as words, each with when it played (call ms; one cut off with no end
     yet runs on): a hum meant as a backchannel takes no floor, a key press is no speech."""
-    out = []
-    for r in records:
-        sent = r.sent or {}
-        start, end = sent.get("start_ms"), sent.get("end_ms")
-        if r.spoken_as != "backchannel" and isinstance(start, int | float):
-            out.append((r, float(start), float(end) if isinstance(end, int | float) else math.inf))
-    return out
+    return [
+        (r, *played)
+        for r in records
+        if r.spoken_as != "backchannel" and (played := _played(r)) is not None
+    ]
 
 
 def spoken_spans(records: Sequence[LineRecord]) -> list[tuple[float, float]]:

@@ -41,12 +41,15 @@ def load_scenario(path: str | Path, *, caller_voice: str | None = None) -> Scena
     return scenario
 
 
-def voice_named(voice: str, base_dir: Path, key: str) -> str:
-    """A caller voice named outside a scenario (a suite fixture's ``key``), checked, with a
-    Piper file's relative path made absolute against ``base_dir`` (the suite's folder);
-    InputError naming ``key`` when it cannot speak."""
+def voice_named(voice: str | None, base_dir: Path, key: str) -> str | None:
+    """A caller voice named outside a scenario (a suite fixture's ``key``, a command line's),
+    checked, with a Piper file's relative path made absolute against ``base_dir`` (the suite's
+    folder, the working directory); InputError naming ``key`` when it cannot speak. None: none
+    named."""
     from turnscope.actors.caller.speech import check_voice
 
+    if voice is None:
+        return None
     engine, sep, name = voice.partition(":")
     if sep and engine == "piper" and name.endswith(".onnx"):
         path = Path(name).expanduser()

@@ -109,7 +109,7 @@ def fixture_tags(fx: Any, suite_path: Path | None) -> list[str]:
     voice = getattr(fx, "caller_voice", None)  # a live fixture's, over the scenario's voices
     if scenario_path is not None:
         with contextlib.suppress(TurnscopeError):  # running it will say what is wrong
-            voice = voice and voice_named(voice, base, "fixture.caller_voice")
+            voice = voice_named(voice, base, "fixture.caller_voice")
             tags |= scenario_tags(load_scenario(base / scenario_path, caller_voice=voice))
     given = list(fx.tags)
     return given + [t for t in IMPLIED if t in tags and t not in given]

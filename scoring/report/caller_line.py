@@ -51,33 +51,37 @@ def _stumbles(d: Mapping[str, Any]) -> str:
     return ", ".join([*parts, f"seed {d.get('seed', 0)}"])
 
 
+def _part(c: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``c[key]`` when it is a mapping (a document written by an older turnscope may lack it)."""
+    found = c.get(key)
+    return found if isinstance(found, Mapping) else {}
+
+
 def _rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(what, how) rows: the whole call, each line's own keys, losses, dysfluencies, texts."""
     missing = {str(x) for x in c.get("codec_missing") or []}
-    call = c.get("call") if isinstance(c.get("call"), Mapping) else {}
+    call = _part(c, "call")
     rows = []
     whole = _keys(call, missing, c.get("snr_db_sent"))
     if whole:
         rows.append(("whole call", "; ".join(whole)))
-    lines = c.get("lines") if isinstance(c.get("lines"), Mapping) else {}
-    for i, keys in lines.items():
+    for i, keys in _part(c, "lines").items():
         if isinstance(keys, Mapping) and (own := _keys(keys, missing)):
             rows.append((f"script[{i}]", "; ".join(own)))
     seed = c.get("seed", call.get("seed"))  # a bundle from before ``seed`` was recorded apart
     if seed is not None:
         rows.append(("acoustics seed", str(seed)))
-    packets = c.get("packets") if isinstance(c.get("packets"), Mapping) else {}
+    packets = _part(c, "packets")
     if number(packets.get("sent")) > 0:
         lost, sent = int(number(packets.get("lost"))), int(number(packets["sent"]))
         rows.append(("packets lost", f"{lost} of {sent} ({lost / sent * 100:.1f}%)"))
-    stumbles = c.get("dysfluency") if isinstance(c.get("dysfluency"), Mapping) else {}
-    if isinstance(stumbles.get("call"), Mapping):
-        rows.append(("dysfluency", _stumbles(stumbles["call"])))
-    for i, d in (stumbles.get("lines") or {}).items():
+    stumbles = _part(c, "dysfluency")
+    if stumbles_call := _part(stumbles, "call"):
+        rows.append(("dysfluency", _stumbles(stumbles_call)))
+    for i, d in _part(stumbles, "lines").items():
         if isinstance(d, Mapping):
             rows.append((f"script[{i}] dysfluency", _stumbles(d)))
-    texts = c.get("spoken_texts") if isinstance(c.get("spoken_texts"), Mapping) else {}
-    rows += [(f"script[{i}] said as", f"“{text}”") for i, text in texts.items()]
+    rows += [(f"script[{i}] said as", f"“{text}”") for i, text in _part(c, "spoken_texts").items()]
     return rows
 
 

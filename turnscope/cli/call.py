@@ -111,8 +111,8 @@ def call(
     from turnscope.use_cases.call_run import place
 
     options = call_options(locals())
-    voice = caller_voice and voice_named(caller_voice, Path.cwd(), "--caller-voice")
-    sc = load_scenario(scenario, caller_voice=voice or None)
+    voice = voice_named(caller_voice, Path.cwd(), "--caller-voice")
+    sc = load_scenario(scenario, caller_voice=voice)
     warn_first_turn_mid(sc)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     flag = "--caller-voice" if caller_voice else None  # a voice nothing speaks in: said
