@@ -86,7 +86,9 @@ def voices_heard(
     heard = _heard_lines(lines, dialogue)
     voices = []
     for voice in script.get("voices") or []:
-        spoken = [i for i in voice.get("lines") or [] if i in lines]
+        # a re-driven caller's clips carry the recorded ASR's words: never graded by it
+        graded = voice.get("words") != "asr"
+        spoken = [i for i in voice.get("lines") or [] if i in lines and graded]
         scores = [score_words(str(lines[i].get("text") or ""), heard.get(i, "")) for i in spoken]
         total = pooled(scores)
         if spoken and total.wer is not None:

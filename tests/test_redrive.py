@@ -96,6 +96,7 @@ def test_the_scenario_is_the_recorded_callers_turns(redriven):
     ]
     assert all((made.folder / ln["audio"]).is_file() for ln in callers)
     assert doc["recorded"]["bundle"] == "recorded"
+    assert doc["recorded"]["words"] == "asr"  # no --reference: the recorded call's transcript
     assert (root / "sc" / "recorded" / "transcript.json").is_file()
 
 
@@ -123,6 +124,12 @@ def test_the_report_sets_the_new_call_beside_the_recorded_one(redriven):
     root, made, _, _, _ = redriven
     result = json.loads((root / "new-call" / "result.json").read_text())
     assert result["script"]["recorded"]["bundle"] == str(made.bundle.resolve())
+    # Its caller's words are the recorded ASR's own: no WER is measured against them (it would
+    # grade the ASR by itself), neither the caller's nor the recorded clips' voice's.
+    wer = result["wer"]
+    assert wer["overall"]["wer"] is None and wer["per_channel"] == {}, wer
+    (clips,) = [v for v in result["script"]["voices"] if v["engine"] == "recorded"]
+    assert clips["words"] == "asr" and "asr" not in clips, clips
     page = (root / "new-call" / "report.html").read_text()
     assert 'id="redrive"' in page and "Reply latency" in page and "What the agent said" in page
 

@@ -265,9 +265,8 @@ async def run_fixture(
             # over the scenario's own voices; a voice file relative to the suite
             voice = voice_named(fx.caller_voice, resolve(suite_path, "."), VOICE_KEY)
             sc = load_scenario(audio, caller_voice=voice)
-            ref = contract.reference  # else the caller's lines, as `call` measures them by
-            if ref is None and fx.redrive is None:  # (a re-driven caller's are the ASR's own)
-                ref = scenario_contract(sc).reference
+            # else the caller's lines, as `call` measures them by (none for a re-driven caller)
+            ref = contract.reference or scenario_contract(sc).reference
             contract = dataclasses.replace(contract, plan=scenario_plan(sc), reference=ref)
             run, call, caller = await place_call(
                 options, sc, settings, contract, outdir, console=None

@@ -192,6 +192,7 @@ def scenario_from_recording(
         "recording": str(call.resolve()),
         "bundle": RECORDED,
         "caller_channel": caller_channel,
+        "words": "reference" if ref is not None else "asr",  # the ASR's own: no WER against it
     }
     built = write_scenario(
         folder,

@@ -22,6 +22,9 @@ class Recorded(_Strict):
     - ``bundle``: the bundle of its replay (its turns and latencies): what a call placed with
       this scenario is compared with in its report.
     - ``caller_channel``: ``left`` or ``right``, the recording's caller channel.
+    - ``words``: where the caller lines' words come from: ``asr``, the recorded call's own
+      transcript (no WER is measured against them: that would grade the ASR by itself), or
+      ``reference``, a reference the user gave (``--reference``).
 
     Paths are relative to the scenario file; a missing bundle leaves the comparison out (the
     report says so), it does not stop the call.
@@ -30,6 +33,7 @@ class Recorded(_Strict):
     recording: Path
     bundle: Path | None = None
     caller_channel: Literal["left", "right"] = "left"
+    words: Literal["asr", "reference"] = "asr"
 
     @field_validator("recording", "bundle")
     @classmethod

@@ -81,6 +81,11 @@ def scenario_contract(scenario: Scenario, reference: Reference | None = None) ->
     ref = reference or Reference(
         {"caller": caller_text}, None, f"scenario {scenario.name}", scripted=True
     )
+    if reference is None and scenario.recorded is not None and scenario.recorded.words == "asr":
+        # A re-driven caller's words are the recorded call's transcript: WER against them
+        # would grade the ASR by itself (``scenario from-recording --reference`` gives real ones).
+        why = "the re-driven caller's words are the recorded call's ASR: no WER reference"
+        ref = Reference({}, None, f"scenario {scenario.name} ({why})")
     if scenario.task is not None and scenario.task.suite is not None and task.get("id"):
         suite_path = suite_reference(scenario.task.suite, _base(scenario))
         base = contract_from_suite(suite_path, str(task["id"]))

@@ -40,4 +40,6 @@ def caller_voices(scenario: Scenario) -> list[dict[str, Any]]:
                 out[-1]["chosen"] = "neural default" if voice == NEURAL else "espeak-ng fallback"
     if recorded:
         out.append({"engine": "recorded", "default": False, "lines": recorded})
+        if scenario.recorded is not None and scenario.recorded.words == "asr":
+            out[-1]["words"] = "asr"  # a re-driven caller's: its ASR is not graded by itself
     return out
