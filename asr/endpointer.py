@@ -46,12 +46,7 @@ class Endpointer:
     """Turns one channel's PCM frames into SpeechStart / SpeechStop / EndOfTurn events."""
 
     def __init__(
-        self,
-        channel: str,
-        vad: VadSettings,
-        refine: RefineSettings,
-        *,
-        pad_ms: int = 150,
+        self, channel: str, vad: VadSettings, refine: RefineSettings, *, pad_ms: int = 150
     ) -> None:
         self.channel = channel
         self._cfg = vad
@@ -83,6 +78,7 @@ class Endpointer:
         self._held_n = 0
         self._decided_at = 0  # sample index: events of held frames are decided when released
         self._pending = _NO_SAMPLES
+        self._classified = 0  # frames handed to _classify
         self._deferred: list[np.ndarray] = []  # silent frames waiting for their energies
         self._deferred_n = 0
         self._pos = 0  # call-clock sample index of the next frame to classify
@@ -100,8 +96,6 @@ class Endpointer:
         self._watch: tuple[StartWatch, SpeechStart] | None = None  # maybe on room tone
         self._loudest = 0.0  # the channel's loudest frame (energy) in its utterances so far
         self._moments = LoudMoments(vad.span_over_background_db, self._flen)
-
-    # -- public -------------------------------------------------------------------------------
 
     @property
     def position_ms(self) -> float:
@@ -130,8 +124,15 @@ class Endpointer:
             pcm = np.concatenate([self._pending, pcm])
         n_frames, rest = divmod(len(pcm), self._flen)
         if n_frames:
-            whole = pcm[: len(pcm) - rest] if rest else pcm
-            self._classify(whole.reshape(-1, self._flen), events)
+            whole = (pcm[: len(pcm) - rest] if rest else pcm).reshape(-1, self._flen)
+            # A block's last frame is classified alone: its end may change the floor (a noise
+            # came on after silence), which a batch gated whole applied to the frames before it.
+            block = self._gate.block_frames
+            while len(whole) > (cut := (block - 1 - self._classified % block) or 1):
+                self._classify(whole[:cut], events)
+                whole, self._classified = whole[cut:], self._classified + cut
+            self._classify(whole, events)
+            self._classified += len(whole)
         self._pending = pcm[len(pcm) - rest :].copy() if rest else _NO_SAMPLES
         return events
 
@@ -152,8 +153,6 @@ class Endpointer:
         if self._state != _SILENCE:
             self._finish(events, forced=False)
         return events
-
-    # -- per batch of frames ------------------------------------------------------------------
 
     def _new_samples(self, frame: PcmFrame, events: list[SpeechEvent]) -> np.ndarray:
         """The frame's samples not seen yet, lost audio before them filled with silence."""
@@ -309,8 +308,6 @@ class Endpointer:
             self._noise.add([e for e, v in zip(energies, voiced, strict=True) if not v])
         return b
 
-    # -- utterances ---------------------------------------------------------------------------
-
     def _open_utterance(self, fstart: int, events: list[SpeechEvent]) -> None:
         onset = self._pos - self._recent.bit_length() * self._flen  # the window's first voiced
         ring, energies = self._preroll.take()
@@ -406,8 +403,6 @@ class Endpointer:
         self._count += 1
         self._moments.heard(top)
         events.append(EndOfTurn(utt))
-
-    # -- live boundaries ----------------------------------------------------------------------
 
     def _live_estimate(self, sample: int, start: bool) -> float:
         """Best estimate of a boundary from the audio seen so far (the final one comes with the

@@ -18,6 +18,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -82,6 +83,7 @@ def test_a_bug_after_capture_still_writes_the_bundle_and_is_exit_3(cli, tmp_path
         raise OverflowError("int too large to convert to float (a planted bug)")
 
     monkeypatch.setattr(runner, "score_outcome", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the trace file: not /tmp
     monkeypatch.delenv("TURNSCOPE_DEBUG", raising=False)
     out = tmp_path / "out"
     code, _, err = cli("replay", str(SAMPLE), "-q", "-o", str(out))
@@ -90,6 +92,7 @@ def test_a_bug_after_capture_still_writes_the_bundle_and_is_exit_3(cli, tmp_path
     assert "internal error" in line and f"kept in {out}" in line and "full trace" in line
     trace = Path(line.rsplit("the full trace is in ", 1)[1])
     assert "a planted bug" in trace.read_text()
+    assert trace.parent == tmp_path
     # the same bundle as ever, most valuable first: audio, transcript, result, manifest, report
     for name in ("caller.wav", "agent.wav", "transcript.json", "result.json", "mixed.wav"):
         assert (out / name).stat().st_size > 0, name

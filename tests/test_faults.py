@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -596,6 +597,7 @@ def test_a_real_bug_is_one_line_and_a_trace_file(cli, tmp_path, monkeypatch):
         raise ZeroDivisionError("a planted bug")
 
     monkeypatch.setattr(score_cmd, "score_outcome", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the trace file: not /tmp
     monkeypatch.delenv("TURNSCOPE_DEBUG", raising=False)
     path = tmp_path / "t.json"
     path.write_text(json.dumps([{"speaker": "caller", "start_ms": 0, "end_ms": 1, "text": "x"}]))
@@ -603,3 +605,4 @@ def test_a_real_bug_is_one_line_and_a_trace_file(cli, tmp_path, monkeypatch):
     assert code == 3 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     trace = Path(err.strip().rsplit("the full trace is in ", 1)[1])
     assert "ZeroDivisionError: a planted bug" in trace.read_text()
+    assert trace.parent == tmp_path
