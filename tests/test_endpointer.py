@@ -234,3 +234,23 @@ def test_a_quiet_first_consonant_after_digital_silence_starts_the_turn_wherever_
         (utt,) = [e.utterance for e in run(to_float32(pcm)) if isinstance(e, EndOfTurn)]
         errors.append(utt.start_ms - np.flatnonzero(pcm)[0] / 16)
     assert all(abs(e) <= 5 for e in errors), errors
+
+
+def test_events_do_not_depend_on_chunking_where_a_noise_comes_on_before_the_speech():
+    """Digital silence, a steady noise coming on, a sentence in the same 500 ms gate block: the
+    block's end makes the noise the floor. A batch that held that end was gated whole, so the
+    floor changed under its earlier frames too: a 250 ms chunking told a live start 1-6 ms off
+    a 10 ms one (a replay runs 200 ms chunks, a live call 20 ms)."""
+    words = clip("Unless to be rather cold hearted and rather selfish.")
+    rng = np.random.default_rng(3)
+    for tone_at in (520, 560, 600):
+        for speech_at in (760, 820, 880, 920, 950):
+            signal = place(3000, (speech_at, words))
+            tone = rng.normal(0, 1, len(signal)) * 10 ** (-55 / 20)
+            tone[: tone_at * 16] = 0
+            pcm = to_int16(signal + tone)
+            told = {
+                chunk: [(type(e).__name__, getattr(e, "at_ms", None)) for e in run(pcm, chunk)]
+                for chunk in (160, 320, 4000, 4100)
+            }
+            assert told[320] == told[160] == told[4000] == told[4100], (tone_at, speech_at)
