@@ -606,3 +606,43 @@ def test_a_real_bug_is_one_line_and_a_trace_file(cli, tmp_path, monkeypatch):
     trace = Path(err.strip().rsplit("the full trace is in ", 1)[1])
     assert "ZeroDivisionError: a planted bug" in trace.read_text()
     assert trace.parent == tmp_path
+
+
+def test_an_offset_a_recording_brings_into_digital_silence_is_heard_as_the_live_call_heard_it(
+    cli, tmp_path, excerpt
+):
+    """A bot's recorded replies carry their recording's DC offset and the digital silence
+    between them has none (the LibriVox prompts: +0.007, through a mu-law line). The whole
+    file's mean, subtracted, lifted that silence to -48 dBFS and the replay of a live call's
+    bundle found other turns than the call did (a reply's end 313 ms apart): the offset is left
+    as recorded there, so the replay's utterances are the live endpointer's, to the sample."""
+    from turnscope.asr.endpointer import Endpointer
+    from turnscope.asr.events import EndOfTurn
+    from turnscope.asr.settings import load_settings
+    from turnscope.capture.frames import PcmFrame
+
+    audio, rate = excerpt
+    agent = np.zeros(len(audio), dtype=np.float32)
+    for a, b in ((2.0, 6.5), (10.0, 14.5)):
+        span = slice(int(a * rate), int(b * rate))
+        agent[span] = audio[span, 1] + 0.008
+    path = tmp_path / "bundle.wav"
+    sf.write(path, np.stack([audio[:, 0], agent], axis=1), rate, subtype="PCM_16")
+    _, _, result = _replay(cli, path, tmp_path / "o")
+    assert any("DC offset" in w and "left as recorded" in w for w in result["warnings"])
+    transcript = json.loads((tmp_path / "o" / "transcript.json").read_text())
+    replayed = [
+        (u["start_ms"], u["end_ms"]) for u in transcript["utterances"] if u["channel"] == "agent"
+    ]
+    pcm = sf.read(path, dtype="int16")[0][:, 1]  # 16 kHz, as a live call's channel is
+    settings = load_settings()
+    ep = Endpointer("agent", settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
+    events = [
+        e for k in range(0, len(pcm), 320) for e in ep.push(PcmFrame("agent", k, pcm[k : k + 320]))
+    ]
+    live = [
+        (e.utterance.start_ms, e.utterance.end_ms)
+        for e in events + ep.flush()
+        if isinstance(e, EndOfTurn)
+    ]
+    assert replayed and replayed == live, (replayed, live)

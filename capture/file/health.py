@@ -24,6 +24,11 @@ MIN_RATE = 8000  # below the telephone band, speech is not intelligible
 # It is the mean of the whole file (a pass of its own): a running estimate took the slow swings
 # of 1/f noise at 10 dB SNR for an offset, and moved speech onsets by 100 ms.
 DC_LIMIT = 0.002
+# A run of exact zeros this long (digital silence, not a zero crossing) means the channel has no
+# one offset: a recording played into a call brings its offset and the silence around it has
+# none. The whole file's mean would lift that silence off zero (a -48 dBFS floor where the
+# endpointer reads digital silence) and make a replay hear what the live call did not.
+SILENT_RUN_S = 0.05
 SILENCE_LEVEL = 1e-4  # below this (-80 dBFS) a sample is digital silence
 HUM_SECONDS = 30  # the stretch of each file searched for a mains hum
 HUM_PEAK = 30.0  # its 50/60 Hz power over the median of the 30-250 Hz band around it
@@ -45,6 +50,7 @@ class Column:
 
     rate: int
     dc: float = 0.0  # the file's offset on this channel, removed when above DC_LIMIT
+    silent: bool = False  # it holds digital silence: its offset is left as recorded
     power: np.ndarray | None = None  # low-frequency spectrum over the first seconds, 1 Hz bins
     seconds: int = 0
     samples: int = 0
@@ -71,7 +77,7 @@ class Column:
 
     @property
     def removing(self) -> bool:
-        return abs(self.dc) > DC_LIMIT
+        return abs(self.dc) > DC_LIMIT and not self.silent
 
     def hum_hz(self) -> tuple[int, float] | None:
         """The mains frequency and its amplitude, when a hum stands out."""
@@ -147,6 +153,7 @@ def survey(path: Path, picks: list[int], rate: int) -> list[Column]:
     reader = open_audio(path)
     totals = np.zeros(len(picks))
     count = 0
+    zeros = [_ZeroRuns(int(SILENT_RUN_S * rate)) for _ in picks]
     power: list[np.ndarray | None] = [None] * len(picks)
     pending: list[list[np.ndarray]] = [[] for _ in picks]
     seconds = 0
@@ -154,6 +161,8 @@ def survey(path: Path, picks: list[int], rate: int) -> list[Column]:
         block = np.where(np.isfinite(block), block, 0.0)
         cols = [block.mean(axis=1) if p < 0 else block[:, p] for p in picks]
         totals += [float(np.sum(c, dtype=np.float64)) for c in cols]
+        for z, c in zip(zeros, cols, strict=True):
+            z.add(c)
         count += len(block)
         if seconds < HUM_SECONDS:
             for k, c in enumerate(cols):
@@ -167,7 +176,32 @@ def survey(path: Path, picks: list[int], rate: int) -> list[Column]:
                     pending[k] = [rest] if len(rest) else []
                 seconds += 1
     means = [float(t / count) if count else 0.0 for t in totals]
-    return [Column(rate, dc, pw, seconds) for dc, pw in zip(means, power, strict=True)]
+    return [
+        Column(rate, dc, z.found, pw, seconds)
+        for dc, z, pw in zip(means, zeros, power, strict=True)
+    ]
+
+
+class _ZeroRuns:
+    """Whether a stream, block by block, holds a run of at least ``n`` exact zeros."""
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, n)
+        self.found = False
+        self._run = 0  # zeros at the end of the blocks so far
+
+    def add(self, x: np.ndarray) -> None:
+        if self.found or not len(x):
+            return
+        sound = np.flatnonzero(x)
+        if not len(sound):
+            self._run += len(x)
+        else:
+            gaps = np.diff(sound) - 1
+            longest = max(self._run + int(sound[0]), int(gaps.max()) if len(gaps) else 0)
+            self._run = len(x) - 1 - int(sound[-1])
+            self.found = longest >= self.n
+        self.found = self.found or self._run >= self.n
 
 
 def decoded(reader: AudioReader, picks: list[int], health: Health) -> Iterator[list[np.ndarray]]:

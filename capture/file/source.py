@@ -16,6 +16,7 @@ import numpy as np
 from turnscope.capture.file.decode import AudioReader, open_audio
 from turnscope.capture.file.health import (
     CLIP_WARN_SHARE,
+    DC_LIMIT,
     MIN_RATE,
     MISMATCH_WARN_MS,
     SHORT_CHANNEL_MS,
@@ -294,11 +295,17 @@ class FileSource:
                 f"above {reader.rate // 2} Hz is missing, so turns and words are unreliable",
             )
         for name, col in zip(names, health.columns, strict=True):
-            if col.removing:
+            if abs(col.dc) > DC_LIMIT:
+                done = (
+                    "removed before the VAD"
+                    if col.removing
+                    else "left as recorded: the channel also holds digital silence, which has "
+                    "none (a recording played into a call), as the live call heard it"
+                )
                 self.info.warn(
                     SourceNote.DC_OFFSET,
                     f"{where}: the {name} channel has a DC offset of {col.dc:+.3f} (full "
-                    "scale 1), removed before the VAD",
+                    f"scale 1), {done}",
                 )
             hum = col.hum_hz()
             if hum:
