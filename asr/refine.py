@@ -142,7 +142,7 @@ def refine_start(env: np.ndarray, coarse: int, thresh: float, p: RefineSettings)
         anchor = lo + len(before) - 1 - back
     else:
         anchor = coarse + above
-    return anchor - _walk(env[lo:anchor][::-1], thresh, p.max_dip_ms)
+    return anchor - walk(env[lo:anchor][::-1], thresh, p.max_dip_ms)
 
 
 def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineSettings) -> int:
@@ -161,7 +161,7 @@ def refine_end(env: np.ndarray, coarse: int, thresh: float, p: RefineSettings) -
         anchor = min(coarse, n - 1) + after
     else:
         anchor = lo + len(before) - 1 - back
-    return anchor + _walk(env[anchor + 1 : hi + 1], thresh, p.max_dip_ms) + 1
+    return anchor + walk(env[anchor + 1 : hi + 1], thresh, p.max_dip_ms) + 1
 
 
 def skip_weak_lead(
@@ -181,7 +181,7 @@ def skip_weak_lead(
     if none is)."""
     i, n = onset, len(env)
     while 0 <= i < n:
-        end = i + _walk(env[i + 1 :], thresh, max_dip) + 1
+        end = i + walk(env[i + 1 :], thresh, max_dip) + 1
         top = float(env[i:end].max())
         nxt = _first_above(env[end:], thresh)
         if nxt is None:  # the last run in reach: nothing after it to move the onset to
@@ -209,7 +209,7 @@ def _first_above(levels: np.ndarray, thresh: float) -> int | None:
     return None
 
 
-def _walk(levels: np.ndarray, thresh: float, max_dip: float) -> int:
+def walk(levels: np.ndarray, thresh: float, max_dip: float) -> int:
     """How many steps away from an anchor above ``thresh`` the speech reaches along ``levels``
     (the hops after the anchor, in walking order), crossing dips of at most ``max_dip`` hops."""
     reach = 0

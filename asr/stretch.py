@@ -33,6 +33,7 @@ from turnscope.asr.refine import (
     refine_start,
     skip_weak_lead,
     threshold_db,
+    walk,
 )
 from turnscope.asr.settings import RefineSettings
 from turnscope.capture.frames import SAMPLE_RATE
@@ -55,6 +56,11 @@ _AUDIBLE_DB = 50.0  # a plateau further under the speech than this is under the 
 _AUDIBLE_FULL_DB = 40.0
 _RISE_MS = 100  # a live rise is seen this long into the speech, at most (room_tone_start.py)
 _RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over the room tone
+# A last sound after a closure (``last_sound``; env hops are 1 ms): how far after the end it may
+# start, how far over the tone's threshold it stands, how long it lasts (a click is 1-30 ms).
+_CLOSURE_MS = 150
+_OVER_TONE_DB = 10.0
+_LAST_SOUND_MS = 50
 _CUT_MS = 20  # a cut's click: the frame it falls in, and the envelope's window past it
 
 
@@ -116,7 +122,10 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     first = int(up[0]) if len(up) else reach
     last = n - reach + int(down[-1]) if len(down) else n - reach - 1
     at_head = first >= _EDGE and _steady(ends[0][first : first + plateau], plateau, floor, ceiling)
-    t = last + 1 - plateau - (n - reach)  # the tail plateau's first frame in ends[1]
+    # The tone is judged short of its last _CUT_MS: a codec fades into the silence there
+    # (Opus: -75, -87, -112 dBFS), and a cut clicks; either widened a steady tone's spread.
+    tone_last = last - _CUT_MS * SAMPLE_RATE // 1000 // flen
+    t = tone_last + 1 - plateau - (n - reach)  # the tail plateau's first frame in ends[1]
     at_tail = (
         t >= 0 and last < n - _EDGE and _steady(ends[1][t : t + plateau], plateau, floor, ceiling)
     )
@@ -133,9 +142,9 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
                                  full[first : first + plateau], full_peak):  # fmt: skip
         pieces.append(_plateau_background(_extent(full, emph, first, 1, floor, peak)))
         head = first * flen
-    if at_tail and _under_speech(emph[last + 1 - plateau : last + 1], peak,
-                                 full[last + 1 - plateau : last + 1], full_peak):  # fmt: skip
-        pieces.append(_plateau_background(_extent(full, emph, last, -1, floor, peak)))
+    tone = slice(tone_last + 1 - plateau, tone_last + 1)
+    if at_tail and _under_speech(emph[tone], peak, full[tone], full_peak):
+        pieces.append(_plateau_background(_extent(full, emph, tone_last, -1, floor, peak)))
         tail = (last + 1) * flen
     if not pieces:
         return None
@@ -146,6 +155,25 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
         Background(b.median_db, b.median_db + swing) for b in (pieces[0], pieces[-1])
     )
     return Stretch(audio, head_bg, tail_bg, head, tail)
+
+
+def last_sound(env: np.ndarray, end: int, thresh: float, strong: float, max_dip: float) -> int:
+    """``end`` moved past a sentence's last sound that the VAD left out (in env hops): a final
+    fricative after a stop's closure ("...than he was": 120 ms of closure, then 190 ms of "s" 12
+    dB under the speech's peak, pre-emphasised, where webrtcvad flagged no frame; whether it
+    flagged one depended on where the reply fell on its 10 ms grid: the end 313 ms early in one
+    call of six). The sound starts within ``_CLOSURE_MS``, stands ``_OVER_TONE_DB`` over the
+    tone's threshold, lasts ``_LAST_SOUND_MS`` over it and comes within reach of the speech's
+    level (``strong``): a click or a breath in the tone after the speech does not."""
+    reach = env[end : end + _CLOSURE_MS]
+    over = np.flatnonzero(reach >= thresh + _OVER_TONE_DB)
+    if not len(over):
+        return end
+    start = end + int(over[0])
+    stop = start + walk(env[start + 1 :], thresh, max_dip) + 1
+    if stop - start < _LAST_SOUND_MS or float(env[start:stop].max()) < strong:
+        return end
+    return stop
 
 
 def _plateau_background(levels: np.ndarray) -> Background:
@@ -253,6 +281,7 @@ def stretch_spans(
         if p.stretch_weak_db > 0:
             hs = skip_weak_lead(inside, hs, thresh, peak - p.stretch_weak_db, p.blip_gap_ms)
         he = refine_end(inside, b, tail_thresh, wide)
+        he = last_sound(inside, he, tail_thresh, peak - p.stretch_weak_db, p.max_dip_ms)
         rs = max(base + (lo + hs) * HOP, out[-1][1] if out else base)
         out.append([rs, max(rs, base + (lo + he) * HOP)])
     return merge_touching(out) or spans
