@@ -61,6 +61,7 @@ _RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over t
 _CLOSURE_MS = 150
 _OVER_TONE_DB = 10.0
 _LAST_SOUND_MS = 50
+_FADE_MS = 10  # a codec's last frame into digital silence (Opus: -87 dBFS): no part of the tone
 _CUT_MS = 20  # a cut's click: the frame it falls in, and the envelope's window past it
 
 
@@ -122,9 +123,9 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     first = int(up[0]) if len(up) else reach
     last = n - reach + int(down[-1]) if len(down) else n - reach - 1
     at_head = first >= _EDGE and _steady(ends[0][first : first + plateau], plateau, floor, ceiling)
-    # The tone is judged short of its last _CUT_MS: a codec fades into the silence there
-    # (Opus: -75, -87, -112 dBFS), and a cut clicks; either widened a steady tone's spread.
-    tone_last = last - _CUT_MS * SAMPLE_RATE // 1000 // flen
+    # The tone is judged short of its last frame: a codec fades into the silence there (Opus:
+    # -75, -87, then -112 dBFS, the last frame over the floor), which widened its spread.
+    tone_last = last - _FADE_MS * SAMPLE_RATE // 1000 // flen
     t = tone_last + 1 - plateau - (n - reach)  # the tail plateau's first frame in ends[1]
     at_tail = (
         t >= 0 and last < n - _EDGE and _steady(ends[1][t : t + plateau], plateau, floor, ceiling)

@@ -249,7 +249,7 @@ def test_a_codecs_fade_into_digital_silence_is_no_part_of_the_room_tone():
     (over Opus in a live call: -75, -87, -112 dBFS): the fade widened the tone's spread past
     what a steady tone may have, so no tone was found after the speech and the end was judged
     on the channel's silence, 208 ms late at 3 of 10 places on the VAD's grid. The tone is
-    judged short of its last 20 ms, as its refinement is."""
+    judged short of its last frame."""
     c = load_clips()["mary"]
     for fade in ((-20, -30, -55), (-10, -25, -50)):
         last = c.audio[-160:]
