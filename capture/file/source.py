@@ -299,8 +299,8 @@ class FileSource:
                 done = (
                     "removed before the VAD"
                     if col.removing
-                    else "left as recorded: the channel also holds digital silence, which has "
-                    "none (a recording played into a call), as the live call heard it"
+                    else "left as recorded, as a live call hears it: the channel also holds "
+                    "digital silence, which has none (a recording played into a call)"
                 )
                 self.info.warn(
                     SourceNote.DC_OFFSET,
