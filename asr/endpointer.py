@@ -78,7 +78,6 @@ class Endpointer:
         self._held_n = 0
         self._decided_at = 0  # sample index: events of held frames are decided when released
         self._pending = _NO_SAMPLES
-        self._classified = 0  # frames handed to _classify
         self._deferred: list[np.ndarray] = []  # silent frames waiting for their energies
         self._deferred_n = 0
         self._pos = 0  # call-clock sample index of the next frame to classify
@@ -128,11 +127,11 @@ class Endpointer:
             # A block's last frame is classified alone: its end may change the floor (a noise
             # came on after silence), which a batch gated whole applied to the frames before it.
             block = self._gate.block_frames
-            while len(whole) > (cut := (block - 1 - self._classified % block) or 1):
+            at = (self._expected - len(pcm)) // self._flen  # frames classified before these
+            while len(whole) > (cut := (block - 1 - at % block) or 1):
                 self._classify(whole[:cut], events)
-                whole, self._classified = whole[cut:], self._classified + cut
+                whole, at = whole[cut:], at + cut
             self._classify(whole, events)
-            self._classified += len(whole)
         self._pending = pcm[len(pcm) - rest :].copy() if rest else _NO_SAMPLES
         return events
 

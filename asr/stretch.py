@@ -139,8 +139,8 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     pieces: list[Background] = []
     head, tail = None, None
     full_peak = 10.0 * np.log10(max(loudest, 1e-12))
-    if at_head and _under_speech(emph[first : first + plateau], peak,
-                                 full[first : first + plateau], full_peak):  # fmt: skip
+    head_tone = slice(first, first + plateau)
+    if at_head and _under_speech(emph[head_tone], peak, full[head_tone], full_peak):
         pieces.append(_plateau_background(_extent(full, emph, first, 1, floor, peak)))
         head = first * flen
     tone = slice(tone_last + 1 - plateau, tone_last + 1)

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from common import boundary_errors, match
 from realspeech import build_real_corpus, load_clips
 
+from tests.test_endpointer import run
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart, StartMoved
 from turnscope.asr.settings import load_settings
@@ -199,14 +200,8 @@ def test_a_recording_cut_off_in_a_louder_tail_tone_ends_with_its_speech():
 
 def _ends(pcm: np.ndarray) -> list[tuple[float, float]]:
     """The agent channel's utterances (start_ms, end_ms), in 20 ms frames as a live call's."""
-    ep = Endpointer("agent", SETTINGS.vad, SETTINGS.refine)
-    events = [
-        e for k in range(0, len(pcm), 320) for e in ep.push(PcmFrame("agent", k, pcm[k : k + 320]))
-    ]
     return [
-        (e.utterance.start_ms, e.utterance.end_ms)
-        for e in events + ep.flush()
-        if isinstance(e, EndOfTurn)
+        (e.utterance.start_ms, e.utterance.end_ms) for e in run(pcm) if isinstance(e, EndOfTurn)
     ]
 
 

@@ -616,10 +616,8 @@ def test_an_offset_a_recording_brings_into_digital_silence_is_heard_as_the_live_
     file's mean, subtracted, lifted that silence to -48 dBFS and the replay of a live call's
     bundle found other turns than the call did (a reply's end 313 ms apart): the offset is left
     as recorded there, so the replay's utterances are the live endpointer's, to the sample."""
-    from turnscope.asr.endpointer import Endpointer
+    from tests.test_endpointer import run
     from turnscope.asr.events import EndOfTurn
-    from turnscope.asr.settings import load_settings
-    from turnscope.capture.frames import PcmFrame
 
     audio, rate = excerpt
     agent = np.zeros(len(audio), dtype=np.float32)
@@ -635,14 +633,6 @@ def test_an_offset_a_recording_brings_into_digital_silence_is_heard_as_the_live_
         (u["start_ms"], u["end_ms"]) for u in transcript["utterances"] if u["channel"] == "agent"
     ]
     pcm = sf.read(path, dtype="int16")[0][:, 1]  # 16 kHz, as a live call's channel is
-    settings = load_settings()
-    ep = Endpointer("agent", settings.vad, settings.refine, pad_ms=settings.asr.pad_ms)
-    events = [
-        e for k in range(0, len(pcm), 320) for e in ep.push(PcmFrame("agent", k, pcm[k : k + 320]))
-    ]
-    live = [
-        (e.utterance.start_ms, e.utterance.end_ms)
-        for e in events + ep.flush()
-        if isinstance(e, EndOfTurn)
-    ]
+    ends = [e.utterance for e in run(pcm) if isinstance(e, EndOfTurn)]
+    live = [(u.start_ms, u.end_ms) for u in ends]
     assert replayed and replayed == live, (replayed, live)

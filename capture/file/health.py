@@ -76,8 +76,13 @@ class Column:
         return x
 
     @property
+    def offset(self) -> bool:
+        """The channel has a DC offset worth saying."""
+        return abs(self.dc) > DC_LIMIT
+
+    @property
     def removing(self) -> bool:
-        return abs(self.dc) > DC_LIMIT and not self.silent
+        return self.offset and not self.silent
 
     def hum_hz(self) -> tuple[int, float] | None:
         """The mains frequency and its amplitude, when a hum stands out."""

@@ -16,7 +16,6 @@ import numpy as np
 from turnscope.capture.file.decode import AudioReader, open_audio
 from turnscope.capture.file.health import (
     CLIP_WARN_SHARE,
-    DC_LIMIT,
     MIN_RATE,
     MISMATCH_WARN_MS,
     SHORT_CHANNEL_MS,
@@ -295,7 +294,7 @@ class FileSource:
                 f"above {reader.rate // 2} Hz is missing, so turns and words are unreliable",
             )
         for name, col in zip(names, health.columns, strict=True):
-            if abs(col.dc) > DC_LIMIT:
+            if col.offset:
                 done = (
                     "removed before the VAD"
                     if col.removing
