@@ -62,6 +62,12 @@ _CLOSURE_MS = 150
 _OVER_TONE_DB = 10.0
 _LAST_SOUND_MS = 50
 _FADE_MS = 10  # a codec's last frame into digital silence (Opus: -87 dBFS): no part of the tone
+# A recording stored through a codec (an Opus file) fades out of its tone over 100-200 ms (-77 to
+# -100 dBFS), then dithers by the last bit between exact zeros: the tone ends where that fade
+# starts, which is looked for this far back, among frames this far under the tone.
+_FADE_REACH_MS = 500
+_FADE_UNDER_DB = 10.0
+_FADE_DEPTH_DB = 55.0  # under the ceiling (65 dB under the speech's peak): no recording's tone
 _CUT_MS = 20  # a cut's click: the frame it falls in, and the envelope's window past it
 
 
@@ -104,6 +110,15 @@ def _level_db(pcm: np.ndarray, flen: int, a: int, b: int) -> np.ndarray:
     return 10.0 * np.log10(np.maximum(variance, 1e-12))
 
 
+def _floor_db(levels: np.ndarray) -> float:
+    """The silence's level among frame ``levels``: the quietest pair of neighbouring frames' louder
+    one. Digital silence is exact zeros; a low-rate Opus file's silence alternates -104 and -112
+    dBFS by 10 ms frame (its 20 ms frames), which the quietest frame alone would split."""
+    if len(levels) < 2:
+        return float(levels.min()) if len(levels) else -120.0
+    return float(np.maximum(levels[:-1], levels[1:]).min())
+
+
 def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     """The utterance's own background if its audio steps up from (or down to) a floor of
     silence onto a steady plateau that is not speech; None when it sits on the channel's
@@ -116,20 +131,15 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     if n < 2 * plateau:
         return None
     ends = (_level_db(pcm, flen, 0, reach), _level_db(pcm, flen, n - reach, n))
-    floor = min(float(ends[0].min()), float(ends[1].min()))
+    floor = min(_floor_db(ends[0]), _floor_db(ends[1]))
     ceiling = 10.0 * np.log10(max(loudest, 1e-12)) - _BELOW_SPEECH_DB / 2
     up = np.flatnonzero(ends[0] >= floor + _FLOOR_DB)
     down = np.flatnonzero(ends[1] >= floor + _FLOOR_DB)
     first = int(up[0]) if len(up) else reach
     last = n - reach + int(down[-1]) if len(down) else n - reach - 1
     at_head = first >= _EDGE and _steady(ends[0][first : first + plateau], plateau, floor, ceiling)
-    # The tone is judged short of its last frame: a codec fades into the silence there (Opus:
-    # -75, -87, then -112 dBFS, the last frame over the floor), which widened its spread.
-    tone_last = last - _FADE_MS * SAMPLE_RATE // 1000 // flen
-    t = tone_last + 1 - plateau - (n - reach)  # the tail plateau's first frame in ends[1]
-    at_tail = (
-        t >= 0 and last < n - _EDGE and _steady(ends[1][t : t + plateau], plateau, floor, ceiling)
-    )
+    tone_last = n - reach + _tone_end(ends[1], last - (n - reach), flen, floor, ceiling)
+    at_tail = tone_last >= n - reach and last < n - _EDGE
     if not (at_head or at_tail):
         return None
     full = _level_db(pcm, flen, 0, n)
@@ -139,16 +149,23 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     pieces: list[Background] = []
     head, tail = None, None
     full_peak = 10.0 * np.log10(max(loudest, 1e-12))
-    head_tone = slice(first, first + plateau)
-    if at_head and _under_speech(emph[head_tone], peak, full[head_tone], full_peak):
+    head_tone, tone = slice(first, first + plateau), slice(tone_last + 1 - plateau, tone_last + 1)
+    sides = [
+        _under_speech(emph[s], peak, full[s], full_peak) if at else (False, False)
+        for at, s in ((at_head, head_tone), (at_tail, tone))
+    ]
+    # One side a tone the usual threshold would hear decides that the audio is a stretch; the
+    # other side's tone, if under the speech, is still its background however quiet (an Opus
+    # file's tone after the speech, its highs gone, 0.5 dB under that threshold, left the end
+    # to the louder tone before the speech, 20 ms early).
+    if not any(under and audible for under, audible in sides):
+        return None
+    if sides[0][0]:
         pieces.append(_plateau_background(_extent(full, emph, first, 1, floor, peak)))
         head = first * flen
-    tone = slice(tone_last + 1 - plateau, tone_last + 1)
-    if at_tail and _under_speech(emph[tone], peak, full[tone], full_peak):
+    if sides[1][0]:
         pieces.append(_plateau_background(_extent(full, emph, tone_last, -1, floor, peak)))
-        tail = (last + 1) * flen
-    if not pieces:
-        return None
+        tail = (tone_last + 1 + _FADE_MS * SAMPLE_RATE // 1000 // flen) * flen
     # Each side's own level, the smaller swing of the two: a tone that swings wider on one side
     # (a decay into it, a breath) would raise that side's threshold over a quiet last sound.
     swing = min(b.upper_db - b.median_db for b in pieces)
@@ -156,6 +173,28 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
         Background(b.median_db, b.median_db + swing) for b in (pieces[0], pieces[-1])
     )
     return Stretch(audio, head_bg, tail_bg, head, tail)
+
+
+def _tone_end(levels: np.ndarray, last: int, flen: int, floor: float, ceiling: float) -> int:
+    """The last frame of the steady tone that ends at or before frame ``last`` (the last frame
+    over the floor) of ``levels``; -1 when there is none. The tone is judged short of its last
+    frame: a codec fades into the silence there (Opus in a call: -75, -87, then -112 dBFS, the
+    last frame over the floor), which widened its spread. A longer fade (an Opus file's: 100-300
+    ms from -77 to -95 dBFS, then the last bits' dither) is walked back over while the frames
+    after the tone stay ``_FADE_UNDER_DB`` under it; at a low rate that fade is steady, and is
+    told from a tone by its depth under the speech (``_FADE_DEPTH_DB`` under ``ceiling``)."""
+    plateau = max(1, _PLATEAU_MS * SAMPLE_RATE // 1000 // flen)
+    k = last - _FADE_MS * SAMPLE_RATE // 1000 // flen
+    for end in range(k, max(plateau - 1, k - _FADE_REACH_MS * SAMPLE_RATE // 1000 // flen), -1):
+        tone = levels[end + 1 - plateau : end + 1]
+        if not _steady(tone, plateau, floor, ceiling):
+            continue
+        median = float(np.median(tone))
+        if median < ceiling - _FADE_DEPTH_DB:
+            continue
+        if end == k or float(levels[end + 1 : last + 1].max()) <= median - _FADE_UNDER_DB:
+            return end
+    return -1
 
 
 def last_sound(env: np.ndarray, end: int, thresh: float, strong: float, max_dip: float) -> int:
@@ -223,15 +262,16 @@ def _steady(seg: np.ndarray, plateau: int, floor: float, ceiling: float) -> bool
     )
 
 
-def _under_speech(emph: np.ndarray, peak: float, full: np.ndarray, full_peak: float) -> bool:
-    """A plateau: its pre-emphasised levels well under the speech's, yet not so far under it
-    that the usual threshold leaves it out anyway, judged in either domain: through Opus a room
-    tone 37 dB under the peak full-band was 51 dB under it pre-emphasised, and the usual
-    refinement (on the full-band envelope) took it whole as speech."""
+def _under_speech(
+    emph: np.ndarray, peak: float, full: np.ndarray, full_peak: float
+) -> tuple[bool, bool]:
+    """Whether a plateau's pre-emphasised levels are well under the speech's, and whether it is
+    not so far under it that the usual threshold leaves it out anyway, judged in either domain:
+    through Opus a room tone 37 dB under the peak full-band was 51 dB under it pre-emphasised,
+    and the usual refinement (on the full-band envelope) took it whole as speech."""
     audible = float(np.median(emph)) >= peak - _AUDIBLE_DB
-    return float(emph.max()) <= peak - _BELOW_SPEECH_DB and (
-        audible or float(np.median(full)) >= full_peak - _AUDIBLE_FULL_DB
-    )
+    audible = audible or float(np.median(full)) >= full_peak - _AUDIBLE_FULL_DB
+    return float(emph.max()) <= peak - _BELOW_SPEECH_DB, audible
 
 
 def _extent(
