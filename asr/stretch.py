@@ -68,6 +68,10 @@ _FADE_MS = 10  # a codec's last frame into digital silence (Opus: -87 dBFS): no 
 _FADE_REACH_MS = 500
 _FADE_UNDER_DB = 10.0
 _FADE_DEPTH_DB = 55.0  # under the ceiling (65 dB under the speech's peak): no recording's tone
+# A fade is into silence: a floor under this is digital silence or a codec's rendering of it
+# (Opus at 16 kbit/s: -104 to -112 dBFS), never a room's; over a bed of room tone (a recording
+# laid on another's) the frames after a tone are that bed, not a fade.
+_SILENCE_DB = -90.0
 _CUT_MS = 20  # a cut's click: the frame it falls in, and the envelope's window past it
 
 
@@ -185,7 +189,8 @@ def _tone_end(levels: np.ndarray, last: int, flen: int, floor: float, ceiling: f
     told from a tone by its depth under the speech (``_FADE_DEPTH_DB`` under ``ceiling``)."""
     plateau = max(1, _PLATEAU_MS * SAMPLE_RATE // 1000 // flen)
     k = last - _FADE_MS * SAMPLE_RATE // 1000 // flen
-    for end in range(k, max(plateau - 1, k - _FADE_REACH_MS * SAMPLE_RATE // 1000 // flen), -1):
+    reach = _FADE_REACH_MS * SAMPLE_RATE // 1000 // flen if floor <= _SILENCE_DB else 1
+    for end in range(k, max(plateau - 1, k - reach), -1):
         tone = levels[end + 1 - plateau : end + 1]
         if not _steady(tone, plateau, floor, ceiling):
             continue

@@ -257,3 +257,57 @@ def test_a_codecs_fade_into_digital_silence_is_no_part_of_the_room_tone():
             (found,) = _ends(to_int16(x))
             errors.append(round(found[1] - lead / 16 - c.end_s * 1000))
         assert all(abs(e) <= 15 for e in errors), (fade, errors)
+
+
+def _opus_file(path: Path, audio: np.ndarray, bit_rate: int) -> Path:
+    """``audio`` (16 kHz float) stored as Ogg/Opus at ``bit_rate``, as a call recorder keeps it."""
+    import av
+    import soxr
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libopus", rate=48000)
+        stream.layout = "mono"
+        stream.bit_rate = bit_rate
+        frame = av.AudioFrame.from_ndarray(
+            soxr.resample(audio, 16000, 48000).astype(np.float32)[None, :],
+            format="flt",
+            layout="mono",
+        )
+        frame.sample_rate = 48000
+        frame.pts = 0
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=48000, frame_size=960)
+        for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
+            out.mux(stream.encode(chunk))
+        out.mux(stream.encode(None))
+    return path
+
+
+@pytest.mark.parametrize("bit_rate", [64000, 16000])
+def test_recorded_replies_stored_as_an_opus_file_end_with_their_speech(tmp_path, bit_rate):
+    """A call's agent side kept as Ogg/Opus, the bot's recorded replies with their room tone
+    between digital silence. Opus fades out of each tone over 100-300 ms (-77 to -95 dBFS),
+    then dithers by the last bit between exact zeros, and at 16 kbit/s its silence alternates
+    -104 and -112 dBFS: the tone after "mary" was not found (its end 208 ms late), and at 16
+    kbit/s no tone was (starts 233-253 ms early, on the room tone). Replayed as a user would,
+    every reply's boundaries are its speech's, wherever it falls on the VAD's grid."""
+    from turnscope.asr.transcriber import Transcriber
+
+    clips = load_clips()
+    transcriber = Transcriber(SETTINGS.asr, SETTINGS.confirm)
+    for shift in (0, 7):
+        parts, truth, at = [np.zeros(16000 + shift * 16)], [], 16000 + shift * 16
+        for name in ("mary", "L0920", "L0870"):
+            c = clips[name]
+            truth.append((at / 16 + c.start_s * 1000, at / 16 + c.end_s * 1000))
+            parts += [c.audio, np.zeros(32000)]
+            at += len(c.audio) + 32000
+        agent = np.concatenate(parts).astype(np.float32)
+        caller = tmp_path / "caller.wav"
+        sf.write(caller, np.zeros_like(agent), 16000, subtype="PCM_16")
+        opus = _opus_file(tmp_path / f"agent-{shift}.ogg", agent, bit_rate)
+        source = FileSource.two_mono(caller, opus, chunk_ms=200)
+        result = asyncio.run(run_pipeline(source, SETTINGS, transcriber=transcriber))
+        found = [(t.start_ms, t.end_ms) for t in result.assembly.turns if t.speaker == "agent"]
+        assert len(found) == 3, (shift, found)
+        errors = [(round(a - s), round(b - e)) for (a, b), (s, e) in zip(found, truth, strict=True)]
+        assert all(abs(a) <= 30 and abs(b) <= 30 for a, b in errors), (shift, errors)
