@@ -5,8 +5,9 @@ speech, side by side with faster-whisper on its own. Prints one table.
 
 Synthetic rows, per condition (clean, 10 dB pink noise, 8 kHz mu-law telephone band), over every
 shipped scenario and several espeak-ng voice pairs; real rows, per condition (as recorded,
-telephone band, 15 and 10 dB pink noise), over two-channel calls composed from recordings of
-real people with human-annotated truth (benchmarks/realspeech.py says which and how):
+telephone band, 15 and 10 dB pink noise; recorded prompts between digital silence, as a WAV and
+as Ogg/Opus at 64 and 16 kbit/s), over two-channel calls composed from recordings of real people
+with human-annotated truth (benchmarks/realspeech.py says which and how):
 - turn boundary error vs ground truth (median / p95 of |start| and |end|, ms), ours and
   faster-whisper's Silero VAD (`get_speech_timestamps`, default options) on the same channels;
 - interrupt (barge-in) and backchannel precision / recall;
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
@@ -162,7 +164,8 @@ def main() -> None:
     transcriber.warm_up()
     agg: dict[str, dict] = defaultdict(lambda: defaultdict(list))
     for call in calls:
-        audio, _ = sf.read(call.wav, dtype="float32")
+        audio, rate = sf.read(call.wav, dtype="float32")  # an Ogg/Opus call decodes at 48 kHz
+        audio = audio if rate == 16000 else soxr.resample(audio, rate, 16000)
         ours = run_ours(call, settings, transcriber)
         a = agg[row_name(call)]
         truth_turns = call.truth["turns"]

@@ -31,7 +31,10 @@ recording), so that boundary is not scored (``score_start`` / ``score_end`` fals
 Conditions: as recorded, the 8 kHz mu-law telephone channel, and pink noise at 15 and 10 dB SNR
 (against each channel's speech power), with the synthetic corpus's own condition code; and
 "replay": the clips as a replay plays recorded prompts, each with its own room tone, digital
-silence between them (no bed; the clip calls only).
+silence between them (no bed; the clip calls only); and "replay-opus-64k" / "-16k": those calls
+stored as Ogg/Opus (each channel its own stream), as a call recorder keeps them: Opus fades out
+of each recording's tone over 100-300 ms and dithers the silence after it, and at 16 kbit/s
+renders digital silence as -104 to -112 dBFS.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ REAL_CONDITIONS: dict[str, dict] = {
     "15dB": {"snr_db": 15.0},
     "10dB": {"snr_db": 10.0},
     "replay": {"silence": True},
+    # The replay's calls as a call recorder keeps them: Ogg/Opus, each channel its own stream.
+    "replay-opus-64k": {"silence": True, "opus_bps": 64000},
+    "replay-opus-16k": {"silence": True, "opus_bps": 16000},
 }
 _CLEAR_MS = 300  # the other speaker silent this long around a scored pyannote boundary
 _WIDEN_MS = 250  # how far a pyannote channel reaches into the non-speech around its turns
@@ -388,11 +394,34 @@ def build_real_corpus(
                 outdir.mkdir(parents=True, exist_ok=True)
                 stereo = np.stack([mixed["caller"], mixed["agent"]], axis=1)
                 sf.write(outdir / "call.wav", stereo, RATE, subtype="PCM_16")
+                if "opus_bps" in REAL_CONDITIONS[condition]:
+                    _opus(outdir / "call.ogg", stereo, REAL_CONDITIONS[condition]["opus_bps"])
                 truth = _truth(turns, texts, source)
                 (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
             truth = json.loads((outdir / "truth.json").read_text())
-            calls.append(RealCall(name, source, condition, outdir / "call.wav", truth))
+            audio = outdir / (
+                "call.ogg" if "opus_bps" in REAL_CONDITIONS[condition] else "call.wav"
+            )
+            calls.append(RealCall(name, source, condition, audio, truth))
     return calls
+
+
+def _opus(path: Path, stereo: np.ndarray, bps: int) -> None:
+    """``stereo`` (16 kHz float) as Ogg/Opus at ``bps`` per channel, the channels uncoupled
+    (mapping family 255): a replay decodes it through FFmpeg, as a user's recording."""
+    import av
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libopus", rate=48000, options={"mapping_family": "255"})
+        stream.layout = "stereo"
+        stream.bit_rate = 2 * bps
+        up = soxr.resample(stereo, RATE, 48000).astype(np.float32)
+        frame = av.AudioFrame.from_ndarray(up.T.copy(), format="fltp", layout="stereo")
+        frame.sample_rate, frame.pts = 48000, 0
+        resampler = av.AudioResampler(format="flt", layout="stereo", rate=48000, frame_size=960)
+        for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
+            out.mux(stream.encode(chunk))
+        out.mux(stream.encode(None))
 
 
 def _compose_all(speech: Path) -> dict[str, tuple]:
