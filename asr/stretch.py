@@ -50,10 +50,6 @@ _EDGE = 3  # frames of that floor before the step up (after the step down): a st
 _PLATEAU_MS = 200
 _STEADY_DB = 20.0  # room tone holds its level: the plateau's 10th-90th percentile spread, full band
 _BELOW_SPEECH_DB = 20.0  # the plateau stays this far under the speech's peak (pre-emphasised)
-_AUDIBLE_DB = 50.0  # a plateau further under the speech than this is under the usual threshold
-# ... unless its full-band level is within this of the speech's full-band peak, where the usual
-# refinement (refine.below_peak_db's default) would take it for speech.
-_AUDIBLE_FULL_DB = 40.0
 _RISE_MS = 100  # a live rise is seen this long into the speech, at most (room_tone_start.py)
 _RISE_FROM_DB = 6.0  # the speech's start: where it first stands this far over the room tone
 # A last sound after a closure (``last_sound``; env hops are 1 ms): how far after the end it may
@@ -67,6 +63,10 @@ _FADE_MS = 10  # a codec's last frame into digital silence (Opus: -87 dBFS): no 
 # starts, which is looked for this far back, among frames this far under the tone.
 _FADE_REACH_MS = 500
 _FADE_UNDER_DB = 10.0
+# A tone found behind a fade is a room's: mostly rumble, pre-emphasis takes this much off it
+# (9-13 dB through Opus); a word's last fricative keeps its level (espeak's "ships" on a
+# telephone band, 180-220 ms of "s", then 40-80 ms of decay into silence: 0 dB).
+_RUMBLE_DB = 5.0
 _FADE_DEPTH_DB = 55.0  # under the ceiling (65 dB under the speech's peak): no recording's tone
 # A fade is into silence: a floor under this is digital silence or a codec's rendering of it
 # (Opus at 16 kbit/s: -104 to -112 dBFS), never a room's; over a bed of room tone (a recording
@@ -135,14 +135,17 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     if n < 2 * plateau:
         return None
     ends = (_level_db(pcm, flen, 0, reach), _level_db(pcm, flen, n - reach, n))
-    floor = min(_floor_db(ends[0]), _floor_db(ends[1]))
+    # Each side's own silence: a codec renders it at another level after a reply than before
+    # (Opus at 10 kbit/s: -109/-120 dBFS before, -102/-108 after).
+    floor, tail_floor = _floor_db(ends[0]), _floor_db(ends[1])
     ceiling = 10.0 * np.log10(max(loudest, 1e-12)) - _BELOW_SPEECH_DB / 2
     up = np.flatnonzero(ends[0] >= floor + _FLOOR_DB)
-    down = np.flatnonzero(ends[1] >= floor + _FLOOR_DB)
+    down = np.flatnonzero(ends[1] >= tail_floor + _FLOOR_DB)
     first = int(up[0]) if len(up) else reach
     last = n - reach + int(down[-1]) if len(down) else n - reach - 1
     at_head = first >= _EDGE and _steady(ends[0][first : first + plateau], plateau, floor, ceiling)
-    tone_last = n - reach + _tone_end(ends[1], last - (n - reach), flen, floor, ceiling)
+    end, faded = _tone_end(ends[1], last - (n - reach), flen, tail_floor, ceiling)
+    tone_last = n - reach + end
     at_tail = tone_last >= n - reach and last < n - _EDGE
     if not (at_head or at_tail):
         return None
@@ -152,24 +155,21 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     peak = float(emph.max())
     pieces: list[Background] = []
     head, tail = None, None
-    full_peak = 10.0 * np.log10(max(loudest, 1e-12))
     head_tone, tone = slice(first, first + plateau), slice(tone_last + 1 - plateau, tone_last + 1)
-    sides = [
-        _under_speech(emph[s], peak, full[s], full_peak) if at else (False, False)
-        for at, s in ((at_head, head_tone), (at_tail, tone))
-    ]
-    # One side a tone the usual threshold would hear decides that the audio is a stretch; the
-    # other side's tone, if under the speech, is still its background however quiet (an Opus
-    # file's tone after the speech, its highs gone, 0.5 dB under that threshold, left the end
-    # to the louder tone before the speech, 20 ms early).
-    if not any(under and audible for under, audible in sides):
-        return None
-    if sides[0][0]:
+    rumble = not faded or np.median(emph[tone]) <= np.median(full[tone]) - _RUMBLE_DB
+    # However far under the speech a tone is, it is the stretch's background. (A tone over 50 dB
+    # under the speech's peak pre-emphasised, 40 full-band, was once left to the channel-floor
+    # refinement, as under its threshold: through Opus at 10 kbit/s a tone 54 / 46 dB under was
+    # taken whole by it, a start 247 ms early; one side's tone 0.5 dB over that line and the other
+    # side's under it judged an end on the louder one, 20 ms early.)
+    if at_head and _under_speech(emph[head_tone], peak):
         pieces.append(_plateau_background(_extent(full, emph, first, 1, floor, peak)))
         head = first * flen
-    if sides[1][0]:
-        pieces.append(_plateau_background(_extent(full, emph, tone_last, -1, floor, peak)))
+    if at_tail and rumble and _under_speech(emph[tone], peak):
+        pieces.append(_plateau_background(_extent(full, emph, tone_last, -1, tail_floor, peak)))
         tail = (tone_last + 1 + _FADE_MS * SAMPLE_RATE // 1000 // flen) * flen
+    if not pieces:
+        return None
     # Each side's own level, the smaller swing of the two: a tone that swings wider on one side
     # (a decay into it, a breath) would raise that side's threshold over a quiet last sound.
     swing = min(b.upper_db - b.median_db for b in pieces)
@@ -179,9 +179,12 @@ def find_stretch(pcm: np.ndarray, flen: int, loudest: float) -> Stretch | None:
     return Stretch(audio, head_bg, tail_bg, head, tail)
 
 
-def _tone_end(levels: np.ndarray, last: int, flen: int, floor: float, ceiling: float) -> int:
+def _tone_end(
+    levels: np.ndarray, last: int, flen: int, floor: float, ceiling: float
+) -> tuple[int, bool]:
     """The last frame of the steady tone that ends at or before frame ``last`` (the last frame
-    over the floor) of ``levels``; -1 when there is none. The tone is judged short of its last
+    over the floor) of ``levels`` (-1 when there is none), and whether a fade was walked back
+    over to it. The tone is judged short of its last
     frame: a codec fades into the silence there (Opus in a call: -75, -87, then -112 dBFS, the
     last frame over the floor), which widened its spread. A longer fade (an Opus file's: 100-300
     ms from -77 to -95 dBFS, then the last bits' dither) is walked back over while the frames
@@ -198,8 +201,8 @@ def _tone_end(levels: np.ndarray, last: int, flen: int, floor: float, ceiling: f
         if median < ceiling - _FADE_DEPTH_DB:
             continue
         if end == k or float(levels[end + 1 : last + 1].max()) <= median - _FADE_UNDER_DB:
-            return end
-    return -1
+            return end, end != k
+    return -1, False
 
 
 def last_sound(env: np.ndarray, end: int, thresh: float, strong: float, max_dip: float) -> int:
@@ -267,16 +270,9 @@ def _steady(seg: np.ndarray, plateau: int, floor: float, ceiling: float) -> bool
     )
 
 
-def _under_speech(
-    emph: np.ndarray, peak: float, full: np.ndarray, full_peak: float
-) -> tuple[bool, bool]:
-    """Whether a plateau's pre-emphasised levels are well under the speech's, and whether it is
-    not so far under it that the usual threshold leaves it out anyway, judged in either domain:
-    through Opus a room tone 37 dB under the peak full-band was 51 dB under it pre-emphasised,
-    and the usual refinement (on the full-band envelope) took it whole as speech."""
-    audible = float(np.median(emph)) >= peak - _AUDIBLE_DB
-    audible = audible or float(np.median(full)) >= full_peak - _AUDIBLE_FULL_DB
-    return float(emph.max()) <= peak - _BELOW_SPEECH_DB, audible
+def _under_speech(emph: np.ndarray, peak: float) -> bool:
+    """Whether a plateau's pre-emphasised levels are well under the speech's peak."""
+    return float(emph.max()) <= peak - _BELOW_SPEECH_DB
 
 
 def _extent(
