@@ -58,9 +58,9 @@ _CLOSURE_MS = 150
 _OVER_TONE_DB = 10.0
 _LAST_SOUND_MS = 50
 _FADE_MS = 10  # a codec's last frame into digital silence (Opus: -87 dBFS): no part of the tone
-# A recording stored through a codec (an Opus file) fades out of its tone over 100-200 ms (-77 to
+# A recording stored through a codec (an Opus file) fades out of its tone over 100-300 ms (-77 to
 # -100 dBFS), then dithers by the last bit between exact zeros: the tone ends where that fade
-# starts, which is looked for this far back, among frames this far under the tone.
+# starts, which is looked for this far back, the frames after it this far under the tone.
 _FADE_REACH_MS = 500
 _FADE_UNDER_DB = 10.0
 # A tone found behind a fade is a room's: mostly rumble, pre-emphasis takes this much off it
@@ -184,12 +184,12 @@ def _tone_end(
 ) -> tuple[int, bool]:
     """The last frame of the steady tone that ends at or before frame ``last`` (the last frame
     over the floor) of ``levels`` (-1 when there is none), and whether a fade was walked back
-    over to it. The tone is judged short of its last
-    frame: a codec fades into the silence there (Opus in a call: -75, -87, then -112 dBFS, the
-    last frame over the floor), which widened its spread. A longer fade (an Opus file's: 100-300
-    ms from -77 to -95 dBFS, then the last bits' dither) is walked back over while the frames
-    after the tone stay ``_FADE_UNDER_DB`` under it; at a low rate that fade is steady, and is
-    told from a tone by its depth under the speech (``_FADE_DEPTH_DB`` under ``ceiling``)."""
+    over to it. The tone is judged short of its last frame: a codec fades into the silence there
+    (Opus in a call: -75, -87, then -112 dBFS, the last frame over the floor), which widened its
+    spread. A longer fade into silence (an Opus file's: 100-300 ms from -77 to -95 dBFS, then
+    the last bit's dither) is walked back over to a tone ``_FADE_UNDER_DB`` over every frame
+    after it; at a low rate that fade is steady itself, and is told from a tone by its depth
+    under the speech (``_FADE_DEPTH_DB`` under ``ceiling``)."""
     plateau = max(1, _PLATEAU_MS * SAMPLE_RATE // 1000 // flen)
     k = last - _FADE_MS * SAMPLE_RATE // 1000 // flen
     reach = _FADE_REACH_MS * SAMPLE_RATE // 1000 // flen if floor <= _SILENCE_DB else 1
