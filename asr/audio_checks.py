@@ -336,6 +336,7 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 # Files beside a recording that say turnscope wrote it: a run's bundle, a synthesized call.
 _OWN_BESIDE = ("voice_artifact_manifest.json", "result.json", "truth.json")
+_OWN_SUFFIXES = (".wav", ".flac")  # what turnscope writes: run bundles and `fixture add`
 
 
 def own_recording(path: str | Path) -> bool:
@@ -347,6 +348,8 @@ def own_recording(path: str | Path) -> bool:
     beside = (*_OWN_BESIDE, f"{p.stem}.truth.json")
     if any((p.parent / n).is_file() for n in beside):
         return True
+    if p.suffix.lower() not in _OWN_SUFFIXES:
+        return False  # never handed to libsndfile: its mpg123 prints to stderr on an odd MP3
     try:
         import soundfile as sf
 

@@ -23,6 +23,8 @@ BLOCK_SECONDS = 1.0
 # odd straight to the process's stderr (14 lines on one replay), which PyAV keeps quiet; the
 # samples are the same (to float rounding, gapless trimming included).
 MPEG_SUFFIXES = (".mp3", ".mp2", ".mpga")
+_OGG_TAIL = 65307  # the largest Ogg page: the last one starts within this many bytes of the end
+_OGG_EOS = 0x04  # header_type flag of a logical stream's last page
 
 
 @dataclass
@@ -36,7 +38,8 @@ class AudioReader:
     decoder: str  # "libsndfile" or "ffmpeg"
     _iter: Iterator[np.ndarray] | None = None
     truncated: str | None = None  # set when decoding stopped early on an error
-    declared_frames: int | None = None  # what a WAV header claims (more than there is: cut off)
+    declared_frames: int | None = None  # what a header claims (more than there is: cut off)
+    unended: bool = False  # an Ogg stream without its end-of-stream page: cut off
 
     def blocks(self) -> Iterator[np.ndarray]:
         """float32 blocks of shape (n, channels); stops early (and sets .truncated) on a
@@ -119,6 +122,23 @@ def declared_wav_frames(path: Path) -> int | None:
         return None
 
 
+def ogg_unended(path: Path) -> bool:
+    """An Ogg file whose last page lacks the end-of-stream flag: its writer never finished it,
+    or the copy was cut short. Ogg declares no length up front, so this mark is the only sign
+    (libsndfile and FFmpeg both decode what is there without a word)."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(4) != b"OggS":
+                return False
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - _OGG_TAIL))
+            tail = fh.read()
+    except OSError:
+        return False
+    at = tail.rfind(b"OggS\x00")  # capture pattern, then stream structure version 0
+    return at >= 0 and len(tail) > at + 5 and not tail[at + 5] & _OGG_EOS
+
+
 def open_audio(path: str | Path) -> AudioReader:
     """Open ``path`` for block decoding; InputError with the file name when it cannot be read."""
     p = Path(path)
@@ -150,12 +170,18 @@ def open_audio(path: str | Path) -> AudioReader:
             p, info.samplerate, info.channels, info.frames, "libsndfile", _sndfile_blocks(p, block)
         )
         reader.declared_frames = declared_wav_frames(p)
+        reader.unended = ogg_unended(p)
         return reader
     except (sf.LibsndfileError, RuntimeError, TypeError):
         pass  # not a format libsndfile knows: let FFmpeg try
     rate, channels, duration, it = _av_blocks(p)
     frames = int(duration * rate) if duration else None
-    return AudioReader(p, rate, channels, frames, "ffmpeg", it)
+    # FFmpeg's duration is the container's (an MP3's Xing frame count, an MP4's header) or an
+    # estimate from the bitrate and the file's size, which shrinks with a cut file: either way
+    # no more than what a whole file decodes to.
+    reader = AudioReader(p, rate, channels, frames, "ffmpeg", it, declared_frames=frames)
+    reader.unended = ogg_unended(p)
+    return reader
 
 
 class Resampler:

@@ -281,6 +281,12 @@ class FileSource:
                 f"{where}: its header declares {declared / reader.rate:.1f} s of audio but the "
                 f"data stops at {got / reader.rate:.1f} s (the file was cut off)",
             )
+        elif reader.unended:
+            self.info.degrade(
+                SourceNote.CUT_OFF,
+                f"{where}: its Ogg stream has no end mark, the data stops at "
+                f"{got / reader.rate:.1f} s (the file was cut off, or its writer never finished)",
+            )
         share = health.clipped / health.samples
         if share > CLIP_WARN_SHARE:
             self.info.warn(
