@@ -66,8 +66,11 @@ def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]
     try:
         container = av.open(str(path))
     except Exception as exc:
+        # FFmpeg's errors carry its error code and the path ("[Errno 541478725] End of file:
+        # 'x.ogg'"); the line names the file already, so only the reason is kept.
+        why = getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
         raise InputError(
-            f"unreadable audio ({type(exc).__name__}: {exc})",
+            f"unreadable audio: neither libsndfile nor FFmpeg can decode it ({why})",
             path=path,
             fix="give a wav, flac, ogg/opus or mp3 file",
         ) from None
