@@ -395,7 +395,7 @@ def build_real_corpus(
                 stereo = np.stack([mixed["caller"], mixed["agent"]], axis=1)
                 sf.write(outdir / "call.wav", stereo, RATE, subtype="PCM_16")
                 if "opus_bps" in REAL_CONDITIONS[condition]:
-                    _opus(outdir / "call.ogg", stereo, REAL_CONDITIONS[condition]["opus_bps"])
+                    write_opus(outdir / "call.ogg", stereo, REAL_CONDITIONS[condition]["opus_bps"])
                 truth = _truth(turns, texts, source)
                 (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
             truth = json.loads((outdir / "truth.json").read_text())
@@ -406,7 +406,7 @@ def build_real_corpus(
     return calls
 
 
-def _opus(path: Path, stereo: np.ndarray, bps: int) -> None:
+def write_opus(path: Path, stereo: np.ndarray, bps: int) -> None:
     """``stereo`` (16 kHz float) as Ogg/Opus at ``bps`` per channel, the channels uncoupled
     (mapping family 255): a replay decodes it through FFmpeg, as a user's recording."""
     import av
