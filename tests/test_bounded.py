@@ -346,10 +346,11 @@ def test_bench_on_a_ray_address_that_never_answers_is_one_line(tmp_path, silent_
     done = subprocess.run(
         [*turnscope_exe(), "bench", str(suite), "-q", "--ray", f"127.0.0.1:{silent_port}",
          "-o", str(tmp_path / "r.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "said nothing for 1 s" in _one_line(done.stderr)
+    assert not (tmp_path / "runs").exists()  # the bundles' folder it made is not left empty
 
 
 def test_an_object_store_that_never_answers_is_one_line(tmp_path, silent_port):
@@ -367,7 +368,7 @@ def test_an_object_store_that_never_answers_is_one_line(tmp_path, silent_port):
     done = subprocess.run(
         [*turnscope_exe(), "bench", str(suite), "-q", "--runs", "s3://evals/nightly",
          "-o", str(tmp_path / "r.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     line = _one_line(done.stderr)

@@ -374,7 +374,8 @@ def test_ray_client_address_without_the_ray_client_is_one_line(tmp_path):
         f"'ray://127.0.0.1:{free_port()}', '-o', {str(tmp_path / 'r.json')!r}]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", blocked], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", blocked], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2, done.stderr
     assert "ray[client]" in _one_line(done.stderr)
+    assert not (tmp_path / "runs").exists()  # the bundles' folder it made is not left empty

@@ -133,9 +133,16 @@ def test_a_call_in_a_voice_that_cannot_speak_is_one_line_naming_the_flag(tmp_pat
     assert "Traceback" not in out + err and not (tmp_path / "out").exists()
 
 
-def test_a_suite_of_live_tasks_without_an_agent_is_bad_input(tmp_path: Path, cli):
+def test_a_suite_of_live_tasks_without_an_agent_is_bad_input(tmp_path: Path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     code, out, err = cli("bench", str(_suite(tmp_path, [None])), "-o", str(tmp_path / "r.json"))
     assert code == 2 and "a live-call fixture needs --agent URL" in out + err, (out, err)
+    # No task ran: no empty runs/bench-voices-TIME (nor runs/) is left, and none is named.
+    assert not (tmp_path / "runs").exists() and "no task ran: no bundles" in out, out
+    (tmp_path / "mine").mkdir()  # a --runs folder the user made is theirs: kept
+    code, out, err = cli("bench", str(tmp_path / "suite.json"), "-o", str(tmp_path / "r2.json"),
+                         "--runs", str(tmp_path / "mine"))  # fmt: skip
+    assert code == 2 and (tmp_path / "mine").is_dir(), (out, err)
 
 
 def test_a_synth_recipes_voice_file_is_read_from_the_suites_folder(tmp_path: Path, cli):

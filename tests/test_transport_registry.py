@@ -86,7 +86,7 @@ def test_a_transport_of_ones_own_runs_through_the_cli_the_api_and_a_suite(tmp_pa
         }))  # fmt: skip
         bench = subprocess.run(
             [*turnscope_exe(), "bench", str(suite), "--agent", url, "--transport", "relay",
-             "-o", str(tmp_path / "bench" / "bench.json")],
+             "-o", str(tmp_path / "bench" / "bench.json"), "--runs", str(tmp_path / "runs")],
             capture_output=True, text=True, timeout=180, env=env,
         )  # fmt: skip
     assert cli.returncode in (0, 1), cli.stdout + cli.stderr

@@ -35,6 +35,9 @@ class LocalRuns:
     """Bundles in a folder: each task's own subfolder, nothing to publish."""
 
     root: Path
+    # The folders this run made, the deepest first (``root``, then a ``runs/`` above it): left
+    # empty when the run ends, they are removed.
+    made: tuple[Path, ...] = ()
 
     def folder(self, task_id: str) -> Path:
         return self.root / task_id
@@ -44,6 +47,16 @@ class LocalRuns:
 
     def describe(self) -> str:
         return str(self.root)
+
+    def tidy(self) -> bool:
+        """Remove the folders this run made that no task wrote a bundle in (every task void for
+        bad input): no empty ``runs/bench-*`` is left. True when ``root`` was removed."""
+        for folder in self.made:
+            try:
+                folder.rmdir()  # only an empty folder
+            except OSError:
+                break
+        return not self.root.exists()
 
 
 @dataclass

@@ -91,7 +91,8 @@ def fixtures_code(run: SuiteRun) -> int:
         warn_line(f"task {task_id} is void: {why}")
     if run.ray is not None:
         say_where(run.ray)
-    say(f"scorecard: {run.scorecard_path} (and .html); per-task bundles in {run.bundles}")
+    kept = f"per-task bundles in {run.bundles}" if run.bundles else "no task ran: no bundles"
+    say(f"scorecard: {run.scorecard_path} (and .html); {kept}")
     if run.upload_error is not None:
         fail_line(run.upload_error)
         return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away

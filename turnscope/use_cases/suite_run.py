@@ -16,7 +16,7 @@ from turnscope.configs import resolve
 from turnscope.errors import InputError, UploadError
 from turnscope.fixture_runner import FixtureRun, VoidCause, run_suite_fixtures
 from turnscope.jsonio import write_json
-from turnscope.outdir import clear_run, holds_a_run, output_dir, output_file
+from turnscope.outdir import RUNS, clear_run, holds_a_run, output_dir, output_file
 from turnscope.scoring.suites.bench import bench_result
 from turnscope.scoring.suites.fixtures import check_fixtures, parse_fixture
 from turnscope.scoring.suites.scorecard import scorecard
@@ -54,7 +54,7 @@ class SuiteRun:
     scorecard: dict[str, Any]
     scorecard_path: Path
     fixtures: list[FixtureRun]
-    bundles: str
+    bundles: str | None  # None: no task wrote one (every task void), no folder left
     uploaded: list[str] = field(default_factory=list)
     upload_error: str | None = None
     ray: RayRun | None = None
@@ -110,30 +110,35 @@ def run_suite(
     data = load_suite(path)
     _check(data, path, agent, transport, ray_address)
     store = _store(data, runs, force)
-    if output is not None and output.is_dir():
-        raise InputError("is a folder, expected the result file to write", path=output)
-    settings = settings or load_settings()
-    if ray_address is None and any(parse_fixture(t, path) for t in data["tasks"]):
-        from turnscope.asr.transcriber import Transcriber
+    try:
+        if output is not None and output.is_dir():
+            raise InputError("is a folder, expected the result file to write", path=output)
+        settings = settings or load_settings()
+        if ray_address is None and any(parse_fixture(t, path) for t in data["tasks"]):
+            from turnscope.asr.transcriber import Transcriber
 
-        Transcriber(settings.asr, settings.confirm).preload()  # loads while fixtures open
-    name = f"bench {data.get('name')}"
-    tell = progress or (lambda _p: None)
-    tell(SuiteProgress(name, len(data["tasks"])))
-    options = dict(agent_url=agent, loopback_only=loopback_only, transport=transport)
-    if ray_address is not None:
-        ray = _on_ray(data, path, settings, store, ray_address, name, tell, options)
-        fixtures = ray.runs
-    else:
-        ray, done = None, [0]
+            Transcriber(settings.asr, settings.confirm).preload()  # loads while fixtures open
+        name = f"bench {data.get('name')}"
+        tell = progress or (lambda _p: None)
+        tell(SuiteProgress(name, len(data["tasks"])))
+        options = dict(agent_url=agent, loopback_only=loopback_only, transport=transport)
+        if ray_address is not None:
+            ray = _on_ray(data, path, settings, store, ray_address, name, tell, options)
+            fixtures = ray.runs
+        else:
+            ray, done = None, [0]
 
-        def advance(_tid: str) -> None:
-            done[0] += 1
-            tell(SuiteProgress(name, len(data["tasks"]), done[0]))
+            def advance(_tid: str) -> None:
+                done[0] += 1
+                tell(SuiteProgress(name, len(data["tasks"]), done[0]))
 
-        fixtures = asyncio.run(run_suite_fixtures(data, path, settings, store, jobs=jobs,
-                                                  progress=advance, **options))  # fmt: skip
-    return _finish(data, fixtures, store, output, scorecard_path, ray)
+            fixtures = asyncio.run(run_suite_fixtures(data, path, settings, store, jobs=jobs,
+                                                      progress=advance, **options))  # fmt: skip
+        return _finish(data, fixtures, store, output, scorecard_path, ray)
+    except BaseException:
+        if isinstance(store, LocalRuns):
+            store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
+        raise
 
 
 def _check(
@@ -163,7 +168,12 @@ def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
     if isinstance(store, ObjectRuns):
         store.check()  # a bucket we cannot write to is one line before anything runs
         return store
-    runs_dir = output_dir(store.root if store else None, f"bench-{data.get('name')}")
+    given = store.root if store else None
+    anchor = given if given is not None else RUNS
+    made = [p for p in (anchor, *anchor.parents) if not p.exists()]
+    runs_dir = output_dir(given, f"bench-{data.get('name')}")
+    if given is None:
+        made.insert(0, runs_dir)  # runs/bench-NAME-TIME is always new
     earlier = [runs_dir / str(t["id"]) for t in data["tasks"]
                if holds_a_run(runs_dir / str(t["id"]))]  # fmt: skip
     if earlier and not force:
@@ -174,7 +184,7 @@ def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
         )
     for folder in earlier:
         clear_run(folder)
-    return LocalRuns(runs_dir)
+    return LocalRuns(runs_dir, made=tuple(made))
 
 
 def _finish(
@@ -200,7 +210,8 @@ def _finish(
         card["runs"] = runs_from(card_path, store.root)
     write_json(card_path, card)
     write_scorecard_page(card_path, card)
-    run = SuiteRun(result, card, card_path, fixtures, store.describe(), ray=ray)
+    gone = ray is None and isinstance(store, LocalRuns) and store.tidy()
+    run = SuiteRun(result, card, card_path, fixtures, None if gone else store.describe(), ray=ray)
     if isinstance(store, ObjectRuns):
         try:
             files = [output, card_path, card_path.with_suffix(".html")]
