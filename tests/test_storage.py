@@ -94,6 +94,7 @@ def test_bundles_go_to_object_storage_with_object_keys(s3, suite, tmp_path):
             jsonschema.validate(manifest, json.loads(schema.read_text()))
     # the scratch copies are gone once uploaded
     assert not list(Path(env["TMPDIR"]).rglob("transcript.json"))
+    assert not list(Path(env["TMPDIR"]).glob("turnscope-*"))  # nor their scratch folder
     assert "per-task bundles in s3://evals/nightly/run1" in done.stdout
     assert "testing-secret-key" not in done.stdout + done.stderr
 
@@ -103,6 +104,7 @@ def test_a_bucket_that_cannot_be_written_is_one_line(s3, suite):
     done = _bench(suite, env, "--runs", "s3://no-such-bucket/x")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "cannot write to s3://no-such-bucket/x" in done.stderr
+    assert not list(Path(env["TMPDIR"]).glob("turnscope-*"))  # no scratch folder left
 
 
 def test_a_failed_upload_keeps_the_bundle_and_says_where(s3, tmp_path):

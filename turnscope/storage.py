@@ -9,6 +9,7 @@ scratch copy is removed. An upload that fails keeps the scratch copy and says wh
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shutil
@@ -129,6 +130,13 @@ class ObjectRuns:
 
     def describe(self) -> str:
         return self.url
+
+    def tidy(self) -> bool:
+        """Remove the scratch folder when every bundle in it was uploaded (or none was written);
+        one whose upload failed stays, as said. False: the bundles are in the bucket."""
+        with contextlib.suppress(OSError):
+            self.scratch.rmdir()  # only an empty folder
+        return False
 
     def check(self) -> None:
         """Write and remove a probe object, so a bucket that is missing or closed to us is one

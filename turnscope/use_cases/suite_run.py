@@ -136,8 +136,7 @@ def run_suite(
                                                       progress=advance, **options))  # fmt: skip
         return _finish(data, fixtures, store, output, scorecard_path, ray)
     except BaseException:
-        if isinstance(store, LocalRuns):
-            store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
+        store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
         raise
 
 
@@ -166,7 +165,11 @@ def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
     then those are cleared), or object storage we can write to."""
     store = bundle_store(runs) if runs is not None else None
     if isinstance(store, ObjectRuns):
-        store.check()  # a bucket we cannot write to is one line before anything runs
+        try:
+            store.check()  # a bucket we cannot write to is one line before anything runs
+        except BaseException:
+            store.tidy()  # its scratch folder, made for nothing
+            raise
         return store
     given = store.root if store else None
     anchor = given if given is not None else RUNS
@@ -210,7 +213,7 @@ def _finish(
         card["runs"] = runs_from(card_path, store.root)
     write_json(card_path, card)
     write_scorecard_page(card_path, card)
-    gone = ray is None and isinstance(store, LocalRuns) and store.tidy()
+    gone = ray is None and store.tidy()
     run = SuiteRun(result, card, card_path, fixtures, None if gone else store.describe(), ray=ray)
     if isinstance(store, ObjectRuns):
         try:
