@@ -529,11 +529,13 @@ def test_a_dc_offset_is_removed_before_the_vad(cli, tmp_path, excerpt):
         assert result["counts"]["turns"] == clean["counts"]["turns"], (dc, result["counts"])
 
 
-def test_all_nan_is_bad_input_and_odd_rates_and_hum_warn(cli, tmp_path, excerpt):
+def test_all_nan_is_bad_input_and_odd_rates_and_hum_warn(cli, tmp_path, excerpt, monkeypatch):
     audio, rate = excerpt
     nan = np.full(rate, np.nan, dtype=np.float32)
+    monkeypatch.chdir(tmp_path)  # no -o: runs/nan-TIME, made and removed
     err = _bad_input(cli, "replay", str(_stereo(tmp_path, "nan.wav", nan, nan, rate)), "-q")
     assert "NaN" in err
+    assert not (tmp_path / "runs").exists()  # nor the runs/ above it, left empty
     low = audio[::16][: 1000 * 10]  # 1 kHz
     path = _stereo(tmp_path, "low.wav", low[:, 0], low[:, 1], 1000)
     _, _, result = _replay(cli, path, tmp_path / "low")

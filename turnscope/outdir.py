@@ -108,6 +108,8 @@ def forget_run(folder: Path, *, created: bool) -> None:
     if created:
         with contextlib.suppress(OSError):
             folder.rmdir()
+            if folder.parent == RUNS:
+                RUNS.rmdir()  # the runs/ a first run made, left empty: an empty one holds nothing
 
 
 def writable(folder: Path) -> None:
