@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -118,10 +120,26 @@ def test_replay_on_a_terminal_shows_what_a_pipe_shows(tmp_path, variant):
     assert p["verifier"] == t["verifier"]
 
 
+def _offline(argv: list[str]) -> list[str]:
+    """``argv`` in a network namespace with only loopback up, where one may be made (root and
+    util-linux's unshare): nothing but 127.0.0.1 is reachable. Else ``argv`` as it is."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        return argv
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        return argv  # namespaces not permitted here
+    return ["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {shlex.join(argv)}"]
+
+
 def test_demo_on_a_terminal_ends_and_shows_the_call(tmp_path):
-    """The README's main command, as a person runs it: the live view, then the verdict."""
-    run = on_tty("demo", "-o", str(tmp_path / "d"), cwd=tmp_path, deadline_s=240)
+    """The README's main command, as a person runs it: the live view, then the verdict; with
+    no network at all where the machine lets a test take it away (the demo is offline: its
+    model, voices and agent are on this machine, the call on 127.0.0.1)."""
+    argv = _offline([*turnscope_exe(), "demo", "-o", str(tmp_path / "d")])
+    run = run_in_pty(argv, cwd=tmp_path, env=None, cols=100, steps=None, deadline_s=240)
+    assert run.code is not None, f"still running after 240 s:\n{run.screen[-3000:]}"
+    assert "Traceback" not in run.screen, run.screen
     assert run.code == 0, run.screen
+    assert json.loads((tmp_path / "d" / "result.json").read_text())["verdict"] == "pass"
     assert_shows_turns(run.screen, tmp_path / "d")
     assert "verdict: PASS" in run.screen and "wrote" in run.screen
     assert "\x1b[?25l" in run.raw  # the live status line ran (rich hides the cursor for it)
