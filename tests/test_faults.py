@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+import soxr
 from aiohttp import web
 
 from tests.conftest import ROOT, serve_offer, turnscope_exe
@@ -495,17 +496,39 @@ def test_an_offset_beyond_the_call_is_bad_input(cli, tmp_path, excerpt):
     assert "never overlap" in err
 
 
+def _ffmpeg_write(path: Path, audio: np.ndarray, rate: int, fmt: str, codec: str) -> None:
+    """Stereo float ``audio`` encoded by FFmpeg (what soundfile cannot write: WebM, AAC)."""
+    import av
+
+    with av.open(str(path), "w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=rate, layout="stereo")
+        frame = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(audio.T, dtype=np.float32), format="fltp", layout="stereo"
+        )
+        frame.sample_rate, frame.pts = rate, 0
+        size = stream.codec_context.frame_size or 1024
+        resampler = av.AudioResampler(format=stream.codec_context.format.name, layout="stereo",
+                                      rate=rate, frame_size=size)  # fmt: skip
+        for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
+            out.mux(stream.encode(chunk))
+        out.mux(stream.encode(None))
+
+
 @pytest.mark.parametrize(
     ("suffix", "kind"),
     [
         ("wav", {"subtype": "PCM_16"}),  # its header declares the length
         ("ogg", {"format": "OGG", "subtype": "OPUS"}),  # no length: the end-of-stream page
         ("mp3", {"format": "MP3"}),  # FFmpeg's duration (the Xing frame count)
+        ("webm", {"fmt": "webm", "codec": "libopus"}),  # the segment's header
     ],
 )
 def test_a_recording_cut_off_short_is_degraded(cli, tmp_path, excerpt, suffix, kind):
     audio, rate = excerpt
-    sf.write(tmp_path / f"full.{suffix}", audio, rate, **kind)
+    if "codec" in kind:  # Opus runs at 48 kHz
+        _ffmpeg_write(tmp_path / f"full.{suffix}", soxr.resample(audio, rate, 48000), 48000, **kind)
+    else:
+        sf.write(tmp_path / f"full.{suffix}", audio, rate, **kind)
     whole, err, result = _replay(cli, tmp_path / f"full.{suffix}", tmp_path / "whole")
     assert whole == 0 and not result["degraded"], err  # the whole file is no fault
     assert "Xing" not in err  # libsndfile's mpg123 never gets the file to print its notes
@@ -514,6 +537,15 @@ def test_a_recording_cut_off_short_is_degraded(cli, tmp_path, excerpt, suffix, k
     code, err, result = _replay(cli, tmp_path / f"cut.{suffix}", tmp_path / "o")
     assert code == 4 and any("cut off" in d for d in result["degraded"]), err
     assert "Xing" not in err
+
+
+def test_a_length_ffmpeg_only_estimates_is_no_cut(cli, tmp_path, excerpt):
+    """A raw AAC stream (ADTS) states no length: FFmpeg estimates one from the bitrate, 7% over
+    the whole file's. It is no sign of a cut (it once degraded every such replay)."""
+    audio, rate = excerpt
+    _ffmpeg_write(tmp_path / "call.aac", audio, rate, "adts", "aac")
+    code, err, result = _replay(cli, tmp_path / "call.aac", tmp_path / "o")
+    assert code == 0 and not result["degraded"], err
 
 
 def test_a_dc_offset_is_removed_before_the_vad(cli, tmp_path, excerpt):

@@ -25,6 +25,7 @@ BLOCK_SECONDS = 1.0
 MPEG_SUFFIXES = (".mp3", ".mp2", ".mpga")
 _OGG_TAIL = 65307  # the largest Ogg page: the last one starts within this many bytes of the end
 _OGG_EOS = 0x04  # header_type flag of a logical stream's last page
+_MP3_FIRST_FRAME = 4096  # where an MP3's Xing/Info/VBRI header sits (in its first frame)
 
 
 @dataclass
@@ -60,7 +61,33 @@ def _sndfile_blocks(path: Path, block: int) -> Iterator[np.ndarray]:
             yield data
 
 
-def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]]:
+def _mp3_counts_its_frames(path: Path) -> bool:
+    """An MP3 whose first frame is a Xing/Info/VBRI header: it states how many frames follow
+    (without one, FFmpeg estimates the length from the bitrate and the file's size)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(10)
+            if head[:3] == b"ID3" and len(head) == 10:  # an ID3v2 tag first: its size, syncsafe
+                fh.seek(10 + sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(head[6:10])))
+            else:
+                fh.seek(0)
+            first = fh.read(_MP3_FIRST_FRAME)
+    except OSError:
+        return False
+    return any(tag in first for tag in (b"Xing", b"Info", b"VBRI"))
+
+
+def _declared_s(format_name: str, duration: float | None, path: Path) -> float | None:
+    """``duration`` where the file itself states it (an MP4's or a WebM's header, an MP3's frame
+    count); None where FFmpeg estimated it from the bitrate (a raw ADTS AAC stream: 35.5 s for
+    a whole 33.1 s file), which is no sign of a cut."""
+    names = set(format_name.split(","))
+    if duration is None or not names & {"mov", "mp4", "matroska", "webm", "mp3"}:
+        return None
+    return duration if "mp3" not in names or _mp3_counts_its_frames(path) else None
+
+
+def _av_blocks(path: Path) -> tuple[int, int, float | None, float | None, Iterator[np.ndarray]]:
     import av
 
     try:
@@ -81,7 +108,12 @@ def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]
     stream = streams[0]
     rate = stream.codec_context.sample_rate or stream.rate
     channels = stream.codec_context.channels
-    duration = float(stream.duration * stream.time_base) if stream.duration else None
+    # The stream's own length, else the container's (Matroska/WebM keep it in the segment's
+    # header only; a browser's MediaRecorder file has neither: None).
+    if stream.duration:
+        duration: float | None = float(stream.duration * stream.time_base)
+    else:
+        duration = container.duration / av.time_base if container.duration else None
 
     def gen() -> Iterator[np.ndarray]:
         try:
@@ -94,7 +126,7 @@ def _av_blocks(path: Path) -> tuple[int, int, float | None, Iterator[np.ndarray]
         finally:
             container.close()
 
-    return rate, channels, duration, gen()
+    return rate, channels, duration, _declared_s(container.format.name, duration, path), gen()
 
 
 def declared_wav_frames(path: Path) -> int | None:
@@ -177,12 +209,10 @@ def open_audio(path: str | Path) -> AudioReader:
         return reader
     except (sf.LibsndfileError, RuntimeError, TypeError):
         pass  # not a format libsndfile knows: let FFmpeg try
-    rate, channels, duration, it = _av_blocks(p)
+    rate, channels, duration, declared, it = _av_blocks(p)
     frames = int(duration * rate) if duration else None
-    # FFmpeg's duration is the container's (an MP3's Xing frame count, an MP4's header) or an
-    # estimate from the bitrate and the file's size, which shrinks with a cut file: either way
-    # no more than what a whole file decodes to.
-    reader = AudioReader(p, rate, channels, frames, "ffmpeg", it, declared_frames=frames)
+    stated = int(declared * rate) if declared else None
+    reader = AudioReader(p, rate, channels, frames, "ffmpeg", it, declared_frames=stated)
     reader.unended = ogg_unended(p)
     return reader
 
