@@ -17,29 +17,16 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from realspeech import load_clips, write_opus
+from realspeech import Clip, between_silence, load_clips, write_opus
 
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn
-from turnscope.asr.settings import load_settings
+from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.decode import Resampler, open_audio
 from turnscope.capture.frames import PcmFrame, to_int16
 
 CLIPS = ["mary", "L0870", "L0880", "L0890", "L0920", "L0930", "bobby"]
 RATE = 16000
-GAP = 2 * RATE  # digital silence between the replies
-
-
-def _agent_side(shift_ms: int) -> tuple[np.ndarray, list[tuple[str, float, float]]]:
-    clips = load_clips()
-    lead = RATE + shift_ms * RATE // 1000
-    parts, truth, at = [np.zeros(lead)], [], lead
-    for name in CLIPS:
-        c = clips[name]
-        truth.append((name, at / 16 + c.start_s * 1000, at / 16 + c.end_s * 1000))
-        parts += [c.audio, np.zeros(GAP)]
-        at += len(c.audio) + GAP
-    return np.concatenate(parts).astype(np.float32), truth
 
 
 def _decoded(agent: np.ndarray, bps: int, folder: Path) -> np.ndarray:
@@ -52,8 +39,7 @@ def _decoded(agent: np.ndarray, bps: int, folder: Path) -> np.ndarray:
     return Resampler(reader.rate, RATE)(audio, last=True)
 
 
-def _utterances(audio: np.ndarray) -> list[tuple[float, float]]:
-    settings = load_settings(None)
+def _utterances(audio: np.ndarray, settings: Settings) -> list[tuple[float, float]]:
     ep = Endpointer("agent", settings.vad, settings.refine)
     pcm, events = to_int16(audio), []
     for k in range(0, len(pcm), 320):
@@ -62,12 +48,14 @@ def _utterances(audio: np.ndarray) -> list[tuple[float, float]]:
     return [(e.utterance.start_ms, e.utterance.end_ms) for e in events if isinstance(e, EndOfTurn)]
 
 
-def _row(bps: int, shifts: list[int], folder: Path) -> str:
+def _row(
+    bps: int, shifts: list[int], clips: dict[str, Clip], settings: Settings, folder: Path
+) -> str:
     errors: dict[str, list[float]] = {}
     worst_clip, odd = ("", 0.0), 0
     for shift in shifts:
-        agent, truth = _agent_side(shift)
-        found = _utterances(_decoded(agent, bps, folder))
+        agent, truth = between_silence(clips, CLIPS, shift)
+        found = _utterances(_decoded(agent, bps, folder), settings)
         odd += len(found) - len(truth)
         for name, s, e in truth:
             hit = [(a, b) for a, b in found if a < e and b > s]
@@ -96,9 +84,10 @@ def main() -> None:
     print("| kbit/s | missed + extra | others: boundary |err| median / p95 / max | their worst "
           "| bobby: median / max |")  # fmt: skip
     print("|---|---|---|---|---|")
+    clips, settings = load_clips(), load_settings()
     with tempfile.TemporaryDirectory() as tmp:
         for bps in (int(r) for r in args.rates.split(",")):
-            print(_row(bps, shifts, Path(tmp)), flush=True)
+            print(_row(bps, shifts, clips, settings, Path(tmp)), flush=True)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -406,19 +407,39 @@ def build_real_corpus(
     return calls
 
 
-def write_opus(path: Path, stereo: np.ndarray, bps: int) -> None:
-    """``stereo`` (16 kHz float) as Ogg/Opus at ``bps`` per channel, the channels uncoupled
-    (mapping family 255): a replay decodes it through FFmpeg, as a user's recording."""
+def between_silence(
+    clips: dict[str, Clip], names: Sequence[str], shift_ms: int = 0
+) -> tuple[np.ndarray, list[tuple[str, float, float]]]:
+    """The clips ``names`` one after another as a bot plays recorded replies: a second of
+    digital silence (``shift_ms`` more, a place on the VAD's 10 ms grid) before the first, two
+    after each. Returns the audio and each reply's annotated speech (name, start_ms, end_ms)."""
+    lead, gap = RATE + shift_ms * RATE // 1000, 2 * RATE
+    parts, truth, at = [np.zeros(lead)], [], lead
+    for name in names:
+        c = clips[name]
+        truth.append((name, at / 16 + c.start_s * 1000, at / 16 + c.end_s * 1000))
+        parts += [c.audio, np.zeros(gap)]
+        at += len(c.audio) + gap
+    return np.concatenate(parts).astype(np.float32), truth
+
+
+def write_opus(path: Path, audio: np.ndarray, bps: int) -> None:
+    """``audio`` (16 kHz float, mono or stereo) as Ogg/Opus at ``bps`` per channel, a stereo
+    file's channels uncoupled (mapping family 255): a replay decodes it through FFmpeg, as a
+    user's recording."""
     import av
 
+    channels = 1 if audio.ndim == 1 else audio.shape[1]
+    layout = "mono" if channels == 1 else "stereo"
+    options = {"mapping_family": "255"} if channels > 1 else {}
     with av.open(str(path), "w") as out:
-        stream = out.add_stream("libopus", rate=48000, options={"mapping_family": "255"})
-        stream.layout = "stereo"
-        stream.bit_rate = 2 * bps
-        up = soxr.resample(stereo, RATE, 48000).astype(np.float32)
-        frame = av.AudioFrame.from_ndarray(up.T.copy(), format="fltp", layout="stereo")
+        stream = out.add_stream("libopus", rate=48000, options=options)
+        stream.layout = layout
+        stream.bit_rate = channels * bps
+        up = soxr.resample(audio, RATE, 48000).astype(np.float32).reshape(-1, channels)
+        frame = av.AudioFrame.from_ndarray(up.T.copy(), format="fltp", layout=layout)
         frame.sample_rate, frame.pts = 48000, 0
-        resampler = av.AudioResampler(format="flt", layout="stereo", rate=48000, frame_size=960)
+        resampler = av.AudioResampler(format="flt", layout=layout, rate=48000, frame_size=960)
         for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
             out.mux(stream.encode(chunk))
         out.mux(stream.encode(None))

@@ -21,7 +21,7 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from common import boundary_errors, match
-from realspeech import build_real_corpus, load_clips
+from realspeech import between_silence, build_real_corpus, load_clips, write_opus
 
 from tests.test_endpointer import run
 from turnscope.asr.endpointer import Endpointer
@@ -259,29 +259,6 @@ def test_a_codecs_fade_into_digital_silence_is_no_part_of_the_room_tone():
         assert all(abs(e) <= 15 for e in errors), (fade, errors)
 
 
-def _opus_file(path: Path, audio: np.ndarray, bit_rate: int) -> Path:
-    """``audio`` (16 kHz float) stored as Ogg/Opus at ``bit_rate``, as a call recorder keeps it."""
-    import av
-    import soxr
-
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libopus", rate=48000)
-        stream.layout = "mono"
-        stream.bit_rate = bit_rate
-        frame = av.AudioFrame.from_ndarray(
-            soxr.resample(audio, 16000, 48000).astype(np.float32)[None, :],
-            format="flt",
-            layout="mono",
-        )
-        frame.sample_rate = 48000
-        frame.pts = 0
-        resampler = av.AudioResampler(format="flt", layout="mono", rate=48000, frame_size=960)
-        for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
-            out.mux(stream.encode(chunk))
-        out.mux(stream.encode(None))
-    return path
-
-
 @pytest.mark.parametrize("bit_rate", [64000, 16000])
 def test_recorded_replies_stored_as_an_opus_file_end_with_their_speech(tmp_path, bit_rate):
     """A call's agent side kept as Ogg/Opus, the bot's recorded replies with their room tone
@@ -295,16 +272,12 @@ def test_recorded_replies_stored_as_an_opus_file_end_with_their_speech(tmp_path,
     clips = load_clips()
     transcriber = Transcriber(SETTINGS.asr, SETTINGS.confirm)
     for shift in (0, 7):
-        parts, truth, at = [np.zeros(16000 + shift * 16)], [], 16000 + shift * 16
-        for name in ("mary", "L0920", "L0870"):
-            c = clips[name]
-            truth.append((at / 16 + c.start_s * 1000, at / 16 + c.end_s * 1000))
-            parts += [c.audio, np.zeros(32000)]
-            at += len(c.audio) + 32000
-        agent = np.concatenate(parts).astype(np.float32)
+        agent, replies = between_silence(clips, ("mary", "L0920", "L0870"), shift)
+        truth = [(s, e) for _, s, e in replies]
         caller = tmp_path / "caller.wav"
         sf.write(caller, np.zeros_like(agent), 16000, subtype="PCM_16")
-        opus = _opus_file(tmp_path / f"agent-{shift}.ogg", agent, bit_rate)
+        opus = tmp_path / f"agent-{shift}.ogg"
+        write_opus(opus, agent, bit_rate)
         source = FileSource.two_mono(caller, opus, chunk_ms=200)
         result = asyncio.run(run_pipeline(source, SETTINGS, transcriber=transcriber))
         found = [(t.start_ms, t.end_ms) for t in result.assembly.turns if t.speaker == "agent"]
