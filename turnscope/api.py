@@ -25,7 +25,7 @@ from rich.console import Console
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import InputError, UnusableRecording
-from turnscope.outdir import forget_run, output_dir
+from turnscope.outdir import claim_output_dir, forget_run, output_dir
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, resolve_contract
 
@@ -106,8 +106,7 @@ def replay(
         stem = Path(caller).stem
     else:
         raise InputError("give a stereo CALL file, or both --caller FILE and --agent FILE")
-    new = outdir is None or not Path(outdir).exists()
-    folder = output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
+    folder, made = claim_output_dir(Path(outdir) if outdir is not None else None, stem, force=force)
     try:
         return asyncio.run(
             run_and_record(
@@ -124,7 +123,7 @@ def replay(
         # A recording found unusable while it was decoded (no samples, every one NaN): bad
         # input, not a run. Nothing of it stays in the folder, so the corrected rerun needs
         # no --force (the folder held no run before: output_dir refuses one without --force).
-        forget_run(folder, created=new)
+        forget_run(folder, made=made)
         raise
 
 

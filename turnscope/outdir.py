@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from turnscope.errors import InputError, OutputError
@@ -101,15 +102,33 @@ def clear_run(folder: Path) -> None:
             (folder / name).unlink()
 
 
-def forget_run(folder: Path, *, created: bool) -> None:
-    """Remove what a run that turned out to be bad input wrote (and ``folder`` itself when the
-    run created it and nothing else is in it)."""
-    clear_run(folder)
-    if created:
-        with contextlib.suppress(OSError):
+def claim_output_dir(
+    given: Path | None, name: str, *, force: bool = False
+) -> tuple[Path, tuple[Path, ...]]:
+    """``output_dir``, and the folders it made for the run, deepest first (``runs/NAME-TIME``
+    and a first ``runs/``, or ``-o`` and any parents of it that were missing): what
+    ``remove_empty`` takes away when the run turns out to be nothing."""
+    anchor = given if given is not None else RUNS
+    made = [p for p in (anchor, *anchor.parents) if not p.exists()]
+    folder = output_dir(given, name, force=force)
+    return folder, tuple([folder] if given is None else []) + tuple(made)
+
+
+def remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (deepest first) while each is empty: never a file, nor a folder that
+    holds anything."""
+    for folder in folders:
+        try:
             folder.rmdir()
-            if folder.parent == RUNS:
-                RUNS.rmdir()  # the runs/ a first run made, left empty: an empty one holds nothing
+        except OSError:
+            return
+
+
+def forget_run(folder: Path, *, made: Sequence[Path]) -> None:
+    """Remove what a run that turned out to be bad input wrote in ``folder``, then the folders
+    it ``made`` for it that are left empty."""
+    clear_run(folder)
+    remove_empty(made)
 
 
 def writable(folder: Path) -> None:

@@ -9,7 +9,6 @@ file and the fix; the recording itself is only read.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from turnscope.asr.assembly import assemble
 from turnscope.asr.settings import Settings
 from turnscope.capture.frames import CALLER
 from turnscope.errors import InputError
-from turnscope.outdir import output_dir
+from turnscope.outdir import claim_output_dir
 
 if TYPE_CHECKING:
     from turnscope.runner import RunOutput
@@ -75,15 +74,15 @@ def _inputs(call: Path) -> tuple[dict[str, Path], str]:
     return {"call": call}, call.stem
 
 
-def _folder(outdir: Path | None, stem: str, force: bool) -> Path:
-    folder = output_dir(outdir, f"redrive-{stem}", force=force)
+def _folder(outdir: Path | None, stem: str, force: bool) -> tuple[Path, tuple[Path, ...]]:
+    folder, made = claim_output_dir(outdir, f"redrive-{stem}", force=force)
     if (folder / SCENARIO).exists():
         if not force:
             raise InputError(
                 "already holds a scenario", path=folder, fix="--force, or choose another -o"
             )
         shutil.rmtree(folder / CLIPS, ignore_errors=True)
-    return folder
+    return folder, made
 
 
 def _same(caller: np.ndarray, agent: np.ndarray) -> float | None:
@@ -149,8 +148,7 @@ def scenario_from_recording(
             path=reference,
             fix='give {"turns": [{"speaker", "start_ms", "end_ms", "text"}, ...]}',
         )
-    new = outdir is None or not Path(outdir).exists()
-    folder = _folder(Path(outdir) if outdir is not None else None, stem, force)
+    folder, made = _folder(Path(outdir) if outdir is not None else None, stem, force)
     bundle = folder / RECORDED
     settings = settings or load_settings()
     if "call" in inputs:
@@ -177,10 +175,9 @@ def scenario_from_recording(
     agent_audio, _ = sf.read(str(bundle / "agent.wav"), dtype="float32")
     problem = _no_call(run, caller_channel, caller_audio, agent_audio)
     if problem is not None:
-        forget_run(bundle, created=True)  # the recording was only read: nothing of it is lost
-        if new:  # nor anything left behind: the corrected command needs no --force
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        # The recording was only read: nothing of it is lost, nor anything left behind (the
+        # corrected command needs no --force).
+        forget_run(bundle, made=(bundle, *made))
         raise InputError(problem, path=call)
     # The recorded caller's speech the ASR heard no words of is still the caller's: re-driven
     # as its clip (the recorded bundle warns of it: its latencies there pair other turns).

@@ -21,6 +21,7 @@ from typing import Any
 from turnscope import redact
 from turnscope.errors import EnvironmentProblem, InputError, UploadError
 from turnscope.errors import brief as one_line
+from turnscope.outdir import remove_empty
 from turnscope.scoring.evidence.bundle import MANIFEST
 
 PROTOCOLS = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}  # the fsspec package each needs
@@ -52,11 +53,7 @@ class LocalRuns:
     def tidy(self) -> bool:
         """Remove the folders this run made that no task wrote a bundle in (every task void for
         bad input): no empty ``runs/bench-*`` is left. True when ``root`` was removed."""
-        for folder in self.made:
-            try:
-                folder.rmdir()  # only an empty folder
-            except OSError:
-                break
+        remove_empty(self.made)
         return not self.root.exists()
 
 

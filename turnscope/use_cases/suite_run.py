@@ -16,7 +16,7 @@ from turnscope.configs import resolve
 from turnscope.errors import InputError, UploadError
 from turnscope.fixture_runner import FixtureRun, VoidCause, run_suite_fixtures
 from turnscope.jsonio import write_json
-from turnscope.outdir import RUNS, clear_run, holds_a_run, output_dir, output_file
+from turnscope.outdir import claim_output_dir, clear_run, holds_a_run, output_file
 from turnscope.scoring.suites.bench import bench_result
 from turnscope.scoring.suites.fixtures import check_fixtures, parse_fixture
 from turnscope.scoring.suites.scorecard import scorecard
@@ -171,12 +171,7 @@ def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
             store.tidy()  # its scratch folder, made for nothing
             raise
         return store
-    given = store.root if store else None
-    anchor = given if given is not None else RUNS
-    made = [p for p in (anchor, *anchor.parents) if not p.exists()]
-    runs_dir = output_dir(given, f"bench-{data.get('name')}")
-    if given is None:
-        made.insert(0, runs_dir)  # runs/bench-NAME-TIME is always new
+    runs_dir, made = claim_output_dir(store.root if store else None, f"bench-{data.get('name')}")
     earlier = [runs_dir / str(t["id"]) for t in data["tasks"]
                if holds_a_run(runs_dir / str(t["id"]))]  # fmt: skip
     if earlier and not force:
@@ -187,7 +182,7 @@ def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
         )
     for folder in earlier:
         clear_run(folder)
-    return LocalRuns(runs_dir, made=tuple(made))
+    return LocalRuns(runs_dir, made=made)
 
 
 def _finish(
