@@ -390,12 +390,17 @@ def extra_pcms(virtual_devices, tmp_path):
         (["--agent-in", "agent_in"], "needs --caller-out"),
     ],
 )
-def test_bad_device_input_is_one_clear_line(extra_pcms, scenario, tmp_path, cli, args, needle):
-    code, _, err = cli(
-        "call", "--device", *args, "--scenario", str(scenario), "-q", "-o", str(tmp_path)
-    )
-    assert code == 2, err
-    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+def test_bad_device_input_is_one_clear_line(
+    extra_pcms, scenario, tmp_path, cli, args, needle, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # without -o: a runs/device-... folder would be made here
+    new = tmp_path / "new"
+    for output in (["-o", str(new / "call")], []):
+        code, _, err = cli("call", "--device", *args, "--scenario", str(scenario), "-q", *output)
+        assert code == 2, err
+        assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        # the folders made for a call that never started are gone (-o's, runs/ and its own)
+        assert not new.exists() and not (tmp_path / "runs").exists(), output
 
 
 def test_device_options_need_device_and_no_url(scenario, cli):

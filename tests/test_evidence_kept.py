@@ -311,6 +311,17 @@ def test_a_recording_found_unusable_leaves_nothing_in_the_output_folder(cli, tmp
         assert code == 0, err
 
 
+def test_a_call_refused_before_it_starts_leaves_no_folder(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # without -o the call's folder would be runs/call-...
+    scenario = str(ROOT / "configs" / "scenarios" / "refund-call.yaml")
+    for output in (["-o", str(tmp_path / "new" / "call")], []):
+        code, _, err = cli("call", "http://127.0.0.1:9/api/offer", "--scenario", scenario,
+                           "--agent-trace", str(tmp_path / "nowhere" / "agent.jsonl"),
+                           *output)  # fmt: skip
+        assert code == 2 and "no such folder for the agent trace" in _one_line(err), err
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], output
+
+
 def test_a_missing_input_with_stderr_closed_is_still_exit_2(tmp_path):
     exe = " ".join(turnscope_exe())
     for args in (f"replay {tmp_path}/missing.wav", f"score {tmp_path}/missing.json"):

@@ -116,6 +116,7 @@ def test_the_runs_receiver_says_a_port_in_use_in_one_line(tmp_path):
         port = taken.getsockname()[1]
         with pytest.raises(InputError, match=f"127.0.0.1:{port}: cannot listen"):
             RunReceiver(f"127.0.0.1:{port}", tmp_path).start()
+    assert list(tmp_path.iterdir()) == []  # no empty span file left in the run's folder
 
 
 def test_the_runs_receiver_appends_each_batch_as_a_line_and_counts_what_it_refused(tmp_path):

@@ -269,3 +269,4 @@ def test_call_with_otlp_on_a_port_in_use_is_one_line_and_no_call(tmp_path, cli):
     assert code == 2, (out, err)
     lines = [x for x in (out + err).splitlines() if "--otlp" in x]
     assert len(lines) == 1 and "cannot listen" in lines[0], (out, err)
+    assert not (tmp_path / "run").exists()  # the -o folder made for it is taken away again

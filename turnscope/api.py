@@ -25,7 +25,7 @@ from rich.console import Console
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.source import FileSource
 from turnscope.errors import InputError, UnusableRecording
-from turnscope.outdir import claim_output_dir, forget_run, output_dir
+from turnscope.outdir import claim_output_dir, dropped_if_empty, forget_run
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, resolve_contract
 
@@ -169,23 +169,24 @@ def call(
     sc = load_scenario(scenario)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     replay = recorded_turns(Path(caller_from)) if caller_from is not None else None
-    folder = output_dir(
+    folder, made = claim_output_dir(
         Path(outdir) if outdir is not None else None,
         f"{transports.folder_prefix(opts)}-{sc.name}",
         force=force,
     )
-    run, _, _ = asyncio.run(
-        place_call(
-            opts,
-            sc,
-            settings or load_settings(),
-            contract or scenario_contract(sc),
-            folder,
-            console=None,
-            agent_trace=Path(agent_trace) if agent_trace is not None else None,
-            caller_llm=llm,
-            caller_from=replay,
-            otlp=otlp,
+    with dropped_if_empty(made):
+        run, _, _ = asyncio.run(
+            place_call(
+                opts,
+                sc,
+                settings or load_settings(),
+                contract or scenario_contract(sc),
+                folder,
+                console=None,
+                agent_trace=Path(agent_trace) if agent_trace is not None else None,
+                caller_llm=llm,
+                caller_from=replay,
+                otlp=otlp,
+            )
         )
-    )
     return run

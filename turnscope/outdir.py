@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from turnscope.errors import InputError, OutputError
@@ -129,6 +129,18 @@ def forget_run(folder: Path, *, made: Sequence[Path]) -> None:
     it ``made`` for it that are left empty."""
     clear_run(folder)
     remove_empty(made)
+
+
+@contextlib.contextmanager
+def dropped_if_empty(made: Sequence[Path]) -> Iterator[None]:
+    """Run the block; if it raises (bad input found late, a device that is not there, an
+    interrupt), remove the folders ``made`` for the run that it left empty, then re-raise.
+    A folder the run wrote anything into stays: that is evidence."""
+    try:
+        yield
+    except BaseException:
+        remove_empty(made)
+        raise
 
 
 def writable(folder: Path) -> None:

@@ -107,7 +107,7 @@ def call(
     from turnscope.actors.caller.voices.default import default_note
     from turnscope.caller_llm import caller_endpoint, recorded_turns
     from turnscope.cli.call_setup import call_options
-    from turnscope.outdir import output_dir
+    from turnscope.outdir import claim_output_dir, dropped_if_empty
     from turnscope.use_cases.call_run import place
 
     options = call_options(locals())
@@ -120,12 +120,15 @@ def call(
         say(voice, markup=False)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
-    outdir = output_dir(output, f"{transports.folder_prefix(options)}-{sc.name}", force=force)
     if agent_trace is not None and not agent_trace.parent.is_dir():
         raise InputError("no such folder for the agent trace", path=agent_trace.parent)
+    name = f"{transports.folder_prefix(options)}-{sc.name}"
+    outdir, made = claim_output_dir(output, name, force=force)
     try:
-        run = place(options, sc, settings, outdir, console=None if quiet else out, otlp=otlp,
-                    agent_trace=agent_trace, caller_llm=llm, caller_from=replay)  # fmt: skip
+        with dropped_if_empty(made):  # a device not there: no empty runs/ folder left behind
+            run = place(options, sc, settings, outdir, console=None if quiet else out,
+                        otlp=otlp, agent_trace=agent_trace, caller_llm=llm,
+                        caller_from=replay)  # fmt: skip
     except CallSetupError as exc:  # place_call wrote the bundle that says why
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
         return ExitCode.INCOMPLETE

@@ -23,7 +23,7 @@ from turnscope.load.html import budget_of, render
 from turnscope.load.plan import LoadPlan, loops_for, overload
 from turnscope.load.record import CallRecord
 from turnscope.load.report import LoadReport, aggregate, missing_slots
-from turnscope.outdir import output_dir
+from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.use_cases.checks import as_path
 from turnscope.use_cases.scenario_notes import first_turn_mid
 
@@ -112,21 +112,22 @@ def load_test(
             path=Path(scenario),
         )
     settings = settings or load_settings()
-    folder = output_dir(as_path(outdir), f"load-{sc.name}", force=force)
+    folder, made = claim_output_dir(as_path(outdir), f"load-{sc.name}", force=force)
     folder.mkdir(parents=True, exist_ok=True)
-    receiver = _receiver(otlp, folder)
-    job = LoadJob(options=options, scenario=Path(scenario).resolve(), settings=settings,
-                  outroot=folder.resolve(), secrets=redact.registered(),
-                  duration_s=plan.duration_s,
-                  otlp=receiver.shared if receiver else None)  # fmt: skip
-    tell.placing(plan)
-    try:
-        report = _place(job, plan, ray_address, loops,
-                        target=public_url(getattr(options, "url", "")), scenario=sc.name,
-                        tell=tell, receiver=receiver)  # fmt: skip
-    finally:
-        if receiver is not None:
-            receiver.stop()  # a second stop (after the calls, in _place) does nothing
+    with dropped_if_empty(made):  # a receiver's port taken, no call up: no empty folder left
+        receiver = _receiver(otlp, folder)
+        job = LoadJob(options=options, scenario=Path(scenario).resolve(), settings=settings,
+                      outroot=folder.resolve(), secrets=redact.registered(),
+                      duration_s=plan.duration_s,
+                      otlp=receiver.shared if receiver else None)  # fmt: skip
+        tell.placing(plan)
+        try:
+            report = _place(job, plan, ray_address, loops,
+                            target=public_url(getattr(options, "url", "")), scenario=sc.name,
+                            tell=tell, receiver=receiver)  # fmt: skip
+        finally:
+            if receiver is not None:
+                receiver.stop()  # a second stop (after the calls, in _place) does nothing
     tell.aggregated(report)  # the summary first: it is all a full disk leaves of the run
     return LoadRun(report, folder, write_load(folder, report, budget=budget_of(sc)))
 

@@ -50,6 +50,7 @@ class _FileReceiver(OtlpReceiver):
     def __init__(self, endpoint: str | None, folder: Path):
         super().__init__(endpoint, folder)
         self.path = folder / RUN_FILE
+        self.made = not self.path.exists()
         self._out: IO[bytes] = self.path.open("ab")
         self._bytes = self.path.stat().st_size
 
@@ -98,6 +99,9 @@ class RunReceiver:
             self._call(self._receiver.start())
         except BaseException:
             self.stop()
+            r = self._receiver
+            if r.made and not r.path.stat().st_size:  # it never listened: no file of nothing
+                r.path.unlink()
             raise
 
     def _call(self, coro: Any) -> Any:

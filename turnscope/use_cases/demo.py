@@ -16,7 +16,7 @@ from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.configs import config_path
 from turnscope.jsonio import write_json
-from turnscope.outdir import output_dir
+from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.scoring.evidence.bundle import seal
 from turnscope.use_cases.call_run import CallRun, place_scripted_call
 from turnscope.use_cases.checks import as_path
@@ -42,7 +42,7 @@ def demo(
     for note in first_turn_mid(sc):
         (on_warning or (lambda _line: None))(note)
     settings = settings or load_settings()
-    folder = output_dir(as_path(outdir), "demo", force=force)
+    folder, made = claim_output_dir(as_path(outdir), "demo", force=force)
 
     async def go() -> CallRun:
         server = AgentServer(AgentBehaviour.from_scenario(sc))
@@ -61,4 +61,5 @@ def demo(
         finally:
             await server.stop()
 
-    return asyncio.run(go())
+    with dropped_if_empty(made):  # the agent failed to start: no empty runs/demo-... left
+        return asyncio.run(go())
