@@ -13,6 +13,10 @@ import numpy as np
 
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.actors.caller.synth import render, write_call
+from turnscope.asr.endpointer import Endpointer
+from turnscope.asr.events import EndOfTurn, Utterance
+from turnscope.asr.settings import Settings
+from turnscope.capture.frames import PcmFrame
 from turnscope.configs import config_path
 
 SCENARIOS = ["refund-call", "backchannel", "talk-over", "barge-ins", "quick-exchange"]
@@ -101,6 +105,19 @@ def boundary_errors(pairs: Sequence[tuple[dict, dict | None]]) -> tuple[list[flo
         if f is not None and t.get("score_end", True)
     ]
     return starts, ends
+
+
+def endpointed(
+    pcm: np.ndarray, channel: str, settings: Settings, *, chunk: int = 320
+) -> list[Utterance]:
+    """The utterances one channel's endpointer finds in ``pcm`` (int16, 16 kHz), fed ``chunk``
+    samples at a time: 320 as a live call's 20 ms frames, 3200 as a fast replay's."""
+    ep = Endpointer(channel, settings.vad, settings.refine)
+    events = []
+    for k in range(0, len(pcm), chunk):
+        events += ep.push(PcmFrame(channel, k, pcm[k : k + chunk]))
+    events += ep.flush()
+    return [e.utterance for e in events if isinstance(e, EndOfTurn)]
 
 
 def stat(values: Sequence[float], q: float) -> float:

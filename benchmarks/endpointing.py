@@ -20,12 +20,10 @@ import numpy as np
 import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CONDITIONS, build_corpus, overlap, stat
+from common import CONDITIONS, build_corpus, endpointed, overlap, stat
 
-from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn
 from turnscope.asr.settings import Settings, load_settings
-from turnscope.capture.frames import PcmFrame, to_int16
+from turnscope.capture.frames import to_int16
 
 VARIANTS: dict[str, dict] = {
     "default": {},
@@ -57,14 +55,9 @@ def endpoint(audio: np.ndarray, settings: Settings) -> tuple[dict[str, list], fl
     elapsed = 0.0
     for i, ch in enumerate(("caller", "agent")):
         pcm = to_int16(audio[:, i])
-        ep = Endpointer(ch, settings.vad, settings.refine)
         t0 = time.perf_counter()
-        events = []
-        for k in range(0, len(pcm), CHUNK):
-            events += ep.push(PcmFrame(ch, k, pcm[k : k + CHUNK]))
-        events += ep.flush()
+        utts[ch] = endpointed(pcm, ch, settings, chunk=CHUNK)
         elapsed += time.perf_counter() - t0
-        utts[ch] = [e.utterance for e in events if isinstance(e, EndOfTurn)]
     return utts, elapsed
 
 

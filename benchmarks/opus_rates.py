@@ -17,13 +17,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from common import endpointed
 from realspeech import Clip, between_silence, load_clips, write_opus
 
-from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.file.decode import Resampler, open_audio
-from turnscope.capture.frames import PcmFrame, to_int16
+from turnscope.capture.frames import to_int16
 
 CLIPS = ["mary", "L0870", "L0880", "L0890", "L0920", "L0930", "bobby"]
 RATE = 16000
@@ -40,12 +39,7 @@ def _decoded(agent: np.ndarray, bps: int, folder: Path) -> np.ndarray:
 
 
 def _utterances(audio: np.ndarray, settings: Settings) -> list[tuple[float, float]]:
-    ep = Endpointer("agent", settings.vad, settings.refine)
-    pcm, events = to_int16(audio), []
-    for k in range(0, len(pcm), 320):
-        events += ep.push(PcmFrame("agent", k, pcm[k : k + 320]))
-    events += ep.flush()
-    return [(e.utterance.start_ms, e.utterance.end_ms) for e in events if isinstance(e, EndOfTurn)]
+    return [(u.start_ms, u.end_ms) for u in endpointed(to_int16(audio), "agent", settings)]
 
 
 def _row(

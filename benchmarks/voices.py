@@ -46,17 +46,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from common import endpointed
 
 from turnscope.actors.caller import acoustics, speech
 from turnscope.actors.caller.acoustic_keys import Acoustics, Telephone
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.actors.caller.voices import piper
 from turnscope.actors.caller.voices.spec import VoiceProblem, parse_voice
-from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn, Utterance
+from turnscope.asr.events import Utterance
 from turnscope.asr.settings import load_settings
 from turnscope.asr.transcriber import transcribe_batch
-from turnscope.capture.frames import PcmFrame, to_int16
+from turnscope.capture.frames import to_int16
 from turnscope.scoring.wer import pooled, score_words
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,12 +131,7 @@ def channel(clips: list[np.ndarray], a: Acoustics | None) -> tuple[np.ndarray, l
 def boundaries(pcm: np.ndarray, truth: list, settings) -> dict[str, float]:
     """Each line's utterance edges against its truth, in ms: median and p90 abs error,
     missed and split lines."""
-    ep = Endpointer("caller", settings.vad, settings.refine)
-    events = []
-    for k in range(0, pcm.size, CHUNK):
-        events += ep.push(PcmFrame("caller", k, pcm[k : k + CHUNK]))
-    events += ep.flush()
-    utts = [(e.utterance.start_ms, e.utterance.end_ms) for e in events if isinstance(e, EndOfTurn)]
+    utts = [(u.start_ms, u.end_ms) for u in endpointed(pcm, "caller", settings, chunk=CHUNK)]
     starts, ends, missed, split = [], [], 0, 0
     extra = sum(1 for u in utts if not any(u[0] < e / 16 and u[1] > s / 16 for s, e in truth))
     for s, e in truth:
