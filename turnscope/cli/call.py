@@ -18,7 +18,7 @@ from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, caller_voice_option
 from turnscope.cli.placement_notes import warn_first_turn_mid
-from turnscope.errors import CallSetupError, InputError
+from turnscope.errors import CallSetupError
 
 
 def call(
@@ -120,15 +120,12 @@ def call(
         say(voice, markup=False)
     replay = recorded_turns(caller_from) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
-    if agent_trace is not None and not agent_trace.parent.is_dir():
-        raise InputError("no such folder for the agent trace", path=agent_trace.parent)
     name = f"{transports.folder_prefix(options)}-{sc.name}"
     outdir, made = claim_output_dir(output, name, force=force)
     try:
         with dropped_if_empty(made):  # a device not there: no empty runs/ folder left behind
-            run = place(options, sc, settings, outdir, console=None if quiet else out,
-                        otlp=otlp, agent_trace=agent_trace, caller_llm=llm,
-                        caller_from=replay)  # fmt: skip
+            run = place(options, sc, settings, outdir, console=None if quiet else out, otlp=otlp,
+                        agent_trace=agent_trace, caller_llm=llm, caller_from=replay)  # fmt: skip
     except CallSetupError as exc:  # place_call wrote the bundle that says why
         fail_line(f"{exc} (nothing was captured; wrote {outdir / 'result.json'})")
         return ExitCode.INCOMPLETE

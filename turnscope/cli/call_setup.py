@@ -42,9 +42,12 @@ def device_flag(name: str) -> Any:
 
 
 def call_options(flags: Mapping[str, Any]) -> TransportOptions:
-    """The call's transport options from the command's flags (its ``locals()``)."""
+    """The call's transport options from the command's flags (its ``locals()``); a missing
+    folder for ``--agent-trace`` is refused here too, before any output folder is made."""
     from turnscope import transports
 
+    if (trace := flags["agent_trace"]) is not None and not trace.parent.is_dir():
+        raise InputError("no such folder for the agent trace", path=trace.parent)
     device, transport, url = flags["device"], flags["transport"], flags["url"]
     if device and transport != "webrtc":
         raise InputError("--device and --transport are different ways to call; pick one")
