@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,9 @@ import pytest
 from tests.conftest import reference_agent
 from turnscope.actors.caller.scenario_file import load_scenario, voice_named
 from turnscope.actors.caller.tags import fixture_tags
+from turnscope.actors.caller.voices.spec import model_files, parse_voice
 from turnscope.errors import InputError
+from turnscope.fixture_runner import synthesized
 from turnscope.scoring.suites.fixtures import parse_fixture
 
 PLAIN = """
@@ -157,6 +160,29 @@ def test_a_synth_recipes_voice_file_is_read_from_the_suites_folder(tmp_path: Pat
     assert f"synth.caller_voice: no such Piper voice file {tmp_path / 'voices' / 'mine.onnx'}" in (
         out + err
     )
+
+
+def test_a_synth_recipes_voice_file_replaced_in_place_renders_again(tmp_path: Path, monkeypatch):
+    """The fixture cache's key holds the recipe's own Piper voice file (its size and change
+    time), not only its name: the user's voice replaced under the same name is heard."""
+    monkeypatch.chdir(tmp_path)  # the cache is .turnscope/fixture-cache under the working dir
+    model, config = model_files(parse_voice("piper:joe-us"))
+    (tmp_path / "voices").mkdir()
+    mine = tmp_path / "voices" / "mine.onnx"
+    mine.symlink_to(model)
+    (tmp_path / "voices" / "mine.onnx.json").symlink_to(config)
+    (tmp_path / "s.yaml").write_text(
+        "name: short\ncaller: {voice: en-us}\nscript:\n  - caller: Hello.\n  - agent: Hi.\n"
+    )
+    task = {"id": "syn", "fixture": {"source": "synthetic", "tags": ["speaker"],
+            "synth": {"scenario": "s.yaml", "caller_voice": "piper:voices/mine.onnx"}}}  # fmt: skip
+    fx = parse_fixture(task, tmp_path / "suite.json")
+    first = synthesized(fx, tmp_path / "suite.json")
+    assert synthesized(fx, tmp_path / "suite.json") == first  # rendered once, then the cache
+    mine.unlink()
+    shutil.copy(model, mine)  # another file under the same name (here: the same weights)
+    second = synthesized(fx, tmp_path / "suite.json")
+    assert second != first and second.exists()
 
 
 def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):

@@ -119,30 +119,30 @@ REPLAY_JOBS = 8
 
 def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     """Render a synthetic fixture's recipe once into the cache (keyed by the recipe, the
-    scenario's text and every file its audio is made from: a noise bed or recorded line edited
-    in place renders again)."""
+    scenario's text and every file its audio is made from, the recipe's own Piper voice too: a
+    noise bed, recorded line or voice file replaced in place renders again)."""
     import hashlib
 
     from turnscope.actors.caller.scenario_file import files_used, load_scenario, voice_named
     from turnscope.actors.caller.synth import render, write_call
+    from turnscope.actors.caller.voices.spec import model_files, parse_voice
 
     assert fx.synth is not None
-    scenario_path = resolve(suite_path, fx.synth.scenario)
+    r = fx.synth
+    scenario_path = resolve(suite_path, r.scenario)
     scenario = load_scenario(scenario_path)
-    h = hashlib.sha256(
-        (fx.synth.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode()
-    )
-    for path in files_used(scenario):  # its name, size and change time: a large voice unread
+    # a voice file is relative to the suite, as every fixture path
+    voice = voice_named(r.caller_voice, resolve(suite_path, "."), "synth.caller_voice")
+    h = hashlib.sha256((r.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode())
+    own = [*model_files(parse_voice(voice))] if voice and voice.startswith("piper:") else []
+    for path in [*files_used(scenario), *own]:  # name, size and change time: a voice unread
         st = path.stat()
         h.update(f"\n{path}:{st.st_size}:{st.st_mtime_ns}".encode())
     folder = CACHE / f"{scenario_path.stem}-{h.hexdigest()[:16]}"
     if not (folder / "call.wav").exists():
-        r = fx.synth
-        call = render(  # a voice file is relative to the suite, as every fixture path
+        call = render(
             scenario,
-            caller_voice=voice_named(
-                r.caller_voice, resolve(suite_path, "."), "synth.caller_voice"
-            ),
+            caller_voice=voice,
             agent_voice=r.agent_voice,
             snr_db=r.snr_db,
             telephone=r.telephone,
