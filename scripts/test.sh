@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it: every test file on three pytest-xdist workers, then the files
 # marked `solo` on their own. Three workers on 2 cores, because most of a test's time is a real
-# call waiting on the clock: with two the cores were ~40% idle and the run took 15.6 min, with
-# three 11.0-11.4 (~12% idle). The solo files time an agent's turns to within tens of
+# call waiting on the clock: with two the cores were 50-80% idle (measured earlier) and the run
+# took 15.6 min, with three 11.0-11.4 (~12% idle, vmstat). The solo files time an agent's turns to within tens of
 # milliseconds of what a stock pipecat bot logged, over phone-line calls it serves several at
 # once; beside another worker's real calls on a 2-core runner their tails moved past 60-100 ms.
 # Extra arguments go to both runs (e.g. `-x`, `-k carrier`). The slowest tests are listed: the
