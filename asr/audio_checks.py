@@ -203,8 +203,9 @@ class AudioChecks:
                 out.warn(
                     AudioNote.SILENCE_RUN,
                     f"{ch} holds {longest.length / SAMPLE_RATE:.1f} s of digital silence "
-                    f"(exact zeros) from {longest.start / SAMPLE_RATE:.1f} s: lost audio or a "
-                    "muted line?",
+                    f"(exact zeros) from {longest.start / SAMPLE_RATE:.1f} s: lost audio, a "
+                    "muted line, or a recorder that writes a quiet party as zeros (pipecat's "
+                    "AudioBufferProcessor does)?",
                 )
         else:
             inside = [r for r in self._runs if _within(r, turns)]

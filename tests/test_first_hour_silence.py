@@ -58,7 +58,8 @@ def test_zeros_count_inside_a_turn_or_for_the_whole_call_when_the_party_idles():
     for s, e in turns:
         idle[int(s * 16) : int(e * 16)] = False
     agent[idle] = 0  # an idle agent: exact zeros between its turns, several seconds of them
-    assert _silence(_checks(agent).problems())  # from outside turnscope: odd
+    [said] = _silence(_checks(agent).problems())  # from outside turnscope: odd
+    assert "AudioBufferProcessor" in said  # the benign cause named beside lost audio
     assert _silence(_checks(agent).problems(turns=turns)) == []  # a live agent listening
     s, e = max(turns, key=lambda t: t[1] - t[0])
     gap = agent.copy()
