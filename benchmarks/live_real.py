@@ -365,6 +365,7 @@ def main() -> None:
     print_rows(run_rows(args.calls, work), args.calls)
     if args.caller:
         print_caller_rows(caller_rows(args.calls, work / "caller"), args.calls)
+    print(f"\nthe calls' bundles are kept in {work} (remove it when done)")
 
 
 def print_rows(rows: list[tuple[str, dict]], calls: int) -> None:
