@@ -50,8 +50,14 @@ class _FileReceiver(OtlpReceiver):
     def __init__(self, endpoint: str | None, folder: Path):
         super().__init__(endpoint, folder)
         self.path = folder / RUN_FILE
-        self.made = not self.path.exists()
-        self._out: IO[bytes] = self.path.open("ab")
+        self._out: IO[bytes] | None = None
+        self._bytes = 0
+
+    async def start(self) -> None:
+        await super().start()
+        # Opened once listening (a port in use leaves no file behind), before the loop can
+        # hand over a batch: both listeners run their handlers on this loop.
+        self._out = self.path.open("ab")
         self._bytes = self.path.stat().st_size
 
     def _keep(self, spans: list[AgentSpan]) -> None:
@@ -66,6 +72,7 @@ class _FileReceiver(OtlpReceiver):
                        "not kept")  # fmt: skip
             return
         # one write of the whole line: a call reading meanwhile sees it whole or not yet
+        assert self._out is not None  # a batch arrives only once listening
         self._out.write(data)
         self._out.flush()
         self._bytes += len(data)
@@ -75,7 +82,8 @@ class _FileReceiver(OtlpReceiver):
             super()._warn(line)
 
     def close(self) -> None:
-        self._out.close()
+        if self._out is not None:
+            self._out.close()
 
 
 class RunReceiver:
@@ -99,9 +107,6 @@ class RunReceiver:
             self._call(self._receiver.start())
         except BaseException:
             self.stop()
-            r = self._receiver
-            if r.made and not r.path.stat().st_size:  # it never listened: no file of nothing
-                r.path.unlink()
             raise
 
     def _call(self, coro: Any) -> Any:
