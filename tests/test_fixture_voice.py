@@ -185,6 +185,36 @@ def test_a_synth_recipes_voice_file_replaced_in_place_renders_again(tmp_path: Pa
     assert second != first and second.exists()
 
 
+def test_a_scenarios_piper_voices_are_keyed_by_both_their_files(tmp_path: Path, monkeypatch):
+    """A voice the scenario itself names is in its files as the recipe's is: a file's ``.onnx``
+    and its ``.onnx.json`` (a config edited in place renders again), a packaged voice's pair."""
+    from turnscope import fixture_runner
+    from turnscope.actors.caller.scenario_file import files_used
+
+    model, config = model_files(parse_voice("piper:joe-us"))
+    (tmp_path / "voices").mkdir()
+    shutil.copy(model, tmp_path / "voices" / "mine.onnx")
+    shutil.copy(config, tmp_path / "voices" / "mine.onnx.json")
+    (tmp_path / "s.yaml").write_text(
+        "name: short\ncaller: {voice: 'piper:voices/mine.onnx'}\nscript:\n"
+        "  - caller: Hello.\n  - agent: Hi.\n    voice: 'piper:joe-us'\n"
+    )
+    mine = [tmp_path / "voices" / "mine.onnx", tmp_path / "voices" / "mine.onnx.json"]
+    assert files_used(load_scenario(tmp_path / "s.yaml")) == [
+        *(p.resolve() for p in mine), model.resolve(), config.resolve()
+    ]
+    monkeypatch.setattr(fixture_runner, "CACHE", tmp_path / "cache")
+    task = {"id": "syn", "fixture": {"source": "synthetic", "tags": ["speaker"],
+            "synth": {"scenario": "s.yaml"}}}  # fmt: skip
+    fx = parse_fixture(task, tmp_path / "suite.json")
+    first = synthesized(fx, tmp_path / "suite.json")
+    assert synthesized(fx, tmp_path / "suite.json") == first
+    cfg = json.loads(mine[1].read_text())
+    cfg.setdefault("inference", {})["length_scale"] = 1.3  # the same weights, spoken slower
+    mine[1].write_text(json.dumps(cfg))
+    assert synthesized(fx, tmp_path / "suite.json") != first
+
+
 def test_caller_voice_belongs_to_a_live_scenario(tmp_path: Path):
     task = {"id": "x", "fixture": {"source": "recorded", "audio": "call.wav",
                                    "caller_voice": "en-gb", "tags": ["speaker"]}}  # fmt: skip

@@ -125,7 +125,7 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
 
     from turnscope.actors.caller.scenario_file import files_used, load_scenario, voice_named
     from turnscope.actors.caller.synth import render, write_call
-    from turnscope.actors.caller.voices.spec import Engine, model_files, parse_voice
+    from turnscope.actors.caller.voices.spec import voice_files
 
     assert fx.synth is not None
     r = fx.synth
@@ -134,8 +134,7 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     # a voice file is relative to the suite, as every fixture path
     voice = voice_named(r.caller_voice, resolve(suite_path, "."), "synth.caller_voice")
     h = hashlib.sha256((r.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode())
-    ref = parse_voice(voice) if voice is not None else None
-    own = [*model_files(ref)] if ref is not None and ref.engine is Engine.PIPER else []
+    own = voice_files(voice) if voice is not None else []
     for path in [*files_used(scenario), *own]:  # name, size and change time: a voice unread
         st = path.stat()
         h.update(f"\n{path}:{st.st_size}:{st.st_mtime_ns}".encode())

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.scenario_contract import scenario_task
+from turnscope.actors.caller.voices.spec import voice_files
 from turnscope.configs import resolve
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, read_yaml
@@ -84,8 +85,9 @@ def voiced_by(data: dict[str, Any], voice: str) -> dict[str, Any]:
 
 def files_used(scenario: Scenario) -> list[Path]:
     """Every file a scenario's audio is made from: recorded lines, noise beds, impulse responses,
-    a Piper voice file (``piper:PATH.onnx``), as absolute paths, each once, in the order named.
-    What a cache of its rendering depends on beside the YAML's own text."""
+    a Piper voice's ``.onnx`` and ``.onnx.json`` (a file or a packaged voice), as absolute paths,
+    each once, in the order named. What a cache of its rendering depends on beside the YAML's
+    own text."""
     base = scenario._source.parent if scenario._source is not None else Path.cwd()
     found: dict[Path, None] = {}
 
@@ -96,18 +98,19 @@ def files_used(scenario: Scenario) -> list[Path]:
         elif isinstance(value, (list, tuple)):
             for v in value:
                 visit(v)
+        elif isinstance(value, str) and value.startswith("piper:"):  # canonical once loaded
+            found.update(dict.fromkeys(p.resolve() for p in voice_files(value)))
         elif isinstance(value, (str, Path)):
-            text = str(value)
-            for name in (text, text.partition(":")[2]):  # a voice's ``piper:`` prefix
-                if not name or "\n" in name or len(name) > 4096:
-                    continue
-                path = Path(name).expanduser()
-                path = path if path.is_absolute() else base / path
-                try:
-                    if path.is_file():
-                        found[path.resolve()] = None
-                except OSError:  # a sentence, not a path (too long a name, and the like)
-                    continue
+            name = str(value)
+            if not name or "\n" in name or len(name) > 4096:
+                return
+            path = Path(name).expanduser()
+            path = path if path.is_absolute() else base / path
+            try:
+                if path.is_file():
+                    found[path.resolve()] = None
+            except OSError:  # a sentence, not a path (too long a name, and the like)
+                return
 
     visit(scenario.model_dump())
     return list(found)

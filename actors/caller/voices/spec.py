@@ -123,6 +123,17 @@ def model_files(ref: VoiceRef) -> tuple[Path, Path]:
     return Path(module.model_path()), Path(module.config_path())
 
 
+def voice_files(text: str) -> list[Path]:
+    """The files a voice's speech is made from: a Piper voice's ``.onnx`` and ``.onnx.json`` (a
+    packaged voice's too, so an upgrade counts); none for espeak-ng (a program) or a voice that
+    cannot be used (using it says why)."""
+    try:
+        ref = parse_voice(text)
+    except VoiceProblem:
+        return []
+    return list(model_files(ref)) if ref.engine is Engine.PIPER else []
+
+
 @functools.lru_cache(maxsize=16)
 def sha256(path: Path) -> str:
     """A voice file's hash (once per file: a voice is hashed for every call's record)."""
