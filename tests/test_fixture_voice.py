@@ -201,7 +201,9 @@ def test_a_scenarios_piper_voices_are_keyed_by_both_their_files(tmp_path: Path, 
     )
     mine = [tmp_path / "voices" / "mine.onnx", tmp_path / "voices" / "mine.onnx.json"]
     assert files_used(load_scenario(tmp_path / "s.yaml")) == [
-        *(p.resolve() for p in mine), model.resolve(), config.resolve()
+        *(p.resolve() for p in mine),
+        model.resolve(),
+        config.resolve(),
     ]
     monkeypatch.setattr(fixture_runner, "CACHE", tmp_path / "cache")
     task = {"id": "syn", "fixture": {"source": "synthetic", "tags": ["speaker"],
