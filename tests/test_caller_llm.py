@@ -149,3 +149,22 @@ def test_the_flags_that_name_the_llm_are_checked_before_a_call(tmp_path: Path, c
     (empty / "result.json").write_text('{"script": {"lines": []}}')
     code, _, err = cli("call", url, "--scenario", str(sc), "--caller-from", str(empty))
     assert code == 2 and "no LLM caller turns" in err
+
+
+def test_an_llm_flag_on_a_scripted_callers_scenario_is_one_line(tmp_path: Path, cli, monkeypatch):
+    """``--caller-llm`` or ``--caller-from`` with a scenario whose caller is scripted would do
+    nothing (the call ran scripted and passed, the flag ignored): one line naming the flag and
+    the shipped LLM example, exit 2, before any folder is made; the API refuses it too."""
+    import turnscope
+    from turnscope.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    url = f"http://127.0.0.1:{free_port()}/api/offer"
+    for flag, value in (("--caller-llm", "http://127.0.0.1:9/v1"), ("--caller-from", ".")):
+        code, _, err = cli("call", url, "--scenario", "refund-call", flag, value, "-q")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{flag} is for an LLM-driven caller" in err and "refund-call.yaml" in err, err
+        assert "order-status-llm.yaml" in err, err
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(InputError, match="caller is scripted"):
+        turnscope.call(url, "refund-call", caller_llm="http://127.0.0.1:9/v1")

@@ -168,7 +168,7 @@ def call(
     opts = transports.options(transport, url, **options)
     sc = load_scenario(scenario)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
-    replay = recorded_turns(Path(caller_from)) if caller_from is not None else None
+    replay = recorded_turns(Path(caller_from), sc) if caller_from is not None else None
     folder, made = claim_output_dir(
         Path(outdir) if outdir is not None else None,
         f"{transports.folder_prefix(opts)}-{sc.name}",

@@ -19,7 +19,10 @@ __all__ = ["caller_endpoint", "recorded_turns"]
 def caller_endpoint(
     scenario: Scenario, url: str | None, model: str | None, key_env: str | None
 ) -> LlmEndpoint | None:
-    """The caller's LLM endpoint from the flags (None without ``url``)."""
+    """The caller's LLM endpoint from the flags (None without ``url``); InputError for a
+    scenario whose caller no LLM drives (the flag would do nothing)."""
+    if url is not None:
+        _needs_llm_driver(scenario, "--caller-llm")
     if url is None:
         if model is not None or key_env is not None:
             raise InputError("--caller-llm-model and --caller-llm-key-env need --caller-llm URL")
@@ -40,8 +43,22 @@ def caller_endpoint(
     return LlmEndpoint(url, name, key)
 
 
-def recorded_turns(bundle: Path) -> list[dict[str, Any]]:
-    """The LLM caller's recorded turns of an earlier call's bundle (``--caller-from``)."""
+def _needs_llm_driver(scenario: Scenario, flag: str) -> None:
+    if scenario.caller.driver != "llm":
+        raise InputError(
+            f"{flag} is for an LLM-driven caller, and this scenario's caller is scripted "
+            "(caller.driver: script): nothing would use it",
+            path=scenario.source,
+            fix=f"set caller.driver: llm with a goal and facts (docs/guide/caller.md; "
+            f"configs/scenarios/order-status-llm.yaml), or leave {flag} out",
+        )
+
+
+def recorded_turns(bundle: Path, scenario: Scenario | None = None) -> list[dict[str, Any]]:
+    """The LLM caller's recorded turns of an earlier call's bundle (``--caller-from``), for
+    ``scenario`` (InputError when its caller is scripted: nothing would replay them)."""
+    if scenario is not None:
+        _needs_llm_driver(scenario, "--caller-from")
     path = bundle / "result.json" if bundle.is_dir() else bundle
     doc = read_json(path, what="result.json of the call to replay")
     turns = (

@@ -118,7 +118,7 @@ def call(
     flag = "--caller-voice" if caller_voice else None  # a voice nothing speaks in: said
     if (voice := default_note(sc, llm=llm is not None, flag=flag)) is not None:
         say(voice, markup=False)
-    replay = recorded_turns(caller_from) if caller_from is not None else None
+    replay = recorded_turns(caller_from, sc) if caller_from is not None else None
     settings = PipelineOptions(settings_file, model=model, words=words).settings()
     name = f"{transports.folder_prefix(options)}-{sc.name}"
     outdir, made = claim_output_dir(output, name, force=force)
