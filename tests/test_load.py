@@ -252,6 +252,20 @@ def test_an_agent_that_is_not_there_is_a_set_up_failure_per_call(scenario, tmp_p
     assert "Traceback" not in done.stderr
 
 
+def test_a_shipped_scenario_named_by_its_name_reaches_the_call_workers(tmp_path):
+    """``--scenario quick-exchange`` (a shipped scenario's name, as ``call`` takes it) from a
+    folder that holds no such file: the calls are placed (here: refused, as nothing listens),
+    not "no such scenario file" in every worker (the workers were handed the name as a path)."""
+    url = f"http://127.0.0.1:{free_port()}/api/offer"
+    cmd = [*turnscope_exe(), "load", url, "--scenario", "quick-exchange", "-o", "run", "-q",
+           "--loopback-only", "--calls", "1"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    r = _report(tmp_path / "run")
+    assert r["failures"] == {"setup_failed": {"unreachable": 1}}, r["failures"]
+    assert r["scenario"] == "quick-exchange", r
+
+
 def test_ctrl_c_ends_the_live_calls_and_keeps_them(agent_url, scenario, tmp_path):
     out = tmp_path / "run"
     cmd = [*turnscope_exe(), "load", agent_url, "--scenario", str(scenario), "-o", str(out),

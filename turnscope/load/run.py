@@ -109,14 +109,16 @@ def load_test(
         raise InputError(
             f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): that needs a phone line "
             "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
-            path=Path(scenario),
+            path=sc.source,
         )
     settings = settings or load_settings()
     folder, made = claim_output_dir(as_path(outdir), f"load-{sc.name}", force=force)
     folder.mkdir(parents=True, exist_ok=True)
     with dropped_if_empty(made):  # a receiver's port taken, no call up: no empty folder left
         receiver = _receiver(otlp, folder)
-        job = LoadJob(options=options, scenario=Path(scenario).resolve(), settings=settings,
+        # The file it was read from: a shipped scenario's name is no path in the call workers.
+        where = sc.source or Path(scenario).resolve()
+        job = LoadJob(options=options, scenario=where, settings=settings,
                       outroot=folder.resolve(), secrets=redact.registered(),
                       duration_s=plan.duration_s,
                       otlp=receiver.shared if receiver else None)  # fmt: skip
