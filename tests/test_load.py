@@ -250,6 +250,9 @@ def test_an_agent_that_is_not_there_is_a_set_up_failure_per_call(scenario, tmp_p
         doc = json.loads((Path(c["bundle"]) / "result.json").read_text())
         assert doc["verdict"] == "error" and "cannot reach" in doc["error"]
     assert "Traceback" not in done.stderr
+    # The summary says why, not only how many: each kind with its first call's reason.
+    assert "setup failed: unreachable 3" in done.stdout, done.stdout
+    assert "  unreachable, the first call's reason: cannot reach" in done.stdout, done.stdout
 
 
 def test_a_shipped_scenario_named_by_its_name_reaches_the_call_workers(tmp_path):
@@ -302,6 +305,18 @@ def test_bad_load_options_are_one_line(cli, scenario, tmp_path, args, needle):
     url = "http://127.0.0.1:9/api/offer"
     code, _, err = cli("load", url, "--scenario", str(scenario), "-o", str(tmp_path / "o"), *args)
     assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_an_llm_driven_scenario_is_refused_before_any_call(cli, tmp_path):
+    """load places scripted callers: a scenario whose caller an LLM drives would fail in every
+    call (each counted "error: InputError", the run exit 1); one line naming the file and what
+    to do instead, exit 2, no folder."""
+    out = tmp_path / "o"
+    code, _, err = cli("load", "http://127.0.0.1:9/api/offer", "--scenario", "order-status-llm",
+                       "--calls", "2", "-o", str(out))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1, err
+    assert "order-status-llm.yaml: caller.driver is llm: load places scripted callers" in err
+    assert "turnscope call --caller-llm URL" in err and not out.exists(), err
 
 
 def test_a_load_run_is_not_replaced_without_force(cli, scenario, tmp_path):

@@ -75,6 +75,17 @@ def voice_lines(r: LoadReport) -> None:
         out.print(voice_line(v), soft_wrap=True)
 
 
+def failure_lines(r: LoadReport) -> list[str]:
+    """Failures by status and kind, each kind with its first call's reason."""
+    lines = []
+    for status, kinds in r.failures.items():
+        counts = ", ".join(f"{k} {n}" for k, n in kinds.items())
+        lines.append(f"{status.replace('_', ' ')}: {counts}")
+        for kind, why in r.failure_reasons.get(status, {}).items():
+            lines.append(f"  {kind}, the first call's reason: {why}")
+    return lines
+
+
 def print_load(r: LoadReport) -> None:
     """The terminal tables: latency, by hop, over time, failures, the harness."""
     latency_tables(r)
@@ -94,11 +105,8 @@ def print_load(r: LoadReport) -> None:
         soft_wrap=True,
     )
     voice_lines(r)
-    for status, kinds in r.failures.items():
-        out.print(
-            f"{status.replace('_', ' ')}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()),
-            soft_wrap=True,
-        )
+    for line in failure_lines(r):
+        out.print(line, soft_wrap=True, markup=False)
     out.print(
         f"harness: at most {h.max_calls_up} calls up; placed up to "
         f"{h.placement_lag_max_s or 0:.2f} s late ({h.calls_placed_late} late); caller frames "

@@ -109,7 +109,7 @@ def render(
     h = r.harness
     verdict = "DEGRADED" if r.degraded else ("FAILED" if r.failed else "OK")
     failures = [
-        [status.replace("_", " "), kind, str(n)]
+        [status.replace("_", " "), kind, str(n), r.failure_reasons.get(status, {}).get(kind, "")]
         for status, kinds in r.failures.items()
         for kind, n in kinds.items()
     ]
@@ -168,7 +168,7 @@ def render(
         chart(r, budget_ms, budget_source),
         _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows),
         "<h2>Failures by kind</h2>",
-        _table(["status", "kind", "calls"], failures),
+        _table(["status", "kind", "calls", "the first call's reason"], failures),
         "<h2>The harness</h2>",
         _table(
             [

@@ -58,6 +58,9 @@ class LoadReport(BaseModel):
     completed: int
     passed: int
     failures: dict[str, dict[str, int]] = Field(default_factory=dict)  # status -> kind -> calls
+    # status -> kind -> the first such call's reason: why, not only how many (a reason every
+    # call hit, such as bad input found in the workers, is read here).
+    failure_reasons: dict[str, dict[str, str]] = Field(default_factory=dict)
     latency_ms: Percentiles
     # The replies whose caller turn ended with the caller's audio on time: what the agent did,
     # with none of the harness's lateness in it.
@@ -166,9 +169,12 @@ def aggregate(
     """The report of every record (one per call; slots that never dialled as ``not_run``)."""
     records = sorted(records, key=lambda r: (r.planned_s, r.slot, r.attempt))
     failures: dict[str, Counter[str]] = {}
+    reasons: dict[str, dict[str, str]] = {}
     for r in records:
         if r.status != "completed":
             failures.setdefault(r.status, Counter())[r.kind or "other"] += 1
+            if r.reason:
+                reasons.setdefault(r.status, {}).setdefault(r.kind or "other", r.reason)
     placed = [r for r in records if r.placed_s is not None]
     lags = [r.placement_lag_s or 0.0 for r in placed]
     late = [r for r in placed if (r.placement_lag_s or 0) > PLACEMENT_SLACK_S]
@@ -234,6 +240,7 @@ def aggregate(
         completed=sum(1 for r in records if r.status == "completed"),
         passed=sum(1 for r in records if r.passed),
         failures={s: dict(sorted(c.items())) for s, c in sorted(failures.items())},
+        failure_reasons=reasons,
         latency_ms=Percentiles.of([x.latency_ms for r in records for x in r.replies]),
         latency_on_time_ms=Percentiles.of(
             [x.latency_ms for r in records for x in r.replies if x.on_time]

@@ -103,6 +103,14 @@ def load_test(
                 "file); with --ray, give each call's spans by --agent-trace after the run"
             )
     sc = load_scenario(scenario)
+    if sc.caller.driver == "llm":
+        raise InputError(
+            "caller.driver is llm: load places scripted callers (it takes no --caller-llm), "
+            "and every call would fail",
+            path=sc.source,
+            fix="give load a scripted scenario, or call the agent once with turnscope call "
+            "--caller-llm URL",
+        )
     for note in first_turn_mid(sc):
         warn(note)
     if sc.dtmf_lines and not isinstance(options, TelephonyOptions):
