@@ -168,3 +168,29 @@ def test_an_llm_flag_on_a_scripted_callers_scenario_is_one_line(tmp_path: Path, 
     assert not (tmp_path / "runs").exists()
     with pytest.raises(InputError, match="caller is scripted"):
         turnscope.call(url, "refund-call", caller_llm="http://127.0.0.1:9/v1")
+
+
+def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli):
+    """A suite names no LLM: a live fixture whose scenario's caller is LLM-driven needs
+    ``caller_from`` (the bundle of a recorded call, replayed), else its task is void for bad
+    input saying so, before any call; ``caller_from`` belongs to a live scenario only."""
+    from turnscope.errors import InputError
+    from turnscope.scoring.suites.fixtures import parse_fixture
+
+    _scenario(tmp_path)
+    (tmp_path / "call.wav").write_bytes(b"")
+    wav = {"id": "w", "fixture": {"source": "recorded", "audio": "call.wav", "caller_from": "b",
+                                  "tags": ["conversational"]}}  # fmt: skip
+    with pytest.raises(InputError, match="caller_from replays a recorded LLM caller in a live"):
+        parse_fixture(wav, tmp_path / "suite.json")
+    fixture = {"source": "recorded", "audio": "s.yaml", "tags": ["conversational"]}
+    suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "llm",
+             "version": "1", "tasks": [{"id": "unpinned", "fixture": fixture}]}  # fmt: skip
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    url = f"http://127.0.0.1:{free_port()}/api/offer"
+    code, out, err = cli("bench", str(tmp_path / "suite.json"), "--agent", url, "-q",
+                         "-o", str(tmp_path / "r.json"))  # fmt: skip
+    row = json.loads((tmp_path / "r.json").read_text())["per_task"][0]
+    assert code == 2 and row["verdict"] == "void", (out, err, row)
+    assert "LLM-driven and a suite names no LLM: give the fixture caller_from: BUNDLE" in err, err
+    assert "caller_from: BUNDLE" in row["error"], row

@@ -142,10 +142,11 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
 LLM_CALLER = (ROOT / "configs" / "scenarios" / "order-status-llm.yaml").read_text()
 
 
-def record_then_replay(tmp_path: Path, scenario_text: str) -> None:
+def record_then_replay(tmp_path: Path, scenario_text: str, *, in_a_suite: bool = False) -> None:
     """Call the reference agent with the LLM caller of ``scenario_text`` (the real local LLM
     server), bundle in tmp_path/first; then again with no LLM at all, replaying the first call's
-    caller (``--caller-from``), bundle in tmp_path/second."""
+    caller (``--caller-from``; ``in_a_suite``: a suite task's live fixture pinned to that call
+    by ``caller_from``, run by ``bench``), bundle in tmp_path/second."""
     import subprocess
 
     from tests.conftest import reference_agent, turnscope_exe
@@ -163,10 +164,19 @@ def record_then_replay(tmp_path: Path, scenario_text: str) -> None:
                 capture_output=True, text=True, timeout=180,
             )  # fmt: skip
         # The server is gone: a replay that needed it would fail, said so.
-        second = subprocess.run(
-            [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+        again = [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")]
+        if in_a_suite:
+            fixture = {"source": "recorded", "audio": "llm.yaml", "caller_from": "first",
+                       "tags": ["conversational"]}  # fmt: skip
+            suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "llm",
+                     "version": "1", "tasks": [{"id": "pinned", "fixture": fixture}]}  # fmt: skip
+            (tmp_path / "suite.json").write_text(json.dumps(suite))
+            again = [*turnscope_exe(), "bench", str(tmp_path / "suite.json"), "--agent", url,
+                     "--loopback-only", "-q", "-o", str(tmp_path / "r.json"),
+                     "--runs", str(tmp_path / "runs")]  # fmt: skip
+        second = subprocess.run(again, capture_output=True, text=True, timeout=180)
+        if in_a_suite:
+            (tmp_path / "second").symlink_to(tmp_path / "runs" / "pinned")
     assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
 
 
@@ -175,9 +185,10 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     caller after its scripted opening: it is asked with the conversation so far, its action is
     spoken, everything is recorded. The recorded call then replays with no LLM at all (the
     agent says the same things), each line at the recorded offset from the agent's end of turn
-    within one 20 ms frame. This proves the loop, not the persona: that model is too small to
-    stay in character."""
-    record_then_replay(tmp_path, LLM_CALLER)
+    within one 20 ms frame, here as a suite pins it (a task's live fixture with caller_from,
+    run by bench). This proves the loop, not the persona: that model is too small to stay in
+    character."""
+    record_then_replay(tmp_path, LLM_CALLER, in_a_suite=True)
     one = json.loads((tmp_path / "first" / "result.json").read_text())["script"]
     two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]
     asked = one["llm"]["turns"]

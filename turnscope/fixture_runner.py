@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.tags import with_implied_tags
 from turnscope.asr.settings import Settings
@@ -41,6 +41,9 @@ from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.voice_wer import heard_in
 from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
+
+if TYPE_CHECKING:
+    from turnscope.actors.caller.scenario import Scenario
 
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
 VOICE_KEY = "fixture.caller_voice"
@@ -115,6 +118,25 @@ CACHE = Path(".turnscope") / "fixture-cache"
 # Replays at once by default: they share the one ASR worker, so more at once only fill its
 # batches (benchmarks/suite_speed.py); each holds its decoded call in memory.
 REPLAY_JOBS = 8
+
+
+def _pinned_caller(
+    fx: Fixture, sc: Scenario, suite_path: Path | None
+) -> list[dict[str, Any]] | None:
+    """The recorded LLM caller a live fixture replays (``caller_from``); InputError for an
+    LLM-driven scenario without one (a suite names no LLM: it pins its caller)."""
+    from turnscope.caller_llm import recorded_turns
+
+    if fx.caller_from is not None:
+        return recorded_turns(resolve(suite_path, fx.caller_from), sc)
+    if sc.caller.driver == "llm":
+        raise InputError(
+            "the scenario's caller is LLM-driven and a suite names no LLM: give the fixture "
+            "caller_from: BUNDLE (a call recorded with turnscope call --caller-llm URL), whose "
+            "caller it replays",
+            path=sc.source,
+        )
+    return None
 
 
 def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
@@ -265,11 +287,12 @@ async def run_fixture(
             # over the scenario's own voices; a voice file relative to the suite
             voice = voice_named(fx.caller_voice, resolve(suite_path, "."), VOICE_KEY)
             sc = load_scenario(audio, caller_voice=voice)
+            replay = _pinned_caller(fx, sc, suite_path)
             # else the caller's lines, as `call` measures them by (none for a re-driven caller)
             ref = contract.reference or scenario_contract(sc).reference
             contract = dataclasses.replace(contract, plan=scenario_plan(sc), reference=ref)
             run, call, caller = await place_call(
-                options, sc, settings, contract, outdir, console=None
+                options, sc, settings, contract, outdir, console=None, caller_from=replay
             )
             outcome = call.info.details.get("reported_outcome")
             if not isinstance(outcome, dict):  # an agent's own report: untrusted

@@ -14,6 +14,9 @@ A task's optional ``fixture`` block:
     caller_voice: the voice a live scenario's caller speaks in (``en-gb-scotland``,
             ``piper:joe-us``, ``piper:PATH.onnx`` relative to the suite), replacing every voice
             the scenario gives its caller: one scenario, called in each voice a tag needs
+    caller_from: a recorded call's bundle (or its result.json) whose LLM-driven caller a live
+            scenario replays (`turnscope call --caller-from`): a suite pins its LLM caller, and
+            the LLM is asked only where the agent diverges (with none named, that caller fails)
     references: a reference JSON for WER (default: the task's reference_dialogue)
     wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
             WER is not measured, never scored against the ASR's own transcript
@@ -81,6 +84,7 @@ class Fixture(BaseModel):
     redrive: str | None = None  # a recorded call whose caller is re-driven live
     caller_channel: Literal["left", "right"] = "left"  # of a recording (audio or redrive)
     caller_voice: str | None = None  # a live scenario's caller voice, over the scenario's
+    caller_from: str | None = None  # a recorded call whose LLM caller a live scenario replays
     references: str | None = None
     wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
@@ -112,6 +116,14 @@ class Fixture(BaseModel):
                 "caller_voice is the voice of a live scenario's caller: give it with audio: "
                 "SCENARIO.yaml (a synth recipe has its own synth.caller_voice), or leave it out",
             )
+        if self.caller_from is not None and not (
+            self.audio is not None and self.audio.endswith(SCENARIO_SUFFIXES)
+        ):
+            raise PydanticCustomError(
+                "fixture_caller_from",
+                "caller_from replays a recorded LLM caller in a live scenario: give it with "
+                "audio: SCENARIO.yaml (its caller.driver: llm), or leave it out",
+            )
         if self.caller_channel != "left" and not self._recording():
             raise PydanticCustomError(
                 "fixture_caller_channel",
@@ -140,7 +152,7 @@ class Fixture(BaseModel):
         """Each file it names that does not exist under ``base`` (the suite's folder)."""
         named = [("synth scenario", self.synth.scenario if self.synth else None)]
         named += [(f"{n} file", getattr(self, n)) for n in ("audio", "transcript", "references")]
-        named += [("redrive recording", self.redrive)]
+        named += [("redrive recording", self.redrive), ("caller_from bundle", self.caller_from)]
         return [f"{what} {value!r} does not exist" for what, value in named
                 if value is not None and not (base / value).exists()]  # fmt: skip
 
