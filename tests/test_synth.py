@@ -341,6 +341,16 @@ def test_sample_recording_matches_its_truth():
         assert np.abs(channel[max(0, s - 160) : s - 8]).max() < 0.02  # quiet just before
 
 
+def test_synth_says_an_llm_callers_lines_are_not_in_the_call(tmp_path, cli):
+    """synth asks no LLM: an LLM-driven scenario is rendered from its script's own lines, and a
+    warning says the agent lines after the last caller line follow each other unanswered."""
+    code, _, err = cli("synth", "order-status-llm", "-o", str(tmp_path / "o"))
+    assert code == 0 and (tmp_path / "o" / "call.wav").exists()
+    assert "order-status-llm.yaml: caller.driver is llm, and synth asks no LLM" in err, err
+    code, _, err = cli("synth", "quick-exchange", "-o", str(tmp_path / "q"))
+    assert code == 0 and "warning" not in err, err
+
+
 def test_cli_writes_the_call(tmp_path, cli):
     out = tmp_path / "out"
     code, stdout, _ = cli(

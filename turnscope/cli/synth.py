@@ -8,7 +8,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from turnscope.cli.console import out, say
+from turnscope.cli.console import out, say, warn_line
 from turnscope.cli.options import caller_voice_option, number
 
 
@@ -35,8 +35,15 @@ def synth(
     from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.actors.caller.synth import render, write_call
 
+    sc = load_scenario(scenario)
+    if sc.caller.driver == "llm":  # synth asks no LLM: what it would have said is not there
+        warn_line(
+            f"{sc.source}: caller.driver is llm, and synth asks no LLM: it renders the script's "
+            "own lines, so the agent lines after the last caller line follow each other "
+            "unanswered (a call with its LLM caller: turnscope call --caller-llm URL)"
+        )
     call = render(
-        load_scenario(scenario),
+        sc,
         caller_voice=caller_voice,
         agent_voice=agent_voice,
         snr_db=snr_db,
