@@ -186,6 +186,15 @@ def test_bad_audio_inputs(tmp_path, cli):
     assert "no such model folder" in err
     err = _one_line_error(cli, "replay", "-q", "--caller", str(SAMPLE))
     assert "--caller FILE and --agent FILE" in err
+    # A flag that would do nothing with the files given is said, not ignored (no folder made).
+    err = _one_line_error(cli, "replay", str(SAMPLE), "--agent-offset-ms", "100", "-q",
+                          "-o", str(tmp_path / "off"))  # fmt: skip
+    assert (
+        "--agent-offset-ms shifts the agent's own file" in err and not (tmp_path / "off").exists()
+    )
+    mono = ["--caller", str(tmp_path / "mono.wav"), "--agent", str(tmp_path / "mono.wav")]
+    err = _one_line_error(cli, "replay", *mono, "--caller-channel", "right", "-q")
+    assert "--caller-channel picks the caller's side of one stereo CALL file" in err
 
 
 def test_usable_but_odd_audio_gives_warnings(tmp_path, cli):

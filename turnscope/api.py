@@ -97,9 +97,19 @@ def replay(
         side = {"left": 0, "right": 1, 0: 0, 1: 1}.get(caller_channel)  # type: ignore[call-overload]
         if side is None:
             raise InputError(f"caller_channel must be 'left' or 'right', not {caller_channel!r}")
+        if agent_offset_ms:  # a flag that would do nothing is said, not ignored
+            raise InputError(
+                "--agent-offset-ms shifts the agent's own file (--caller A --agent B); a stereo "
+                "file's two channels are on one clock: leave it out"
+            )
         source = FileSource.stereo(call, caller_channel=side, chunk_ms=chunk_ms, realtime=realtime)
         stem = Path(call).stem
     elif caller and agent:
+        if caller_channel not in ("left", 0):
+            raise InputError(
+                "--caller-channel picks the caller's side of one stereo CALL file; with --caller "
+                "and --agent each file is its own party's: leave it out"
+            )
         source = FileSource.two_mono(
             caller, agent, agent_offset_ms=agent_offset_ms, chunk_ms=chunk_ms, realtime=realtime
         )
