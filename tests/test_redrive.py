@@ -159,6 +159,12 @@ def test_a_recording_that_holds_no_call_is_refused_in_one_line(redriven, tmp_pat
     sf.write(mono, agent, 16000)
     with pytest.raises(InputError, match="1 channel; re-driving needs"):
         scenario_from_recording(mono, outdir=tmp_path / "out-mono")
+    # A bundle keeps each party in its own file: a caller channel named for it is said.
+    with pytest.raises(InputError, match="--caller-channel picks the caller's side of a two-ch"):
+        scenario_from_recording(
+            root / "recorded-call", outdir=tmp_path / "b", caller_channel="right"
+        )
+    assert not (tmp_path / "b").exists()
 
 
 def test_placement_rules_and_reference_words():

@@ -141,6 +141,13 @@ def scenario_from_recording(
     if caller_channel not in CHANNELS:
         raise InputError(f"{CHANNEL_FLAG} must be left or right, not {caller_channel!r}")
     inputs, stem = _inputs(call)
+    if "call" not in inputs and caller_channel != "left":  # said, not ignored
+        raise InputError(
+            f"{CHANNEL_FLAG} picks the caller's side of a two-channel recording; a bundle keeps "
+            "each party in its own file (caller.wav, agent.wav)",
+            path=call,
+            fix=f"leave {CHANNEL_FLAG} out",
+        )
     ref = load_reference(reference) if reference is not None else None
     if ref is not None and not ref.turns:
         raise InputError(
