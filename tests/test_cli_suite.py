@@ -66,6 +66,20 @@ def test_shipped_suite_by_name(cli, tmp_path, monkeypatch):
     assert "voice_regression, voice_regression_transcripts, voice_starter" in err
 
 
+def test_an_agent_no_task_calls_is_said_not_to_have_been_called(cli, tmp_path, monkeypatch):
+    """``--agent URL`` with a suite whose fixtures are all recordings or transcripts: the run
+    goes on (the fixtures are scored) and a warning says the agent was not called, so the
+    verdict is not read as the agent's."""
+    monkeypatch.chdir(tmp_path)
+    url = "http://127.0.0.1:9/api/offer"
+    code, _, err = cli("bench", "voice_regression_transcripts", "--agent", url, "-q")
+    assert code == 0, err
+    assert "--agent: no task of this suite calls an agent live" in err, err
+    assert "the verdict is the fixtures', not your agent's" in err, err
+    code, _, err = cli("bench", "voice_regression_transcripts", "-q", "--runs", "r2")
+    assert code == 0 and "--agent" not in err, err
+
+
 def test_every_scenario_problem_at_once(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(

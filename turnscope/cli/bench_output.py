@@ -87,6 +87,8 @@ def fixtures_code(run: SuiteRun) -> int:
 
     print_turn_taking(out, run.scorecard)
     voice_lines(run.scorecard)
+    for line in run.warnings:
+        warn_line(line)
     for task_id, why in run.void():
         warn_line(f"task {task_id} is void: {why}")
     if run.ray is not None:

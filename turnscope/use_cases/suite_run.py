@@ -59,6 +59,7 @@ class SuiteRun:
     upload_error: str | None = None
     ray: RayRun | None = None
     lost: int = 0
+    warnings: list[str] = field(default_factory=list)  # about the run as asked for
 
     @property
     def passed(self) -> bool:
@@ -134,7 +135,15 @@ def run_suite(
 
             fixtures = asyncio.run(run_suite_fixtures(data, path, settings, store, jobs=jobs,
                                                       progress=advance, **options))  # fmt: skip
-        return _finish(data, fixtures, store, output, scorecard_path, ray)
+        done = _finish(data, fixtures, store, output, scorecard_path, ray)
+        live = [t for t in data["tasks"] if (fx := parse_fixture(t, path)) and fx.kind() == "live"]
+        if agent is not None and not live:  # the user may think the agent was tested
+            done.warnings.append(
+                "--agent: no task of this suite calls an agent live (its fixtures are "
+                "recordings or transcripts), so the agent was not called: the verdict is the "
+                "fixtures', not your agent's"
+            )
+        return done
     except BaseException:
         store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
         raise
