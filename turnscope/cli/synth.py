@@ -34,14 +34,11 @@ def synth(
     reference.json for SCENARIO into the output folder."""
     from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.actors.caller.synth import render, write_call
+    from turnscope.use_cases.scenario_notes import synth_asks_no_llm
 
     sc = load_scenario(scenario)
-    if sc.caller.driver == "llm":  # synth asks no LLM: what it would have said is not there
-        warn_line(
-            f"{sc.source}: caller.driver is llm, and synth asks no LLM: it renders the script's "
-            "own lines, so the agent lines after the last caller line follow each other "
-            "unanswered (a call with its LLM caller: turnscope call --caller-llm URL)"
-        )
+    if (note := synth_asks_no_llm(sc)) is not None:
+        warn_line(note)
     call = render(
         sc,
         caller_voice=caller_voice,

@@ -1,4 +1,5 @@
-"""What a live call will do differently from what a scenario asks, said before it is placed."""
+"""What a live call (or a rendering) will do differently from what a scenario asks, said before
+it is placed."""
 
 from __future__ import annotations
 
@@ -25,3 +26,15 @@ def first_turn_mid(sc: Scenario) -> list[str]:
                 f"it has finished, and there are none yet; give {key[:-3]}_ms to choose the time"
             )
     return notes
+
+
+def synth_asks_no_llm(sc: Scenario) -> str | None:
+    """A line when ``sc``'s caller is LLM-driven: synth asks no LLM, so it renders the script's
+    own lines and the agent lines after the last caller line follow each other unanswered."""
+    if sc.caller.driver != "llm":
+        return None
+    return (
+        f"{sc.source}: caller.driver is llm, and synth asks no LLM: it renders the script's own "
+        "lines, so the agent lines after the last caller line follow each other unanswered "
+        "(a call with its LLM caller: turnscope call --caller-llm URL)"
+    )
