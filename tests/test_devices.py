@@ -410,6 +410,9 @@ def test_device_options_need_device_and_no_url(scenario, cli):
         "call", "http://127.0.0.1:9/x", "--agent-in", "x", "--scenario", str(scenario)
     )
     assert code == 2 and "need --device" in err
+    code, _, err = cli("call", "http://127.0.0.1:9/x", "--caller-side", "right",
+                       "--scenario", str(scenario))  # fmt: skip
+    assert code == 2 and "--caller-side ... need --device" in err, err  # was ignored
     code, _, err = cli("agent", "--device", "--in", "caller_in")
     assert code == 2 and "--device needs --in DEV and --out DEV" in err
 

@@ -66,6 +66,7 @@ def call_options(flags: Mapping[str, Any]) -> TransportOptions:
         )  # fmt: skip
     if url is None:
         raise InputError("give the agent's URL, or --device with --caller-out and --agent-in")
-    if any(flags[k] is not None for k in DEVICE_ONLY) or flags["no_calibrate"]:
-        raise InputError("--caller-out, --agent-in, --stereo-in ... need --device")
+    device_only = flags["no_calibrate"] or flags["caller_side"] != "left"
+    if device_only or any(flags[k] is not None for k in DEVICE_ONLY):
+        raise InputError("--caller-out, --agent-in, --stereo-in, --caller-side ... need --device")
     return remote_options(url, **remote_flags(flags))
