@@ -334,6 +334,9 @@ def test_bad_gate_floors_and_tolerance(cli, floor):
     card = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
     assert "--floor" in _bad_input(cli, "gate", str(card), "--floor", floor)
     assert "--tolerance" in _bad_input(cli, "gate", str(card), "--tolerance", "-1")
+    # A tolerance with nothing to be tolerant against is said, not ignored.
+    err = _bad_input(cli, "gate", str(card), "--tolerance", "0.1")
+    assert "--tolerance needs --baseline FILE" in err, err
 
 
 # --- output paths -------------------------------------------------------------------------------

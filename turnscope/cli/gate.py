@@ -57,8 +57,11 @@ def gate_cmd(
         "--baseline",
         help="Pinned baseline scorecard (without: floors, task verdicts and exercise only).",
     ),
-    tolerance: float = typer.Option(
-        DEFAULT_TOLERANCE, "--tolerance", help="Allowed drop.", callback=number(0, 1)
+    tolerance: float | None = typer.Option(
+        None,
+        "--tolerance",
+        help=f"Allowed drop against --baseline (default {DEFAULT_TOLERANCE}).",
+        callback=number(0, 1),
     ),
     floor: list[str] = typer.Option([], "--floor", help="Override a floor: DIMENSION=NUMBER."),
     junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML here."),
@@ -76,8 +79,10 @@ def gate_cmd(
     """
     from turnscope.use_cases.gate_run import check_gate, pin_baseline
 
-    if update_baseline and baseline is None:
-        raise InputError("--update-baseline needs --baseline FILE (where to pin this run)")
+    if baseline is None and (update_baseline or tolerance is not None):
+        flag = "--update-baseline" if update_baseline else "--tolerance"  # said, not ignored
+        raise InputError(f"{flag} needs --baseline FILE (the scorecard this run is held to)")
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
     if update_baseline and baseline is not None:
         moved = pin_baseline(result, baseline, tolerance=tolerance, floors=parse_floors(floor),
                              junit=junit).moved()  # fmt: skip
