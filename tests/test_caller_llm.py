@@ -168,6 +168,12 @@ def test_an_llm_flag_on_a_scripted_callers_scenario_is_one_line(tmp_path: Path, 
     assert not (tmp_path / "runs").exists()
     with pytest.raises(InputError, match="caller is scripted"):
         turnscope.call(url, "refund-call", caller_llm="http://127.0.0.1:9/v1")
+    # The other way round: the demo names no LLM, so an LLM-driven scenario is refused before
+    # its agent starts, saying how to call it.
+    code, _, err = cli("demo", "--scenario", "order-status-llm", "-q")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the demo places a scripted call and names no LLM" in err and "--caller-llm URL" in err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli):

@@ -15,6 +15,7 @@ from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.configs import config_path
+from turnscope.errors import InputError
 from turnscope.jsonio import write_json
 from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.scoring.evidence.bundle import seal
@@ -39,6 +40,13 @@ def demo(
     bundle (``outdir``, or a new ``runs/demo-...``) holds the agent's truth too.
     ``on_listening`` hears the agent's base URL before it is called."""
     sc = load_scenario(scenario or config_path("scenarios", "refund-call.yaml"))
+    if sc.caller.driver == "llm":  # before the agent starts: the demo names no LLM
+        raise InputError(
+            "caller.driver is llm: the demo places a scripted call and names no LLM",
+            path=sc.source,
+            fix=f"turnscope agent --scenario {scenario} & then turnscope call URL --scenario "
+            f"{scenario} --caller-llm URL",
+        )
     for note in first_turn_mid(sc):
         (on_warning or (lambda _line: None))(note)
     settings = settings or load_settings()
