@@ -200,3 +200,9 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
     assert code == 2 and row["verdict"] == "void", (out, err, row)
     assert "LLM-driven and a suite names no LLM: give the fixture caller_from: BUNDLE" in err, err
     assert "caller_from: BUNDLE" in row["error"], row
+    # A synth recipe of it would render agent lines that follow each other unanswered: refused.
+    synth = {"source": "synthetic", "synth": {"scenario": "s.yaml"}, "tags": ["conversational"]}
+    suite["tasks"] = [{"id": "rendered", "fixture": synth}]
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    code, _, err = cli("bench", str(tmp_path / "suite.json"), "-q", "-o", str(tmp_path / "r.json"))
+    assert code == 2 and "synth.scenario: caller.driver is llm, and synth asks no LLM" in err, err

@@ -153,6 +153,12 @@ def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
     r = fx.synth
     scenario_path = resolve(suite_path, r.scenario)
     scenario = load_scenario(scenario_path)
+    if scenario.caller.driver == "llm":  # its agent lines would follow each other unanswered
+        raise InputError(
+            "synth.scenario: caller.driver is llm, and synth asks no LLM",
+            path=scenario.source,
+            fix="call it live instead: audio: SCENARIO.yaml with caller_from: BUNDLE",
+        )
     # a voice file is relative to the suite, as every fixture path
     voice = voice_named(r.caller_voice, resolve(suite_path, "."), "synth.caller_voice")
     h = hashlib.sha256((r.model_dump_json() + scenario_path.read_text(encoding="utf-8")).encode())
