@@ -73,6 +73,15 @@ class SynthRecipe(BaseModel):
     seed: int = 0
 
 
+# A live scenario's keys, and what each says on any other fixture.
+_LIVE_ONLY = {
+    "caller_voice": "caller_voice is the voice of a live scenario's caller: give it with audio: "
+    "SCENARIO.yaml (a synth recipe has its own synth.caller_voice), or leave it out",
+    "caller_from": "caller_from replays a recorded LLM caller in a live scenario: give it with "
+    "audio: SCENARIO.yaml (its caller.driver: llm), or leave it out",
+}
+
+
 class Fixture(BaseModel):
     """What a task runs: a recording, a synthetic recipe, a live-call scenario or a transcript."""
 
@@ -108,22 +117,10 @@ class Fixture(BaseModel):
                 "audio {audio!r} is neither a recording nor a scenario",
                 {"audio": self.audio},
             )
-        if self.caller_voice is not None and not (
-            self.audio is not None and self.audio.endswith(SCENARIO_SUFFIXES)
-        ):
-            raise PydanticCustomError(
-                "fixture_caller_voice",
-                "caller_voice is the voice of a live scenario's caller: give it with audio: "
-                "SCENARIO.yaml (a synth recipe has its own synth.caller_voice), or leave it out",
-            )
-        if self.caller_from is not None and not (
-            self.audio is not None and self.audio.endswith(SCENARIO_SUFFIXES)
-        ):
-            raise PydanticCustomError(
-                "fixture_caller_from",
-                "caller_from replays a recorded LLM caller in a live scenario: give it with "
-                "audio: SCENARIO.yaml (its caller.driver: llm), or leave it out",
-            )
+        live = self.audio is not None and self.audio.endswith(SCENARIO_SUFFIXES)
+        for key, why in _LIVE_ONLY.items():  # keys of a live scenario's caller
+            if getattr(self, key) is not None and not live:
+                raise PydanticCustomError(f"fixture_{key}", why)
         if self.caller_channel != "left" and not self._recording():
             raise PydanticCustomError(
                 "fixture_caller_channel",
