@@ -198,7 +198,7 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
                          "-o", str(tmp_path / "r.json"))  # fmt: skip
     row = json.loads((tmp_path / "r.json").read_text())["per_task"][0]
     assert code == 2 and row["verdict"] == "void", (out, err, row)
-    assert "LLM-driven and a suite names no LLM: give the fixture caller_from: BUNDLE" in err, err
+    assert "LLM-driven: give the fixture caller_from: BUNDLE" in err and "--caller-llm URL" in err
     assert "caller_from: BUNDLE" in row["error"], row
     # A synth recipe of it would render agent lines that follow each other unanswered: refused.
     synth = {"source": "synthetic", "synth": {"scenario": "s.yaml"}, "tags": ["conversational"]}
@@ -206,3 +206,15 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
     (tmp_path / "suite.json").write_text(json.dumps(suite))
     code, _, err = cli("bench", str(tmp_path / "suite.json"), "-q", "-o", str(tmp_path / "r.json"))
     assert code == 2 and "synth.scenario: caller.driver is llm, and synth asks no LLM" in err, err
+    # bench --caller-llm: checked as call checks it; refused where it could not be used, said
+    # where nothing used it.
+    bench = ["bench", str(tmp_path / "suite.json"), "-q"]
+    code, _, err = cli(*bench, "--caller-llm", "ftp://x", "--agent", url)
+    assert code == 2 and "OpenAI-compatible" in err, err
+    code, _, err = cli(*bench, "--caller-llm", "http://127.0.0.1:9/v1", "--ray", "auto")
+    assert code == 2 and "--caller-llm is for a run on this machine, not --ray" in err, err
+    code, _, err = cli(*bench, "--use-reference", "--agent", url, "--caller-llm", "http://h:1/v1")
+    assert code == 2 and "--agent and --caller-llm: --use-reference and --transcripts" in err, err
+    code, _, err = cli("bench", "voice_regression_transcripts", "-q", "--runs", str(tmp_path / "t"),
+                       "--caller-llm", "http://127.0.0.1:9/v1")  # fmt: skip
+    assert code == 0 and "--caller-llm: no live scenario of this suite has an LLM-driven" in err

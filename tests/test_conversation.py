@@ -142,11 +142,26 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
 LLM_CALLER = (ROOT / "configs" / "scenarios" / "order-status-llm.yaml").read_text()
 
 
-def record_then_replay(tmp_path: Path, scenario_text: str, *, in_a_suite: bool = False) -> None:
+def _bench(tmp_path: Path, url: str, task: str, fixture: dict, *llm: str) -> list[str]:
+    """``bench`` of a one-task suite in tmp_path (its bundle in tmp_path/runs/TASK)."""
+    from tests.conftest import turnscope_exe
+
+    suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "llm",
+             "version": "1", "tasks": [{"id": task, "fixture": {
+                 "source": "recorded", "audio": "llm.yaml", "tags": ["conversational"],
+                 **fixture}}]}  # fmt: skip
+    (tmp_path / f"{task}.json").write_text(json.dumps(suite))
+    return [*turnscope_exe(), "bench", str(tmp_path / f"{task}.json"), "--agent", url,
+            "--loopback-only", "-q", "-o", str(tmp_path / f"{task}-r.json"),
+            "--runs", str(tmp_path / "runs"), *llm]  # fmt: skip
+
+
+def record_then_replay(tmp_path: Path, scenario_text: str, *, by_bench: str = "") -> None:
     """Call the reference agent with the LLM caller of ``scenario_text`` (the real local LLM
     server), bundle in tmp_path/first; then again with no LLM at all, replaying the first call's
-    caller (``--caller-from``; ``in_a_suite``: a suite task's live fixture pinned to that call
-    by ``caller_from``, run by ``bench``), bundle in tmp_path/second."""
+    caller (``--caller-from``), bundle in tmp_path/second. ``by_bench``: "record" (the first
+    call is a suite's live task run by ``bench --caller-llm``) or "replay" (the second is a
+    suite's task pinned to the first call by ``caller_from``); else both by ``call``."""
     import subprocess
 
     from tests.conftest import reference_agent, turnscope_exe
@@ -158,25 +173,20 @@ def record_then_replay(tmp_path: Path, scenario_text: str, *, in_a_suite: bool =
         base = [*turnscope_exe(), "call", url, "--scenario", str(scenario), "--loopback-only",
                 "-q"]  # fmt: skip
         with llm_server(tmp_path / "llm") as server:
-            first = subprocess.run(
-                [*base, "-o", str(tmp_path / "first"), "--caller-llm", server.url,
-                 "--caller-llm-model", server.model],
-                capture_output=True, text=True, timeout=180,
-            )  # fmt: skip
+            llm = ["--caller-llm", server.url, "--caller-llm-model", server.model]
+            once = [*base, "-o", str(tmp_path / "first"), *llm]
+            if by_bench == "record":
+                once = _bench(tmp_path, url, "first", {}, *llm)
+            first = subprocess.run(once, capture_output=True, text=True, timeout=180)
         # The server is gone: a replay that needed it would fail, said so.
+        if by_bench == "record":
+            (tmp_path / "first").symlink_to(tmp_path / "runs" / "first")
         again = [*base, "-o", str(tmp_path / "second"), "--caller-from", str(tmp_path / "first")]
-        if in_a_suite:
-            fixture = {"source": "recorded", "audio": "llm.yaml", "caller_from": "first",
-                       "tags": ["conversational"]}  # fmt: skip
-            suite = {"kind": "agent-learning.bench-suite.v1", "control": "voice", "name": "llm",
-                     "version": "1", "tasks": [{"id": "pinned", "fixture": fixture}]}  # fmt: skip
-            (tmp_path / "suite.json").write_text(json.dumps(suite))
-            again = [*turnscope_exe(), "bench", str(tmp_path / "suite.json"), "--agent", url,
-                     "--loopback-only", "-q", "-o", str(tmp_path / "r.json"),
-                     "--runs", str(tmp_path / "runs")]  # fmt: skip
+        if by_bench == "replay":
+            again = _bench(tmp_path, url, "second", {"caller_from": "first"})
         second = subprocess.run(again, capture_output=True, text=True, timeout=180)
-        if in_a_suite:
-            (tmp_path / "second").symlink_to(tmp_path / "runs" / "pinned")
+        if by_bench == "replay":
+            (tmp_path / "second").symlink_to(tmp_path / "runs" / "second")
     assert "Traceback" not in first.stderr + second.stderr, first.stderr + second.stderr
 
 
@@ -188,7 +198,7 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     within one 20 ms frame, here as a suite pins it (a task's live fixture with caller_from,
     run by bench). This proves the loop, not the persona: that model is too small to stay in
     character."""
-    record_then_replay(tmp_path, LLM_CALLER, in_a_suite=True)
+    record_then_replay(tmp_path, LLM_CALLER, by_bench="replay")
     one = json.loads((tmp_path / "first" / "result.json").read_text())["script"]
     two = json.loads((tmp_path / "second" / "result.json").read_text())["script"]
     asked = one["llm"]["turns"]
@@ -281,9 +291,10 @@ def test_an_llm_caller_barges_in_on_what_it_hears_and_the_replay_cuts_in_at_the_
 ):
     """``caller.llm.interrupts``: the real local LLM hears the agent's long reply mid-sentence
     (partial transcripts) and answers with a barge-in, which is spoken over the agent at once and
-    recorded with how far into the agent's turn the caller had heard. The replay (no LLM) cuts in
-    at the same offset from the agent turn's start, within one 20 ms frame."""
-    record_then_replay(tmp_path, LLM_INTERRUPTER)
+    recorded with how far into the agent's turn the caller had heard (that call a suite's live
+    task, run by ``bench --caller-llm``). The replay (``call --caller-from``, no LLM) cuts in at
+    the same offset from the agent turn's start, within one 20 ms frame."""
+    record_then_replay(tmp_path, LLM_INTERRUPTER, by_bench="record")
     one = json.loads((tmp_path / "first" / "result.json").read_text())
     turns = one["script"]["llm"]["turns"]
     assert one["script"]["llm"]["asked_mid_turn"] >= 1, one["script"]["llm"]

@@ -4,6 +4,7 @@ environment, registered as a secret) and, to replay a call, the recorded caller'
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,26 @@ from turnscope.actors.caller.scenario import Scenario
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 
-__all__ = ["caller_endpoint", "recorded_turns"]
+__all__ = ["CallerLlm", "caller_endpoint", "caller_llm", "recorded_turns", "suite_caller"]
 
 
-def caller_endpoint(
-    scenario: Scenario, url: str | None, model: str | None, key_env: str | None
-) -> LlmEndpoint | None:
-    """The caller's LLM endpoint from the flags (None without ``url``); InputError for a
-    scenario whose caller no LLM drives (the flag would do nothing)."""
-    if url is not None:
-        _needs_llm_driver(scenario, "--caller-llm")
+@dataclass(frozen=True)
+class CallerLlm:
+    """The LLM a caller asks, as its flags name it (checked; the URL and key registered as
+    secrets): each scenario's endpoint is made from it (its model, else the scenario's)."""
+
+    url: str
+    model: str | None = None
+    key: str | None = field(default=None, repr=False)
+
+    def endpoint(self, scenario: Scenario) -> LlmEndpoint:
+        """The endpoint ``scenario``'s caller asks."""
+        return LlmEndpoint(self.url, self.model or scenario.caller.llm.model or "default", self.key)
+
+
+def caller_llm(url: str | None, model: str | None, key_env: str | None) -> CallerLlm | None:
+    """The caller's LLM from the flags (None without ``url``); InputError for a bad URL, a key
+    variable that is not set, or a model or key without a URL."""
     if url is None:
         if model is not None or key_env is not None:
             raise InputError("--caller-llm-model and --caller-llm-key-env need --caller-llm URL")
@@ -39,8 +50,38 @@ def caller_endpoint(
         if not key:
             raise InputError(f"--caller-llm-key-env {key_env}: that variable is not set")
         redact.register([key, f"Bearer {key}"])
-    name = model or scenario.caller.llm.model or "default"
-    return LlmEndpoint(url, name, key)
+    return CallerLlm(url, model, key)
+
+
+def caller_endpoint(
+    scenario: Scenario, url: str | None, model: str | None, key_env: str | None
+) -> LlmEndpoint | None:
+    """The caller's LLM endpoint from the flags (None without ``url``); InputError for a
+    scenario whose caller no LLM drives (the flag would do nothing)."""
+    if url is not None:
+        _needs_llm_driver(scenario, "--caller-llm")
+    llm = caller_llm(url, model, key_env)
+    return None if llm is None else llm.endpoint(scenario)
+
+
+def suite_caller(
+    scenario: Scenario, caller_from: Path | None, llm: CallerLlm | None
+) -> tuple[list[dict[str, Any]] | None, LlmEndpoint | None]:
+    """A suite's live fixture's caller: the recorded turns it replays (``caller_from``) and the
+    LLM it asks (bench ``--caller-llm``: where nothing is pinned, or where the agent diverges
+    from the pinned call); InputError for an LLM-driven scenario with neither. A scripted
+    caller asks no LLM."""
+    replay = recorded_turns(caller_from, scenario) if caller_from is not None else None
+    if scenario.caller.driver != "llm":
+        return replay, None
+    if replay is None and llm is None:
+        raise InputError(
+            "the scenario's caller is LLM-driven: give the fixture caller_from: BUNDLE (a call "
+            "recorded with turnscope call --caller-llm URL), whose caller it replays, or run "
+            "bench with --caller-llm URL",
+            path=scenario.source,
+        )
+    return replay, None if llm is None else llm.endpoint(scenario)
 
 
 def _needs_llm_driver(scenario: Scenario, flag: str) -> None:

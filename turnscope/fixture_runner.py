@@ -43,7 +43,7 @@ from turnscope.scoring.wer import channel_texts
 from turnscope.storage import LocalRuns, ObjectRuns
 
 if TYPE_CHECKING:
-    from turnscope.actors.caller.scenario import Scenario
+    from turnscope.caller_llm import CallerLlm
 
 EVIDENCE = {"replay": "captured_fixture", "live": "live_lane", "transcript": "local_gate"}
 VOICE_KEY = "fixture.caller_voice"
@@ -118,25 +118,6 @@ CACHE = Path(".turnscope") / "fixture-cache"
 # Replays at once by default: they share the one ASR worker, so more at once only fill its
 # batches (benchmarks/suite_speed.py); each holds its decoded call in memory.
 REPLAY_JOBS = 8
-
-
-def _pinned_caller(
-    fx: Fixture, sc: Scenario, suite_path: Path | None
-) -> list[dict[str, Any]] | None:
-    """The recorded LLM caller a live fixture replays (``caller_from``); InputError for an
-    LLM-driven scenario without one (a suite names no LLM: it pins its caller)."""
-    from turnscope.caller_llm import recorded_turns
-
-    if fx.caller_from is not None:
-        return recorded_turns(resolve(suite_path, fx.caller_from), sc)
-    if sc.caller.driver == "llm":
-        raise InputError(
-            "the scenario's caller is LLM-driven and a suite names no LLM: give the fixture "
-            "caller_from: BUNDLE (a call recorded with turnscope call --caller-llm URL), whose "
-            "caller it replays",
-            path=sc.source,
-        )
-    return None
 
 
 def synthesized(fx: Fixture, suite_path: Path | None) -> Path:
@@ -233,8 +214,10 @@ async def run_fixture(
     agent_url: str | None = None,
     loopback_only: bool = False,
     transport: str = "webrtc",
+    caller_llm: CallerLlm | None = None,
 ) -> FixtureRun:
-    """Run one task's fixture and score it against the task's own contract."""
+    """Run one task's fixture and score it against the task's own contract (``caller_llm``:
+    the LLM a live scenario's LLM-driven caller asks)."""
     from turnscope.runner import run_and_record
 
     fx = parse_fixture(task, suite_path)
@@ -285,6 +268,7 @@ async def run_fixture(
             from turnscope import transports
             from turnscope.actors.caller.scenario_contract import scenario_contract, scenario_plan
             from turnscope.actors.caller.scenario_file import load_scenario, voice_named
+            from turnscope.caller_llm import suite_caller
             from turnscope.live_call import place_call
 
             options = transports.options(transport, agent_url, loopback_only=loopback_only)
@@ -293,12 +277,20 @@ async def run_fixture(
             # over the scenario's own voices; a voice file relative to the suite
             voice = voice_named(fx.caller_voice, resolve(suite_path, "."), VOICE_KEY)
             sc = load_scenario(audio, caller_voice=voice)
-            replay = _pinned_caller(fx, sc, suite_path)
+            pinned = resolve(suite_path, fx.caller_from) if fx.caller_from else None
+            replay, llm = suite_caller(sc, pinned, caller_llm)
             # else the caller's lines, as `call` measures them by (none for a re-driven caller)
             ref = contract.reference or scenario_contract(sc).reference
             contract = dataclasses.replace(contract, plan=scenario_plan(sc), reference=ref)
             run, call, caller = await place_call(
-                options, sc, settings, contract, outdir, console=None, caller_from=replay
+                options,
+                sc,
+                settings,
+                contract,
+                outdir,
+                console=None,
+                caller_from=replay,
+                caller_llm=llm,
             )
             outcome = call.info.details.get("reported_outcome")
             if not isinstance(outcome, dict):  # an agent's own report: untrusted
@@ -370,6 +362,7 @@ async def run_suite_fixtures(
     agent_url: str | None = None,
     loopback_only: bool = False,
     transport: str = "webrtc",
+    caller_llm: CallerLlm | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[FixtureRun]:
     """Every task, at most ``jobs`` at a time (default: ``REPLAY_JOBS`` replays and one live
@@ -397,6 +390,7 @@ async def run_suite_fixtures(
                 agent_url=agent_url,
                 loopback_only=loopback_only,
                 transport=transport,
+                caller_llm=caller_llm,
             )
         if progress is not None:
             progress(str(task["id"]))

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import typer
 
+from turnscope.cli.caller_flags import caller_llm_options
 from turnscope.cli.examples import CI_EPILOG
-from turnscope.cli.help import OUTPUT, RUN, SCORING, TRANSPORT, groups
+from turnscope.cli.help import CALLER, OUTPUT, RUN, SCORING, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, ray_option
 from turnscope.errors import InputError
+
+LLM_FLAGS = caller_llm_options()
 
 
 def bench(
@@ -39,6 +42,9 @@ def bench(
         "fixtures that are live-call scenarios.",
     ),
     loopback_only: bool = typer.Option(False, "--loopback-only", help="ICE on 127.0.0.1 only."),
+    caller_llm: str | None = LLM_FLAGS[0],
+    caller_llm_model: str | None = LLM_FLAGS[1],
+    caller_llm_key_env: str | None = LLM_FLAGS[2],
     transport: str = typer.Option(
         "webrtc", "--transport", help="webrtc, or a phone line: twilio, telnyx, plivo, exotel."
     ),
@@ -83,6 +89,9 @@ def bench(
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
     if use_reference or transcripts is not None:
+        if live := [f for f, v in (("--agent", agent), ("--caller-llm", caller_llm)) if v]:
+            raise InputError(f"{' and '.join(live)}: --use-reference and --transcripts place "
+                             "no call (leave them out, or run the fixtures)")  # fmt: skip
         from turnscope.cli.bench_output import score_code
         from turnscope.use_cases.suite_score import score_suite
 
@@ -90,16 +99,18 @@ def bench(
             suite, transcripts=transcripts, evidence_class=evidence_class, output=output
         )
         return recorded_only(score_code(scored, output, as_json=as_json), no_fail)
+    from turnscope.caller_llm import caller_llm as checked_llm
     from turnscope.cli.bench_output import SuiteBar, fixtures_code
     from turnscope.use_cases.suite_run import run_suite
 
+    llm = checked_llm(caller_llm, caller_llm_model, caller_llm_key_env)
     settings = PipelineOptions(settings_file).settings()
     bar = SuiteBar(quiet=quiet, ray=ray_address is not None)
     try:
         run = run_suite(suite, agent=agent, transport=transport, loopback_only=loopback_only,
                         jobs=jobs, settings=settings, runs=runs, force=force, output=output,
                         scorecard_path=scorecard_path, ray_address=ray_address,
-                        progress=bar)  # fmt: skip
+                        progress=bar, caller_llm=llm)  # fmt: skip
     finally:
         bar.close()
     return recorded_only(fixtures_code(run), no_fail)
@@ -121,6 +132,7 @@ groups(
     {
         SCORING: "use_reference transcripts evidence_class",
         TRANSPORT: "agent loopback_only transport",
+        CALLER: "caller_llm caller_llm_model caller_llm_key_env",
         RUN: "jobs settings_file ray_address runs force no_fail",
         OUTPUT: "output scorecard_path as_json quiet",
     },

@@ -12,6 +12,7 @@ from turnscope.cli.call_options import (
     media_timeout_option,
 )
 from turnscope.cli.call_setup import device_flag
+from turnscope.cli.caller_flags import caller_llm_options
 from turnscope.cli.closing import report_call
 from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.exit_codes import ExitCode
@@ -19,6 +20,8 @@ from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, caller_voice_option
 from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import CallSetupError
+
+LLM_FLAGS = caller_llm_options()
 
 
 def call(
@@ -76,18 +79,9 @@ def call(
         "with grpc://HOST:PORT, the otlp-grpc extra); kept as agent_spans.json, they split "
         "each reply's latency hop by hop.",
     ),
-    caller_llm: str | None = typer.Option(
-        None,
-        "--caller-llm",
-        help="caller.driver llm: the OpenAI-compatible API its LLM answers on "
-        "(http://HOST:PORT/v1: Ollama, llama.cpp's server, vLLM, a hosted API).",
-    ),
-    caller_llm_model: str | None = typer.Option(
-        None, "--caller-llm-model", help="The model name to ask (default: caller.llm.model)."
-    ),
-    caller_llm_key_env: str | None = typer.Option(
-        None, "--caller-llm-key-env", help="Environment variable holding the API key (never saved)."
-    ),
+    caller_llm: str | None = LLM_FLAGS[0],
+    caller_llm_model: str | None = LLM_FLAGS[1],
+    caller_llm_key_env: str | None = LLM_FLAGS[2],
     caller_voice: str | None = caller_voice_option(),
     caller_from: Path | None = typer.Option(
         None,

@@ -19,6 +19,7 @@ from turnscope.jsonio import write_json
 from turnscope.outdir import claim_output_dir, clear_run, holds_a_run, output_file
 from turnscope.scoring.suites.bench import bench_result
 from turnscope.scoring.suites.fixtures import check_fixtures, parse_fixture
+from turnscope.scoring.suites.fixtures import resolve as fixture_file
 from turnscope.scoring.suites.scorecard import scorecard
 from turnscope.scoring.suites.scorecard_page import runs_from
 from turnscope.scoring.suites.suite import load_suite
@@ -27,6 +28,7 @@ from turnscope.use_cases.checks import as_path, networked_transport
 from turnscope.use_cases.scorecard_files import write_scorecard_page
 
 if TYPE_CHECKING:
+    from turnscope.caller_llm import CallerLlm
     from turnscope.distributed.fixtures import RayRun
 
 Store = LocalRuns | ObjectRuns
@@ -95,6 +97,7 @@ def run_suite(
     scorecard_path: str | Path | None = None,
     ray_address: str | None = None,
     progress: Callable[[SuiteProgress], None] | None = None,
+    caller_llm: CallerLlm | None = None,
 ) -> SuiteRun:
     """Run every task's fixture of ``suite`` (a path, or a shipped suite's name) through the
     pipeline (a recording replayed, a scenario called live against ``agent`` over
@@ -102,14 +105,18 @@ def run_suite(
     ``ray_address``; each bundle goes under ``runs`` (a folder, or ``s3://``/``gs://``; default
     a new ``runs/bench-NAME-...``). Writes the result (``output``), the scorecard (default:
     beside ``output``, else in the runs folder) and its page; in object storage both are
-    uploaded beside the bundles. ``progress`` hears each fixture done. InputError for bad
-    input, before anything runs."""
+    uploaded beside the bundles. ``progress`` hears each fixture done. ``caller_llm``: the LLM
+    that live scenarios' LLM-driven callers ask (this machine only). InputError for bad input,
+    before anything runs."""
     output, scorecard_path = as_path(output), as_path(scorecard_path)
     output_file(output, "-o")
     output_file(scorecard_path, "--scorecard")
     path = resolve("suites", suite)  # a path, or a shipped suite's name (voice_starter)
     data = load_suite(path)
     _check(data, path, agent, transport, ray_address)
+    if caller_llm is not None and ray_address is not None:
+        raise InputError("--caller-llm is for a run on this machine, not --ray (pin the "
+                         "callers with each fixture's caller_from instead)")  # fmt: skip
     store = _store(data, runs, force)
     try:
         if output is not None and output.is_dir():
@@ -122,7 +129,9 @@ def run_suite(
         name = f"bench {data.get('name')}"
         tell = progress or (lambda _p: None)
         tell(SuiteProgress(name, len(data["tasks"])))
-        options = dict(agent_url=agent, loopback_only=loopback_only, transport=transport)
+        options: dict[str, Any] = dict(
+            agent_url=agent, loopback_only=loopback_only, transport=transport
+        )
         if ray_address is not None:
             ray = _on_ray(data, path, settings, store, ray_address, name, tell, options)
             fixtures = ray.runs
@@ -134,19 +143,41 @@ def run_suite(
                 tell(SuiteProgress(name, len(data["tasks"]), done[0]))
 
             fixtures = asyncio.run(run_suite_fixtures(data, path, settings, store, jobs=jobs,
-                                                      progress=advance, **options))  # fmt: skip
+                                                      progress=advance, caller_llm=caller_llm,
+                                                      **options))  # fmt: skip
         done = _finish(data, fixtures, store, output, scorecard_path, ray)
-        live = [t for t in data["tasks"] if (fx := parse_fixture(t, path)) and fx.kind() == "live"]
-        if agent is not None and not live:  # the user may think the agent was tested
-            done.warnings.append(
-                "--agent: no task of this suite calls an agent live (its fixtures are "
-                "recordings or transcripts), so the agent was not called: the verdict is the "
-                "fixtures', not your agent's"
-            )
+        done.warnings += _unused(data, path, agent, caller_llm)
         return done
     except BaseException:
         store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
         raise
+
+
+def _unused(
+    data: dict[str, Any], path: Path, agent: str | None, llm: CallerLlm | None
+) -> list[str]:
+    """A line for each flag the suite gave nothing to do (the user may think it was used)."""
+    from turnscope.actors.caller.scenario_file import load_scenario
+
+    live = [fx for t in data["tasks"] if (fx := parse_fixture(t, path)) and fx.kind() == "live"]
+    said = []
+    if agent is not None and not live:
+        said.append(
+            "--agent: no task of this suite calls an agent live (its fixtures are recordings or "
+            "transcripts), so the agent was not called: the verdict is the fixtures', not "
+            "your agent's"
+        )
+
+    def asks(fx: Any) -> bool:
+        try:
+            return load_scenario(fixture_file(path, fx.audio or "")).caller.driver == "llm"
+        except InputError:
+            return False  # its task says what is wrong with it
+
+    if llm is not None and not any(asks(fx) for fx in live):
+        said.append("--caller-llm: no live scenario of this suite has an LLM-driven caller, so "
+                    "no LLM was asked")  # fmt: skip
+    return said
 
 
 def _check(
