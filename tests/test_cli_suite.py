@@ -80,6 +80,18 @@ def test_an_agent_no_task_calls_is_said_not_to_have_been_called(cli, tmp_path, m
     assert code == 0 and "--agent" not in err, err
 
 
+def test_a_suites_run_in_json_is_the_result_alone_on_stdout(cli, tmp_path, monkeypatch):
+    """``--json`` on a run of the fixtures (not only with --use-reference): the result document
+    alone on stdout, parseable; where the scorecard went on stderr (the tables were printed and
+    the flag ignored)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("bench", "voice_regression_transcripts", "--json", "-q", "--runs", "r")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "agent-learning.bench-result.v1" and doc["aggregate"]["scored"] == 8
+    assert "scorecard: r/scorecard.json" in err, err
+
+
 def test_every_scenario_problem_at_once(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(

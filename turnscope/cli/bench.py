@@ -113,7 +113,7 @@ def bench(
                         progress=bar, caller_llm=llm)  # fmt: skip
     finally:
         bar.close()
-    return recorded_only(fixtures_code(run), no_fail)
+    return recorded_only(fixtures_code(run, as_json=as_json), no_fail)
 
 
 def recorded_only(code: int, no_fail: bool) -> int:

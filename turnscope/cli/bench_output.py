@@ -16,7 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.console import err, fail_line, out, say, warn_line
 from turnscope.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def bench_exit(result: dict[str, Any]) -> int:
     """0 when every scored task passed, 1 when one failed or nothing was scored (said so)."""
     agg = result["aggregate"]
     if agg["scored"] == 0:
-        say("every task is void: nothing was scored, so nothing passed")
+        warn_line("every task is void: nothing was scored, so nothing passed")
         return 1
     return 0 if agg["passed"] == agg["scored"] else 1
 
@@ -75,18 +75,17 @@ def score_code(scored: SuiteScore, output: Path | None, *, as_json: bool) -> int
     return bench_exit(scored.result)
 
 
-def fixtures_code(run: SuiteRun) -> int:
-    """The suite's run: its tables, void tasks, where it ran and what it wrote; the exit
-    code (4 when an upload failed or the Ray cluster went away)."""
-    from turnscope.cli.render import bench_table, scorecard_table
+def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
+    """The suite's run: its tables (``as_json``: the result JSON alone on stdout, the rest on
+    stderr), void tasks, where it ran and what it wrote; the exit code (4 when an upload
+    failed or the Ray cluster went away)."""
+    if as_json:
+        import json
 
-    exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
-    out.print(bench_table(run.result, exercise))
-    out.print(scorecard_table(run.scorecard))
-    from turnscope.cli.turn_taking_table import print_turn_taking
-
-    print_turn_taking(out, run.scorecard)
-    voice_lines(run.scorecard)
+        out.print_json(json.dumps(run.result))
+    else:
+        _tables(run)
+    tell = (lambda m: err.print(m, markup=False, soft_wrap=True)) if as_json else say
     for line in run.warnings:
         warn_line(line)
     for task_id, why in run.void():
@@ -94,12 +93,12 @@ def fixtures_code(run: SuiteRun) -> int:
     if run.ray is not None:
         say_where(run.ray)
     kept = f"per-task bundles in {run.bundles}" if run.bundles else "no task ran: no bundles"
-    say(f"scorecard: {run.scorecard_path} (and .html); {kept}")
+    tell(f"scorecard: {run.scorecard_path} (and .html); {kept}")
     if run.upload_error is not None:
         fail_line(run.upload_error)
         return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
     if run.uploaded:
-        say(f"uploaded: {', '.join(run.uploaded)}")
+        tell(f"uploaded: {', '.join(run.uploaded)}")
     if run.ray is not None and run.ray.gone:
         fail_line(f"{run.ray.gone}: {run.lost} fixture(s) did not run (void); what finished is "
                   f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
@@ -109,6 +108,17 @@ def fixtures_code(run: SuiteRun) -> int:
                   "those files or keys and run the suite again")  # fmt: skip
         return ExitCode.BAD_INPUT
     return bench_exit(run.result)
+
+
+def _tables(run: SuiteRun) -> None:
+    from turnscope.cli.render import bench_table, scorecard_table
+    from turnscope.cli.turn_taking_table import print_turn_taking
+
+    exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
+    out.print(bench_table(run.result, exercise))
+    out.print(scorecard_table(run.scorecard))
+    print_turn_taking(out, run.scorecard)
+    voice_lines(run.scorecard)
 
 
 def voice_lines(card: dict[str, Any]) -> None:
