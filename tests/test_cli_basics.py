@@ -49,14 +49,12 @@ def test_bench_transcripts_dir(tmp_path, cli):
     d = tmp_path / "t"
     d.mkdir()
     write(d / "refund-call.json", {"turns": ref})
-    code, out, _ = cli(
-        "bench", str(STARTER), "--transcripts", str(d), "-o", str(tmp_path / "r.json")
-    )
+    code, _, _ = cli("bench", str(STARTER), "--transcripts", str(d), "-o", str(tmp_path / "r.json"))
     assert code == 0
     assert json.loads((tmp_path / "r.json").read_text())["aggregate"]["passed"] == 1
     empty = tmp_path / "none"
     empty.mkdir()
-    code, out, err = cli("bench", str(STARTER), "--transcripts", str(empty))
+    code, _, err = cli("bench", str(STARTER), "--transcripts", str(empty))
     assert code == 1 and "every task is void" in err  # a warning: stdout may be --json's
 
 

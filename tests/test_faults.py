@@ -293,6 +293,11 @@ def test_bad_replay_numbers_name_the_flag(cli, tmp_path, args, needle):
 
 def test_agent_port_out_of_range(cli):
     assert "--port" in _bad_input(cli, "agent", "--port", "99999")
+    # Two flags of which one would be dropped without a word: said.
+    err = _bad_input(cli, "agent", "--port", "0", "--ignore-barge-ins", "--yield-ms", "300")
+    assert "--ignore-barge-ins and --yield-ms" in err, err
+    err = _bad_input(cli, "agent", "--port", "0", "--scenario", "refund-call", "--line", "Hi.")
+    assert "--scenario and --line are two ways" in err, err
 
 
 @pytest.mark.parametrize(

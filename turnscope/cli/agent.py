@@ -94,6 +94,9 @@ def agent(
         "hangup_after_s": hangup_after_s, "silent_after_s": silent_after_s, "voice": voice,
         "never_answer": True if never_answer else None, "greet": False if no_greet else None,
     }  # fmt: skip
+    if ignore_barge_ins and yield_ms is not None:  # one would be dropped without a word
+        raise InputError("--ignore-barge-ins and --yield-ms: the agent ignores barge-ins or "
+                         "yields to them after N ms; pick one")  # fmt: skip
     behaviour = agent_behaviour(scenario, line, knobs)
     if ignore_barge_ins:
         behaviour = behaviour.model_copy(update={"yield_ms": None})

@@ -33,6 +33,9 @@ def agent_behaviour(
     """The agent's behaviour: a scenario's agent side (default: the refund call) or ``lines``
     as its prompts, with the ``knobs`` given (None: not given) on top."""
     given = {k: v for k, v in (knobs or {}).items() if v is not None}
+    if lines and scenario is not None:  # one would be dropped without a word
+        raise InputError("--scenario and --line are two ways to give the agent its prompts: "
+                         "pick one")  # fmt: skip
     try:
         if lines:
             return AgentBehaviour.model_validate({"lines": [{"text": t} for t in lines], **given})
