@@ -26,9 +26,11 @@ pipecat's BotStarted/StoppedSpeakingFrame are logged too (`bot_started_speaking`
 `bot_stopped_speaking`), for comparison: they are the output transport's own notion of speech.
 
 Records: {"event": "reply", "index", "kind", "text", "silent", "start_monotonic",
-"end_monotonic", "interrupted", "cause", "audio_ms", "played_ms", "session"}: start is when the
-reply's first (voiced) sample was handed to aiortc, end one sample period past the last voiced
-sample handed over; audio_ms is the reply's voiced length, played_ms how much of it went out;
+"end_monotonic", "interrupted", "cause", "audio_ms", "played_ms", "off_pace_ms", "session"}:
+start is when the reply's first (voiced) sample was handed to aiortc, end one sample period
+past the last voiced sample handed over; audio_ms is the reply's voiced length, played_ms how
+much of it went out, off_pace_ms the most a chunk left before or after its place on the reply's
+10 ms pacing (a stall in the bot's loop, or the burst that catches up after one);
 interrupted says it was cut short, cause by what ("interruption": pipecat's barge-in handling,
 "disconnect": the call ended). "reply_dropped" is a reply discarded before any of it played.
 "user_started_speaking", "user_stopped_speaking" (pipecat's turn decisions, as the reply logic
@@ -449,6 +451,7 @@ class Reply:
     start: float | None = None  # when the reply's first chunk left the track
     voiced_pop: float | None = None  # when the latest chunk holding voiced samples left
     voiced_sent: int = 0  # voiced samples sent so far
+    off_pace: float = 0.0  # the most a chunk left before or after its place on the reply's pacing
     cut: bool = False
     finished: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -578,6 +581,9 @@ class ReplyLedger:
             r.start = t
         spc = OUT_RATE * CHUNK_MS // 1000
         k = r.chunks_played
+        # The track paces its chunks by the wall clock: one that leaves late is this loop's
+        # stall, early a catch-up burst after one; the times logged are then not the audio's.
+        r.off_pace = max(r.off_pace, abs(t - (r.start + k * CHUNK_MS / 1000)))
         if k * spc < r.speech.voiced:
             r.voiced_pop = t
             r.voiced_sent = min((k + 1) * spc, r.speech.voiced)
@@ -617,6 +623,7 @@ class ReplyLedger:
                 cause=cause if cut else None,
                 audio_ms=round(r.speech.voiced * 1000 / OUT_RATE, 1),
                 played_ms=round(played * 1000 / OUT_RATE, 1),
+                off_pace_ms=round(r.off_pace * 1000, 1),
                 session=self.session,
                 **(r.speech.clip or {}),
             )
