@@ -200,6 +200,17 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
     assert code == 2 and row["verdict"] == "void", (out, err, row)
     assert "LLM-driven: give the fixture caller_from: BUNDLE" in err and "--caller-llm URL" in err
     assert "caller_from: BUNDLE" in row["error"], row
+    # caller_from on a scripted caller's scenario: named by the fixture's key, not call's flag.
+    (tmp_path / "scripted.yaml").write_text(
+        "name: p\nscript:\n  - agent: Hello.\n  - caller: Hi.\n"
+    )
+    (tmp_path / "b").mkdir()
+    pinned = {**fixture, "audio": "scripted.yaml", "caller_from": "b"}
+    suite["tasks"] = [{"id": "pinned", "fixture": pinned}]
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    code, _, err = cli("bench", str(tmp_path / "suite.json"), "--agent", url, "-q",
+                       "-o", str(tmp_path / "r.json"))  # fmt: skip
+    assert code == 2 and "caller_from is for an LLM-driven caller" in err, err
     # A synth recipe of it would render agent lines that follow each other unanswered: refused.
     synth = {"source": "synthetic", "synth": {"scenario": "s.yaml"}, "tags": ["conversational"]}
     suite["tasks"] = [{"id": "rendered", "fixture": synth}]

@@ -14,7 +14,7 @@ from turnscope.actors.caller.scenario import Scenario
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json
 
-__all__ = ["CallerLlm", "caller_endpoint", "caller_llm", "recorded_turns", "suite_caller"]
+__all__ = ["CallerLlm", "caller_endpoint", "checked_llm", "recorded_turns", "suite_caller"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class CallerLlm:
         return LlmEndpoint(self.url, self.model or scenario.caller.llm.model or "default", self.key)
 
 
-def caller_llm(url: str | None, model: str | None, key_env: str | None) -> CallerLlm | None:
+def checked_llm(url: str | None, model: str | None, key_env: str | None) -> CallerLlm | None:
     """The caller's LLM from the flags (None without ``url``); InputError for a bad URL, a key
     variable that is not set, or a model or key without a URL."""
     if url is None:
@@ -60,7 +60,7 @@ def caller_endpoint(
     scenario whose caller no LLM drives (the flag would do nothing)."""
     if url is not None:
         _needs_llm_driver(scenario, "--caller-llm")
-    llm = caller_llm(url, model, key_env)
+    llm = checked_llm(url, model, key_env)
     return None if llm is None else llm.endpoint(scenario)
 
 
@@ -71,9 +71,11 @@ def suite_caller(
     LLM it asks (bench ``--caller-llm``: where nothing is pinned, or where the agent diverges
     from the pinned call); InputError for an LLM-driven scenario with neither. A scripted
     caller asks no LLM."""
-    replay = recorded_turns(caller_from, scenario) if caller_from is not None else None
     if scenario.caller.driver != "llm":
-        return replay, None
+        if caller_from is not None:
+            _needs_llm_driver(scenario, "caller_from")  # the fixture's key, not call's flag
+        return None, None
+    replay = recorded_turns(caller_from) if caller_from is not None else None
     if replay is None and llm is None:
         raise InputError(
             "the scenario's caller is LLM-driven: give the fixture caller_from: BUNDLE (a call "

@@ -99,7 +99,7 @@ def bench(
             suite, transcripts=transcripts, evidence_class=evidence_class, output=output
         )
         return recorded_only(score_code(scored, output, as_json=as_json), no_fail)
-    from turnscope.caller_llm import caller_llm as checked_llm
+    from turnscope.caller_llm import checked_llm
     from turnscope.cli.bench_output import SuiteBar, fixtures_code
     from turnscope.use_cases.suite_run import run_suite
 

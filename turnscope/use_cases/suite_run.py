@@ -117,6 +117,7 @@ def run_suite(
     if caller_llm is not None and ray_address is not None:
         raise InputError("--caller-llm is for a run on this machine, not --ray (pin the "
                          "callers with each fixture's caller_from instead)")  # fmt: skip
+    unused = _unused(data, path, agent, caller_llm)  # known before anything runs
     store = _store(data, runs, force)
     try:
         if output is not None and output.is_dir():
@@ -146,7 +147,7 @@ def run_suite(
                                                       progress=advance, caller_llm=caller_llm,
                                                       **options))  # fmt: skip
         done = _finish(data, fixtures, store, output, scorecard_path, ray)
-        done.warnings += _unused(data, path, agent, caller_llm)
+        done.warnings += unused
         return done
     except BaseException:
         store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
@@ -159,6 +160,8 @@ def _unused(
     """A line for each flag the suite gave nothing to do (the user may think it was used)."""
     from turnscope.actors.caller.scenario_file import load_scenario
 
+    if agent is None and llm is None:
+        return []
     live = [fx for t in data["tasks"] if (fx := parse_fixture(t, path)) and fx.kind() == "live"]
     said = []
     if agent is not None and not live:
@@ -169,8 +172,10 @@ def _unused(
         )
 
     def asks(fx: Any) -> bool:
+        if fx.audio is None:  # a re-driven recording: its caller is the recorded one
+            return False
         try:
-            return load_scenario(fixture_file(path, fx.audio or "")).caller.driver == "llm"
+            return load_scenario(fixture_file(path, fx.audio)).caller.driver == "llm"
         except InputError:
             return False  # its task says what is wrong with it
 
