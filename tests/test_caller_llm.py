@@ -149,6 +149,14 @@ def test_the_flags_that_name_the_llm_are_checked_before_a_call(tmp_path: Path, c
     (empty / "result.json").write_text('{"script": {"lines": []}}')
     code, _, err = cli("call", url, "--scenario", str(sc), "--caller-from", str(empty))
     assert code == 2 and "no LLM caller turns" in err
+    # A call of another scenario: its caller's turns answer another conversation.
+    turn = {"action": {"kind": "say", "text": "Hi."}}
+    other = {"scenario": "order-status-llm", "script": {"llm": {"turns": [turn]}}}
+    (empty / "result.json").write_text(json.dumps(other))
+    code, _, err = cli("call", url, "--scenario", str(sc), "--caller-from", str(empty))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "this call was of scenario 'order-status-llm', not 's'" in err, err
+    assert "result.json" in err and not (tmp_path / "runs").exists()
 
 
 def test_an_llm_flag_on_a_scripted_callers_scenario_is_one_line(tmp_path: Path, cli, monkeypatch):
@@ -211,6 +219,15 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
     code, _, err = cli("bench", str(tmp_path / "suite.json"), "--agent", url, "-q",
                        "-o", str(tmp_path / "r.json"))  # fmt: skip
     assert code == 2 and "caller_from is for an LLM-driven caller" in err, err
+    # caller_from of a call of another scenario: void, named by the fixture's key.
+    (tmp_path / "c").mkdir()
+    turns = {"llm": {"turns": [{"action": {"kind": "say", "text": "Hi."}}]}}
+    (tmp_path / "c" / "result.json").write_text(json.dumps({"scenario": "x", "script": turns}))
+    suite["tasks"] = [{"id": "other", "fixture": {**fixture, "caller_from": "c"}}]
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    code, _, err = cli("bench", str(tmp_path / "suite.json"), "--agent", url, "-q",
+                       "-o", str(tmp_path / "r.json"))  # fmt: skip
+    assert code == 2 and "caller_from: this call was of scenario 'x', not 's'" in err, err
     # A synth recipe of it would render agent lines that follow each other unanswered: refused.
     synth = {"source": "synthetic", "synth": {"scenario": "s.yaml"}, "tags": ["conversational"]}
     suite["tasks"] = [{"id": "rendered", "fixture": synth}]

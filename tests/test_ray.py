@@ -70,11 +70,12 @@ def local(suite, tmp_path_factory) -> Path:
 
 def test_a_local_ray_gives_the_local_results(suite, local, tmp_path):
     runs = tmp_path / "runs"
-    done = _bench(suite, runs, "--ray")
+    done = _bench(suite, runs, "--ray", "--json")
     assert done.returncode in (0, 1), done.stderr
     assert _turns(runs) == _turns(local) and len(_turns(runs)) == 3
     assert _rows(runs) == _rows(local)
-    assert "ray: 1 node(s)" in done.stdout
+    # --json: the result document alone on stdout, where it ran on stderr
+    assert json.loads(done.stdout)["per_task"] and "ray: 1 node(s)" in done.stderr
 
 
 def test_a_bad_cluster_address_is_one_line(suite, tmp_path):

@@ -75,7 +75,7 @@ def suite_caller(
         if caller_from is not None:
             _needs_llm_driver(scenario, "caller_from")  # the fixture's key, not call's flag
         return None, None
-    replay = recorded_turns(caller_from) if caller_from is not None else None
+    replay = recorded_turns(caller_from, scenario, key="caller_from") if caller_from else None
     if replay is None and llm is None:
         raise InputError(
             "the scenario's caller is LLM-driven: give the fixture caller_from: BUNDLE (a call "
@@ -97,13 +97,26 @@ def _needs_llm_driver(scenario: Scenario, flag: str) -> None:
         )
 
 
-def recorded_turns(bundle: Path, scenario: Scenario | None = None) -> list[dict[str, Any]]:
-    """The LLM caller's recorded turns of an earlier call's bundle (``--caller-from``), for
-    ``scenario`` (InputError when its caller is scripted: nothing would replay them)."""
+def recorded_turns(
+    bundle: Path, scenario: Scenario | None = None, *, key: str = "--caller-from"
+) -> list[dict[str, Any]]:
+    """The LLM caller's recorded turns of an earlier call's bundle (``--caller-from``, a
+    suite fixture's ``caller_from``: ``key``), for ``scenario``: InputError when its caller
+    is scripted (nothing would replay them) or the call was of another scenario (its turns
+    answer another conversation)."""
     if scenario is not None:
-        _needs_llm_driver(scenario, "--caller-from")
+        _needs_llm_driver(scenario, key)
     path = bundle / "result.json" if bundle.is_dir() else bundle
     doc = read_json(path, what="result.json of the call to replay")
+    recorded = doc.get("scenario") if isinstance(doc, dict) else None
+    if scenario is not None and isinstance(recorded, str) and recorded != scenario.name:
+        raise InputError(
+            f"{key}: this call was of scenario {recorded!r}, not {scenario.name!r}: its "
+            "caller's turns answer another conversation",
+            path=path,
+            fix=f"replay it with scenario {recorded!r}, or record a call of {scenario.name!r} "
+            "with turnscope call --caller-llm URL",
+        )
     turns = (
         ((doc.get("script") or {}).get("llm") or {}).get("turns") if isinstance(doc, dict) else None
     )

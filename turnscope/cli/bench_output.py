@@ -4,6 +4,7 @@ closing lines, and its exit code."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +92,7 @@ def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
     for task_id, why in run.void():
         warn_line(f"task {task_id} is void: {why}")
     if run.ray is not None:
-        say_where(run.ray)
+        say_where(run.ray, tell)
     kept = f"per-task bundles in {run.bundles}" if run.bundles else "no task ran: no bundles"
     tell(f"scorecard: {run.scorecard_path} (and .html); {kept}")
     if run.upload_error is not None:
@@ -131,8 +132,9 @@ def voice_lines(card: dict[str, Any]) -> None:
             out.print(line, soft_wrap=True, markup=False)
 
 
-def say_where(run: Any) -> None:
-    """Which node ran how many fixtures, and what did not start."""
+def say_where(run: Any, tell: Callable[[str], None] = say) -> None:
+    """Which node ran how many fixtures, and what did not start (``tell``: stderr under
+    ``--json``, so stdout stays the result document)."""
     for w in run.warnings:
         warn_line(w)
 
@@ -145,5 +147,5 @@ def say_where(run: Any) -> None:
         f"{asr(n.node_id)}): {run.per_node.get(n.node_id, 0)}"
         for n in run.nodes
     ]
-    say(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
+    tell(f"ray: {len(run.nodes)} node(s), fixtures per node: {'; '.join(parts)}; "
         f"retried {run.retried}")  # fmt: skip
