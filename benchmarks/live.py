@@ -82,7 +82,7 @@ async def one_call(url: str, sc, outdir: Path) -> dict:
         "origin": call.clock.origin,
         "turns": [(t.speaker, t.start_ms, t.end_ms) for t in run.result.assembly.turns],
         "connect_ms": call.connect_ms,
-        "lost": call.stats.lost_frames,
+        "lost": call.info.details["agent_lost_frames"],
         "frames": call.stats.frames,
         "caller_lag_ms": call.caller_track.max_lag_ms,
         "late_frames": call.caller_track.late_frames,

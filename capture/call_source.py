@@ -59,6 +59,7 @@ class CallSource:
             if item is None:
                 break
             yield item
+        await self._last_stats()
         self._describe()
         origin = self.clock.origin
         if origin is not None:
@@ -133,6 +134,10 @@ class CallSource:
 
     async def _close_transport(self) -> None:
         """Close the connection once the call has ended from our side."""
+
+    async def _last_stats(self) -> None:
+        """Read what the transport counted, once the frames have run out (before
+        ``_describe``)."""
 
     def _describe(self) -> None:
         """Fill ``info`` once the frames have run out."""

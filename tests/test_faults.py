@@ -298,6 +298,11 @@ def test_agent_port_out_of_range(cli):
     assert "--ignore-barge-ins and --yield-ms" in err, err
     err = _bad_input(cli, "agent", "--port", "0", "--scenario", "refund-call", "--line", "Hi.")
     assert "--scenario and --line are two ways" in err, err
+    # Knobs that shape a call's packets, where there are none to shape.
+    err = _bad_input(cli, "agent", "--port", "0", "--dtx", "--transport", "twilio")
+    assert "--dtx leaves a WebRTC sender's pauses unsent" in err, err
+    err = _bad_input(cli, "agent", "--dtx", "--device", "--in", "a", "--out", "b")
+    assert "--drop-every and --dtx shape packets" in err, err
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,7 @@ def test_loss_while_held_leaves_a_gap_and_keeps_the_anchor() -> None:
             continue
         placer.push(k * FRAME, RATE, np.full(FRAME, 0.1, np.float32), at_ms, at_ms / 1000)
     placer.flush(None)
-    assert stats.lost_frames == 2 and stats.lost_ms == pytest.approx(40)
+    assert stats.gaps == 1 and stats.gap_frames == 2 and stats.gap_ms == pytest.approx(40)
     assert _start_ms(out) == pytest.approx(1000, abs=0.1)
     gaps = [b.start - a.end for a, b in pairwise(out) if b.start != a.end]
     assert len(gaps) == 1 and gaps[0] * 1000 / SAMPLE_RATE == pytest.approx(40, abs=1)

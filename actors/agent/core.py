@@ -60,7 +60,10 @@ class AgentBehaviour(BaseModel):
     never_answer: bool = False
     hangup_after_s: float | None = None  # close the call this long after it started
     silent_after_s: float | None = None  # stop sending audio (media dies, call stays up)
-    drop_every: int | None = Field(default=None, ge=2)  # drop every Nth outgoing frame
+    # Lose every Nth outgoing frame in transit (WebRTC: its RTP packet; a phone line: its
+    # media message).
+    drop_every: int | None = Field(default=None, ge=2)
+    dtx: bool = False  # WebRTC: leave digital silence unsent, as a DTX sender does
     end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
 
     @classmethod

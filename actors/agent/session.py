@@ -13,10 +13,12 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.actors.agent.core import AgentBehaviour, AgentCore
+from turnscope.actors.agent.wire import Dtx, lose_every
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER
+from turnscope.capture.webrtc.jitter import tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.signaling import rtc_configuration
@@ -36,7 +38,7 @@ class AgentSession:
         base = settings or load_settings()
         self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
         self.clock = CallClock()
-        drop = (lambda i: (i + 1) % behaviour.drop_every == 0) if behaviour.drop_every else None
+        drop = Dtx() if behaviour.dtx else None
         self.track = PlaybackTrack(self.clock, drop=drop, codec=lambda: sending_codec(self.pc))
         self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
         self.pc = RTCPeerConnection(rtc_configuration())
@@ -57,7 +59,8 @@ class AgentSession:
     async def answer(self, offer_sdp: str) -> str:
         """Apply the caller's offer, return our answer SDP (all candidates gathered)."""
         await self.core.prepare()
-        self.pc.addTrack(self.track)
+        sender = self.pc.addTrack(self.track)
+        tolerate_loss(self.pc.getTransceivers()[0].receiver)
 
         @self.pc.on("datachannel")
         def on_datachannel(channel) -> None:  # type: ignore[no-untyped-def]
@@ -77,6 +80,8 @@ class AgentSession:
 
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         await self.pc.setLocalDescription(await self.pc.createAnswer())
+        if self.behaviour.drop_every:
+            lose_every(sender, self.behaviour.drop_every)
         return self.pc.localDescription.sdp
 
     @staticmethod

@@ -26,6 +26,8 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
+from turnscope.capture.webrtc.gaps import split_gaps
+from turnscope.capture.webrtc.jitter import tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
@@ -106,7 +108,9 @@ class WebRTCCall(CallSource):
         if self.options.loopback_only:
             use_loopback_only()
         self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
-        self.pc.addTransceiver(self.caller_track, direction="sendrecv")
+        transceiver = self.pc.addTransceiver(self.caller_track, direction="sendrecv")
+        # A lost packet costs only itself, not the rest of the call's placement (jitter.py).
+        self.info.details["loss_tolerant_jitter_buffer"] = tolerate_loss(transceiver.receiver)
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
         channel = self.pc.createDataChannel("turnscope")
@@ -253,8 +257,9 @@ class WebRTCCall(CallSource):
         if self._timer is not None:
             self._timer.cancel()
         if self.pc is not None:
-            with contextlib.suppress(Exception):
-                self.info.details["rtp_stats"] = await self._stats()
+            if "rtp_stats" not in self.info.details:
+                with contextlib.suppress(Exception):
+                    self.info.details["rtp_stats"] = await self._stats()
             if self.session is not None:
                 await self.session.hangup(self.options.headers)
             await self.pc.close()
@@ -262,6 +267,13 @@ class WebRTCCall(CallSource):
             self._receiver.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._receiver
+
+    async def _last_stats(self) -> None:
+        # The sequence numbers' count of lost packets tells loss from DTX in _describe; the
+        # close may have read them already.
+        if self.pc is not None and "rtp_stats" not in self.info.details:
+            with contextlib.suppress(Exception):
+                self.info.details["rtp_stats"] = await asyncio.wait_for(self._stats(), 2.0)
 
     async def _stats(self) -> list[dict[str, Any]]:
         report = await self.pc.getStats()
@@ -277,10 +289,12 @@ class WebRTCCall(CallSource):
     def _describe(self) -> None:
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
-        if st.lost_frames:
+        gaps = split_gaps(st, self.info.details.get("rtp_stats"))
+        if gaps.lost_frames:
             self.info.degrade(
                 SourceNote.AGENT_AUDIO_LOST,
-                f"{st.lost_frames} agent audio frames ({st.lost_ms:.0f} ms) were lost in transit",
+                f"{gaps.lost_frames} agent audio frames ({gaps.lost_ms:.0f} ms) were lost in "
+                "transit",
             )
         if st.late_reanchors:
             self.info.warn(
@@ -323,8 +337,12 @@ class WebRTCCall(CallSource):
                 # read that one late: webrtc/receiver.py).
                 "agent_anchor_fix_ms": st.anchor_fix_ms,
                 "agent_frames": st.frames,
-                "agent_lost_frames": st.lost_frames,
-                "agent_lost_ms": round(st.lost_ms, 1),
+                "agent_lost_frames": gaps.lost_frames,
+                "agent_lost_ms": round(gaps.lost_ms, 1),
+                # Audio the agent never sent (DTX in its pauses): silence, not a fault.
+                "agent_unsent_ms": round(gaps.unsent_ms, 1),
+                "agent_gaps": st.gaps,
+                "agent_loss_by_sequence": gaps.known,  # else every gap was counted lost
                 "agent_rate": st.sample_rate,
                 "agent_channels": st.channels,
                 "delay_reanchors": st.late_reanchors,

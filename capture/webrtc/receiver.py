@@ -37,11 +37,17 @@ ANCHOR_FIX_MAX_MS = 100.0
 
 @dataclass
 class ReceiveStats:
-    """What the receive loop saw: frames, losses, delay steps, format."""
+    """What the receive loop saw: frames, gaps in their RTP timestamps, delay steps, format.
+
+    A gap is audio lost in transit or audio the agent never sent (DTX in a pause, a sender
+    that skipped frames): the RTP sequence numbers tell the two apart, not the timestamps
+    (webrtc/call.py reads them from the receiver's RTP statistics)."""
 
     frames: int = 0
-    lost_frames: int = 0
-    lost_ms: float = 0.0
+    gaps: int = 0
+    gap_frames: int = 0
+    gap_ms: float = 0.0
+    frame_ms: float = 20.0  # the last frame's duration
     late_reanchors: list[dict[str, float]] = field(default_factory=list)
     first_frame_ms: float | None = None
     anchor_fix_ms: float = 0.0  # how much earlier than its first frame the stream was placed
@@ -103,14 +109,16 @@ class Placer:
                 self.first_pts = pts
             else:
                 lost = pts - self.expected_pts
-                self.stats.lost_ms += lost * 1000 / rate
-                self.stats.lost_frames += max(1, round(lost / len(mono)))
+                self.stats.gaps += 1
+                self.stats.gap_ms += lost * 1000 / rate
+                self.stats.gap_frames += max(1, round(lost / len(mono)))
                 self._end_run(at)
                 self.anchor += round((pts - self.run_pts0) * SAMPLE_RATE / rate)
             self._new_run(pts, rate)
         elif pts < self.expected_pts:
             return  # a duplicate or reordered frame: already placed
         self.expected_pts = pts + len(mono)
+        self.stats.frame_ms = len(mono) * 1000 / rate
         offset = round((pts - self.run_pts0) * SAMPLE_RATE / rate)
         placed_ms = (self.anchor + offset) * 1000 / SAMPLE_RATE
         self.delays.append(arrival_ms - placed_ms)

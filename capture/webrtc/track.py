@@ -37,7 +37,7 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
         clock: CallClock,
         *,
         on_sent: Callable[[int, np.ndarray, float], None] | None = None,
-        drop: Callable[[int], bool] | None = None,
+        drop: Callable[[int, np.ndarray], bool] | None = None,
         codec: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__()
@@ -47,7 +47,7 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
         self._opus: OpusPackets | None = None
         self.clock = clock
         self.on_sent = on_sent  # (start sample, pcm, loop time) for every frame that went out
-        self.drop = drop  # frame index -> True to skip sending it (simulated loss)
+        self.drop = drop  # (frame index, its PCM) -> True to leave it unsent (DTX in a pause)
         self.clips = ClipQueue(FRAME)
         self._pts: int | None = None
         self._frames = 0
@@ -93,9 +93,9 @@ class PlaybackTrack(ClipPlayer, MediaStreamTrack):
         frame.pts = pts
         frame.time_base = TIME_BASE
         packet = self._opus.encode(frame) if self._opus is not None else None
-        if (self.drop is not None and self.drop(index)) or (self._opus and packet is None):
-            # Simulated loss (the frame is never sent; the next one carries a later pts), or
-            # the encoder is still filling its look-ahead.
+        if (self.drop is not None and self.drop(index, pcm)) or (self._opus and packet is None):
+            # Left unsent (the next frame carries a later pts, the sequence numbers go on, as
+            # a DTX sender's do), or the encoder is still filling its look-ahead.
             return await self.recv()
         return packet if packet is not None else frame
 

@@ -53,8 +53,9 @@ def agent(
         callback=number(0, 86400, above=True),
     ),
     drop_every: int | None = typer.Option(
-        None, "--drop-every", help="Drop every Nth audio frame.", callback=number(2)
+        None, "--drop-every", help="Lose every Nth audio packet on the way.", callback=number(2)
     ),
+    dtx: bool = typer.Option(False, "--dtx", help="WebRTC: leave silence unsent (DTX)."),
     voice: str | None = typer.Option(
         None,
         "--voice",
@@ -87,12 +88,13 @@ def agent(
 ) -> int:
     """Serve the reference agent until Ctrl-C; log when it really spoke (ground truth)."""
     from turnscope.actors.agent.device import DeviceAgentOptions
-    from turnscope.use_cases.agent_serve import agent_behaviour, serve_agent
+    from turnscope.use_cases.agent_serve import agent_behaviour, serve_agent, wire_knobs_apply
 
     knobs: dict[str, Any] = {
         "latency_ms": latency_ms, "talk_over_ms": talk_over_ms, "drop_every": drop_every,
         "hangup_after_s": hangup_after_s, "silent_after_s": silent_after_s, "voice": voice,
         "never_answer": True if never_answer else None, "greet": False if no_greet else None,
+        "dtx": True if dtx else None,
     }  # fmt: skip
     if ignore_barge_ins and yield_ms is not None:  # one would be dropped without a word
         raise InputError("--ignore-barge-ins and --yield-ms: the agent ignores barge-ins or "
@@ -102,6 +104,8 @@ def agent(
         behaviour = behaviour.model_copy(update={"yield_ms": None})
     elif yield_ms is not None:
         behaviour = behaviour.model_copy(update={"yield_ms": yield_ms})
+    phone = transport if check_transport(transport) != "webrtc" else None
+    wire_knobs_apply(behaviour, device=device, phone=phone)
     if device:
         if transport != "webrtc":
             raise InputError("--device and --transport are different ways to serve; pick one")
@@ -109,15 +113,12 @@ def agent(
             raise InputError(
                 "--device needs --in DEV and --out DEV (`turnscope devices` lists them)"
             )
-        if drop_every is not None:
-            raise InputError("--drop-every drops WebRTC frames; it does not apply to --device")
         options = DeviceAgentOptions(
             in_device, out_device, loopback_in=loopback_in, calibrate=not no_calibrate, rate=rate
         )
         return serve_devices(behaviour, options, truth_log)
     if in_device or out_device or loopback_in or no_calibrate or rate is not None:
         raise InputError("--in, --out, --loopback-in, --no-calibrate and --rate need --device")
-    phone = transport if check_transport(transport) != "webrtc" else None
     serve_agent(behaviour, port=port, truth_log=truth_log, dialect=phone,
                 on_listening=lambda base: say_listening(base, phone))  # fmt: skip
     return 0
@@ -127,7 +128,7 @@ groups(
     agent,
     {
         "Behaviour": "scenario line latency_ms yield_ms ignore_barge_ins talk_over_ms never_answer "
-        "hangup_after_s silent_after_s drop_every voice no_greet",
+        "hangup_after_s silent_after_s drop_every dtx voice no_greet",
         TRANSPORT: "port transport",
         DEVICE: "device in_device out_device loopback_in no_calibrate rate",
         OUTPUT: "truth_log",

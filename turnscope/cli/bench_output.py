@@ -1,5 +1,4 @@
-"""What `turnscope bench` shows of a suite's run or score: the progress bar, the tables, the
-closing lines, and its exit code."""
+"""What `turnscope bench` shows of a suite's run or score: bar, tables, closing lines, exit."""
 
 from __future__ import annotations
 

@@ -49,6 +49,18 @@ def agent_behaviour(
         raise InputError(one_line(exc, prefix="agent")) from None
 
 
+def wire_knobs_apply(behaviour: AgentBehaviour, *, device: bool, phone: str | None) -> None:
+    """InputError for a knob that shapes a call's packets where it has none to shape:
+    ``--drop-every`` and ``--dtx`` on sound devices, ``--dtx`` on a phone line (``phone``: its
+    dialect)."""
+    if device and (behaviour.drop_every is not None or behaviour.dtx):
+        raise InputError("--drop-every and --dtx shape packets on a call's wire; they do not "
+                         "apply to --device")  # fmt: skip
+    if phone and behaviour.dtx:
+        raise InputError(f"--dtx leaves a WebRTC sender's pauses unsent (Opus DTX); a phone "
+                         f"line's media does not pause: not with --transport {phone}")  # fmt: skip
+
+
 def append_truth(path: Path | None, truth: dict[str, Any]) -> None:
     """One call's ground truth appended to the truth log (JSON lines)."""
     if path is not None:

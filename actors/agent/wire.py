@@ -1,0 +1,49 @@
+"""What the reference agent's WebRTC sender can do to its packets on the wire, for the tests
+of what the caller makes of them: lose some in transit, or leave its pauses unsent (DTX)."""
+
+from __future__ import annotations
+
+import numpy as np
+from aiortc import RTCRtpSender
+from aiortc.rtp import is_rtcp
+
+__all__ = ["Dtx", "lose_every"]
+
+DTX_HANGOVER = 10  # silent frames (200 ms) a DTX encoder still sends before it stops
+DTX_REFRESH = 20  # then one frame every 400 ms (libopus's MAX_CONSECUTIVE_DTX)
+
+
+class Dtx:
+    """Which frames a DTX sender leaves unsent (PlaybackTrack's ``drop``): in digital silence,
+    after its hangover it sends one frame (entering DTX) and then one every refresh; speech is
+    always sent. The RTP timestamps jump over the pause and the sequence numbers do not."""
+
+    def __init__(self) -> None:
+        self.silent = 0
+
+    def __call__(self, index: int, pcm: np.ndarray) -> bool:
+        if pcm.any():
+            self.silent = 0
+            return False
+        self.silent += 1
+        into = self.silent - DTX_HANGOVER  # 1: the frame that enters DTX
+        return into > 1 and (into - 1) % DTX_REFRESH != 0
+
+
+def lose_every(sender: RTCRtpSender, n: int) -> None:
+    """Lose every ``n``th RTP packet ``sender`` hands its transport: its sequence number is
+    spent, as a packet a network drops spends it (the caller's statistics count it lost).
+    aiortc has no hook for this, so the transport's send is wrapped on this one instance."""
+    transport = sender.transport
+    send = transport._send_rtp
+    count = 0
+
+    async def lossy(data: bytes) -> None:
+        nonlocal count
+        if not is_rtcp(data):
+            count += 1
+            if count % n == 0:
+                return
+        await send(data)
+
+    transport._send_rtp = lossy  # type: ignore[method-assign]
