@@ -1,20 +1,29 @@
 """The receive jitter buffer under packet loss: aiortc's audio buffer against the one a call
-uses (capture/webrtc/jitter.py), fed the same 20 ms packets of a 60 s call.
+uses (capture/webrtc/jitter.py), fed the same 20 ms packets of a 60 s call, then over real
+calls against the reference agent losing packets on the wire.
 
-    .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7]
+    .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live]
 
 Per loss pattern: received packets the buffer never handed on (they reached the caller and
 were never heard: dropped to catch up, or still held when the call ended beyond the 4 every
-buffer holds then), and how long a packet waited from its arrival to being handed on (median / max,
-ms). A wait that grows and stays is what the receiver re-anchors on: the rest of the call's
-audio is then placed that much late.
+buffer holds then), and how long a packet waited from its arrival to being handed on (median /
+max, ms: the scripted caller hears the agent that much after its audio arrived; placement
+follows the RTP timestamps, so it does not move the boundaries). ``--live``: the refund call
+against the reference agent losing every Nth RTP packet, with each buffer: agent audio received,
+counted lost, gaps not counted lost, agent turns found, and each reply's start against the
+agent's log (one-way delay included).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
 import random
 import statistics
+import tempfile
+from pathlib import Path
 
 from aiortc.jitterbuffer import JitterBuffer
 from aiortc.rtp import RtpPacket
@@ -59,10 +68,50 @@ def run(buffer: JitterBuffer, order: list[int]) -> tuple[int, list[float]]:
     return len(order) - handed - 4, waits  # 4: the prefetch any buffer holds at the end
 
 
+async def live_call(every: int | None, ours: bool, folder: Path) -> str:
+    """One refund call against the reference agent losing every ``every``th packet."""
+    from unittest import mock
+
+    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.agent.server import AgentServer
+    from turnscope.actors.caller.scenario_contract import scenario_contract
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.asr.settings import load_settings
+    from turnscope.capture.webrtc.call import CallOptions
+    from turnscope.configs import config_path
+    from turnscope.live_call import place_call
+
+    sc = load_scenario(config_path("scenarios", "refund-call.yaml"))
+    server = AgentServer(AgentBehaviour.from_scenario(sc, drop_every=every))
+    url = await server.start() + "/api/offer"
+    keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda receiver: False)
+    try:
+        with contextlib.nullcontext() if ours else keep:
+            run, call, _ = await place_call(CallOptions(url, loopback_only=True), sc,
+                                            load_settings(), scenario_contract(sc), folder,
+                                            console=None)  # fmt: skip
+        truth = (await server.wait_finished(1))[0]
+    finally:
+        await server.stop()
+    d = json.loads((folder / "result.json").read_text())["source"]["details"]
+    origin = call.clock.origin
+    sent = [(u["start_monotonic"] - origin) * 1000 for u in truth["utterances"]]
+    found = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
+    starts = (
+        " / ".join(f"{f - s:.0f}" for f, s in zip(found, sent, strict=True))
+        if len(found) == len(sent)
+        else "-"
+    )
+    return (f"| {f'1 in {every}' if every else 'none'} | {'turnscope' if ours else 'aiortc'} | "
+            f"{d['agent_frames']} | {d['agent_lost_frames']} | {d['agent_unsent_ms'] / 1000:.1f} s"
+            f" | {len(found)} of {len(sent)} | {starts} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--live", action="store_true", help="also real calls (about 5 min)")
     args = parser.parse_args()
     patterns = ["none", "one lost at 10 s", "0.5% lost", "1% lost", "2% lost", "5% lost",
                 "reordered 1% (neighbours swapped)"]  # fmt: skip
@@ -77,6 +126,17 @@ def main() -> None:
             discarded, waits = run(buffer, order)
             row += [str(discarded), f"{statistics.median(waits):.0f} / {max(waits):.0f} ms"]
         print("| " + " | ".join(row) + " |")
+    if not args.live:
+        return
+    print("\nthe refund call against the reference agent losing packets on the wire\n")
+    print("| lost on the wire | buffer | agent frames received | counted lost | other gaps | "
+          "agent turns found | reply starts vs the agent's log (ms) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for every in (None, 25, 7):
+            for ours in (False, True):
+                folder = Path(tmp) / f"{every}-{ours}"
+                print(asyncio.run(live_call(every, ours, folder)), flush=True)
 
 
 if __name__ == "__main__":

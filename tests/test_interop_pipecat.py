@@ -50,6 +50,8 @@ script:
 # The bot's own endpointing (Silero stop plus its turn wait, ~0.9 s) comes before its latency.
 CALLS: dict[str, dict[str, Any]] = {
     "good": {"greeting": True, "reply": "long", "latency_ms": 300},
+    # Every 25th RTP packet it sends lost on the wire (4%).
+    "lossy": {"greeting": True, "reply": "long", "latency_ms": 300, "lose_every": 25},
     # Also slower to decide the caller has finished (Silero stop 0.8 s, not 0.2 s).
     "slow": {"greeting": True, "reply": "short", "latency_ms": 2200, "vad_stop_secs": 0.8},
     # Answers "wait" 600 ms after finishing its long reply (as a browser agent was seen to):
@@ -149,12 +151,32 @@ def test_well_behaved_bot_passes_with_its_greeting_and_barge_in_exercised(calls)
     assert any(r["event"] == "reply" and r["interrupted"] for r in got["truth"]), got["truth"]
 
 
-@pytest.mark.parametrize("name", ["good", "slow", "ignores"])
+@pytest.mark.parametrize("name", ["good", "lossy", "slow", "ignores"])
 def test_agent_turns_agree_with_the_bots_own_log(calls, name):
     one_way, errors, stalled = _one_way(calls[name])
     assert 0 <= one_way <= 300, one_way
     assert statistics.median(errors) <= 15 and max(errors) <= 60, (one_way, errors, stalled)
     assert len(stalled) <= 1, (one_way, errors, stalled)  # a rare stall, not a slow bot
+
+
+def test_packets_the_bot_lost_on_the_wire_are_the_loss_and_cost_only_themselves(calls):
+    """4% of the bot's packets lost: counted lost by their sequence numbers (the call degraded
+    for that alone, its turns still where the bot's log has them, above), no other gap (aiortc's
+    own jitter buffer dropped received packets after each: 3.6 s of this call), no re-anchor,
+    and the call still passes."""
+    got = calls["lossy"]
+    details = _result(got)["source"]["details"]
+    lost_by_bot = sum(1 for r in got["truth"] if r["event"] == "packet_lost")
+    assert details["agent_loss_by_sequence"] and details["agent_unsent_ms"] == 0, details
+    # The bot goes on losing packets after the caller hung up, and none before it connected.
+    assert lost_by_bot - 3 <= details["agent_lost_frames"] <= lost_by_bot, (lost_by_bot, details)
+    assert details["agent_lost_frames"] >= 40 and details["delay_reanchors"] == [], details
+    degraded = got["run"].result.degraded
+    assert len(degraded) == 1 and "lost in transit" in degraded[0], degraded
+    assert got["run"].outcome.verifier["result"]["pass_fail"]["voice"], got["run"].outcome
+    # Placed as promptly as the clean call's audio (a constant the agreement cannot see).
+    lossy, clean = _one_way(got)[0], _one_way(calls["good"])[0]
+    assert abs(lossy - clean) <= 30, (lossy, clean)
 
 
 def test_slow_bot_fails_latency_only(calls):

@@ -262,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.6,
         help="pipecat's SpeechTimeoutUserTurnStopStrategy wait after the VAD stop (its default)",
     )
+    p.add_argument(
+        "--lose-every",
+        type=int,
+        default=0,
+        help="lose every Nth RTP packet the bot sends, on the wire (its sequence number spent, "
+        "as a network that drops it spends it)",
+    )
     p.add_argument("--voice", default=VOICE, help="espeak-ng voice of the bot")
     p.add_argument("--truth-log", type=Path, default=None)
     p.add_argument(
@@ -882,6 +889,28 @@ def _prepare_speech(args: argparse.Namespace) -> None:
         SPEECHES.update({c.text: c for c in CLIPS})
 
 
+def _lose_every(pc: Any, n: int) -> None:
+    """Lose every ``n``th RTP packet the audio sender hands its transport (RTCP goes on).
+    aiortc has no hook for it, so the DTLS transport's send is wrapped on this instance."""
+    from aiortc.rtp import is_rtcp
+
+    sender = next(t.sender for t in pc.getTransceivers() if t.kind == "audio")
+    transport = sender.transport
+    send = transport._send_rtp
+    count = 0
+
+    async def lossy(data: bytes) -> None:
+        nonlocal count
+        if not is_rtcp(data):
+            count += 1
+            if count % n == 0:
+                TRUTH.write("packet_lost", n=count)
+                return
+        await send(data)
+
+    transport._send_rtp = lossy
+
+
 async def bot(runner_args: SmallWebRTCRunnerArguments):
     """pipecat's runner calls this for every new SmallWebRTC connection."""
     args = ARGS
@@ -941,6 +970,8 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
     @transport.event_handler("on_client_connected")
     async def on_client_connected(transport, client):
         TRUTH.mark("client_connected", session=session)
+        if args.lose_every:
+            _lose_every(connection.pc, args.lose_every)
         ledger = ReplyLedger(TRUTH, session)
         ledger.install(transport._client._audio_output_track)
         replies.ledger = ledger
