@@ -25,6 +25,9 @@ def devices(
     if as_json:
         print(json.dumps([d.to_dict() for d in found], indent=2))
         return 0
+    if not found:  # an empty table says less than the line
+        out.print(VIRTUAL_HINT, soft_wrap=True)
+        return 0
     table = Table(title="sound devices", title_justify="left")
     for name, justify in (
         ("index", "right"),
@@ -45,8 +48,6 @@ def devices(
             f"{d.default_rate:.0f} Hz",
         )
     out.print(table)
-    if not found:
-        out.print(VIRTUAL_HINT, soft_wrap=True)
     return 0
 
 
