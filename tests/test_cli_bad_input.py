@@ -222,3 +222,10 @@ def test_a_room_that_never_dies_away_is_refused_and_a_measured_one_is_not(cli, t
     ok = CALLER_LINES.replace("script:", "caller:\n  acoustics: {reverb: room.wav}\nscript:")
     code, _, err = cli("synth", str(_scenario(tmp_path, "ok.yaml", ok)), "-o", str(tmp_path / "k"))
     assert code == 0, err
+
+
+def test_a_synth_seed_without_noise_is_one_line(cli, tmp_path):
+    """``--seed`` seeds only the noise ``--snr-db`` adds: alone it would change nothing."""
+    code, _, err = cli("synth", "refund-call", "-o", str(tmp_path / "out"), "--seed", "3")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--seed seeds the noise --snr-db adds" in err and not (tmp_path / "out").exists()

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from turnscope.cli.console import out, say, warn_line
 from turnscope.cli.options import caller_voice_option, number
+from turnscope.errors import InputError
 
 
 def synth(
@@ -17,7 +18,10 @@ def synth(
     output: Path = typer.Option(..., "-o", "--output", help="Folder to write the call into."),
     caller_voice: str | None = caller_voice_option(),
     agent_voice: str | None = typer.Option(
-        None, "--agent-voice", help="espeak-ng voice for every agent line."
+        None,
+        "--agent-voice",
+        help="Voice for every agent line: espeak-ng (en-gb) or Piper (piper:joe-us, "
+        "piper:PATH.onnx).",
     ),
     snr_db: float | None = typer.Option(
         None,
@@ -28,7 +32,7 @@ def synth(
     telephone: bool = typer.Option(
         False, "--telephone", help="Pass both channels through an 8 kHz mu-law phone line."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the noise."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the --snr-db noise (default 0)."),
 ) -> int:
     """Write call.wav (left caller, right agent), caller.wav, agent.wav, truth.json and
     reference.json for SCENARIO into the output folder."""
@@ -36,6 +40,9 @@ def synth(
     from turnscope.actors.caller.synth import render, write_call
     from turnscope.use_cases.scenario_notes import synth_asks_no_llm
 
+    if seed is not None and snr_db is None:  # it would seed nothing
+        raise InputError("--seed seeds the noise --snr-db adds: give --snr-db too, or leave "
+                         "--seed out (a scenario's caller.acoustics has its own)")  # fmt: skip
     sc = load_scenario(scenario)
     if (note := synth_asks_no_llm(sc)) is not None:
         warn_line(note)
@@ -45,7 +52,7 @@ def synth(
         agent_voice=agent_voice,
         snr_db=snr_db,
         telephone=telephone,
-        seed=seed,
+        seed=seed or 0,
     )
     paths = write_call(call, output)
     table = Table(
