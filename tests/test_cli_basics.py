@@ -56,6 +56,21 @@ def test_bench_transcripts_dir(tmp_path, cli):
     empty.mkdir()
     code, _, err = cli("bench", str(STARTER), "--transcripts", str(empty))
     assert code == 1 and "every task is void" in err  # a warning: stdout may be --json's
+    # The agent's own transcripts gated as a run of the fixtures is: a scorecard beside the
+    # result (the gate said "pass the .scorecard.json that bench wrote", and bench wrote none).
+    slow = [
+        {"speaker": "caller", "start_ms": 0, "end_ms": 1500, "text": "I want a refund please"},
+        {"speaker": "agent", "start_ms": 4500, "end_ms": 6000, "text": "Sure, a 30 day window."},
+    ]
+    write(d / "refund-call.json", {"turns": slow})
+    code, out, _ = cli("bench", str(STARTER), "--transcripts", str(d), "-o",
+                       str(tmp_path / "s.json"))  # fmt: skip
+    assert code == 1 and "scorecard: " in out, out
+    code, out, err = cli("gate", str(tmp_path / "s.json"))
+    assert code == 1, (out, err)
+    assert "FAIL task refund-call: verdict fail; latency 0.000" in out, (out, err)
+    assert "1 of 1 replies outside the 1200 ms latency budget" in out, out  # the reason
+    assert (tmp_path / "s.scorecard.html").exists()
 
 
 def test_score_table_and_json(tmp_path, cli):

@@ -84,7 +84,8 @@ def bench(
 
     Without --use-reference or --transcripts, every task's fixture runs through the real
     pipeline (a recording is replayed, a scenario is called live against --agent, a transcript
-    is scored), and a per-tag scorecard is written beside the result.
+    is scored). A per-tag scorecard for `turnscope gate` is written beside the result (with
+    --use-reference or --transcripts: when -o or --scorecard is given).
     """
     if use_reference and transcripts is not None:
         raise InputError("give at most one of --use-reference or --transcripts DIR")
@@ -95,9 +96,8 @@ def bench(
         from turnscope.cli.bench_output import score_code
         from turnscope.use_cases.suite_score import score_suite
 
-        scored = score_suite(
-            suite, transcripts=transcripts, evidence_class=evidence_class, output=output
-        )
+        scored = score_suite(suite, transcripts=transcripts, evidence_class=evidence_class,
+                             output=output, scorecard_path=scorecard_path)  # fmt: skip
         return recorded_only(score_code(scored, output, as_json=as_json), no_fail)
     from turnscope.caller_llm import checked_llm
     from turnscope.cli.bench_output import SuiteBar, fixtures_code

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -63,15 +64,16 @@ def bench_exit(result: dict[str, Any]) -> int:
 def score_code(scored: SuiteScore, output: Path | None, *, as_json: bool) -> int:
     """The scored suite as JSON or its table (and where it was written); the exit code."""
     if as_json:
-        import json
-
         out.print_json(json.dumps(scored.result))
     else:
         from turnscope.cli.render import bench_table
 
         out.print(bench_table(scored.result, scored.exercise))
-        if output is not None:
-            say(f"wrote {output}")
+        wrote = [f"wrote {output}"] if output is not None else []
+        if scored.scorecard_path is not None:
+            wrote.append(f"scorecard: {scored.scorecard_path} (and .html)")
+        if wrote:
+            say("; ".join(wrote))
     return bench_exit(scored.result)
 
 
@@ -80,8 +82,6 @@ def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
     stderr), void tasks, where it ran and what it wrote; the exit code (4 when an upload
     failed or the Ray cluster went away)."""
     if as_json:
-        import json
-
         out.print_json(json.dumps(run.result))
     else:
         _tables(run)

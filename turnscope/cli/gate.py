@@ -121,8 +121,9 @@ def show_verdict(verdict: GateResult) -> int:
     if not cells:
         say("gate FAILED: every task is void, so nothing was checked")
         return 1
+    n = len(verdict.tasks)
     checked = f"{cells} dimension x tag checks" + (
-        f" and {len(verdict.tasks)} tasks" if verdict.tasks else ""
+        f" and {n} task{'s' if n != 1 else ''}" if n else ""
     )
     if verdict.passed:
         say(f"gate passed: {checked}, {len(moved)} moved")

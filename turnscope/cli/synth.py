@@ -46,14 +46,8 @@ def synth(
     sc = load_scenario(scenario)
     if (note := synth_asks_no_llm(sc)) is not None:
         warn_line(note)
-    call = render(
-        sc,
-        caller_voice=caller_voice,
-        agent_voice=agent_voice,
-        snr_db=snr_db,
-        telephone=telephone,
-        seed=seed or 0,
-    )
+    call = render(sc, caller_voice=caller_voice, agent_voice=agent_voice, snr_db=snr_db,
+                  telephone=telephone, seed=seed or 0)  # fmt: skip
     paths = write_call(call, output)
     table = Table(
         title=f"{call.scenario}: {call.duration_ms / 1000:.1f} s",

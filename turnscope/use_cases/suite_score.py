@@ -1,5 +1,6 @@
 """A voice suite scored on transcripts it is given (`turnscope bench --use-reference` or
-``--transcripts DIR``): nothing runs, each dialogue is scored against its task."""
+``--transcripts DIR``): nothing runs, each dialogue is scored against its task; the result and,
+beside it, the scorecard `turnscope gate` reads, as a run of the fixtures writes them."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from turnscope.jsonio import write_json
 from turnscope.outdir import output_file
 from turnscope.scoring.exercise import task_exercise
 from turnscope.scoring.suites.bench import check_evidence_class, run_bench
+from turnscope.scoring.suites.scorecard import TaskScores, scorecard
 from turnscope.scoring.suites.suite import load_suite
+from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
+from turnscope.scoring.verifier import verifier_facts
 from turnscope.use_cases.checks import as_path
+from turnscope.use_cases.scorecard_files import write_scorecard_page
 
 
 @dataclass
@@ -25,6 +30,7 @@ class SuiteScore:
 
     result: dict[str, Any]
     exercise: dict[str, dict[str, dict[str, Any]]]
+    scorecard_path: Path | None = None  # written beside the result (none without one)
 
     @property
     def passed(self) -> bool:
@@ -51,12 +57,15 @@ def score_suite(
     transcripts: str | Path | None = None,
     evidence_class: str | None = None,
     output: str | Path | None = None,
+    scorecard_path: str | Path | None = None,
 ) -> SuiteScore:
     """Score ``suite`` (a path, or a shipped suite's name): each task's ``DIR/<task_id>.json``
     from ``transcripts``, or without it each task's own reference dialogue. Rows carry
-    ``evidence_class`` (default captured_fixture); the result is written to ``output``."""
-    output, transcripts = as_path(output), as_path(transcripts)
+    ``evidence_class`` (default captured_fixture); the result is written to ``output``, the
+    scorecard to ``scorecard_path`` (default: beside ``output``, .scorecard.json)."""
+    output, transcripts, card_path = as_path(output), as_path(transcripts), as_path(scorecard_path)
     output_file(output, "-o")
+    output_file(card_path, "--scorecard")
     data = load_suite(resolve("suites", suite))
     evidence = evidence_class or "captured_fixture"
     try:
@@ -71,9 +80,45 @@ def score_suite(
     result = run_bench(
         data, control_mode="artifact_in", submission=submission, evidence_class=evidence
     )
-    if output is not None:
-        write_json(output, result)
     tasks = {str(t["id"]): t for t in data["tasks"]}
     seen = {tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], dialogue).items()}
             for tid, dialogue in submission.items() if tid in tasks}  # fmt: skip
-    return SuiteScore(result, seen)
+    if output is not None:
+        write_json(output, result)
+        card_path = card_path or output.with_suffix(".scorecard.json")
+    if card_path is None:
+        return SuiteScore(result, seen)
+    card = scorecard(_task_scores(tasks, result, seen, submission))
+    card["suite"] = {"name": data.get("name"), "version": data.get("version")}
+    write_json(card_path, card)
+    write_scorecard_page(card_path, card)
+    return SuiteScore(result, seen, card_path)
+
+
+def _task_scores(
+    tasks: dict[str, Any],
+    result: dict[str, Any],
+    seen: dict[str, dict[str, dict[str, Any]]],
+    submission: dict[str, Any],
+) -> list[TaskScores]:
+    """Each row of the result as the scorecard takes it: a failed task says why, in the
+    verifier's facts, as a fixture run's does."""
+    out = []
+    for row in result["per_task"]:
+        tid = str(row["task_id"])
+        task = tasks[tid]
+        fixture = task.get("fixture")
+        tags = list(fixture.get("tags") or []) if isinstance(fixture, dict) else []
+        if row["verdict"] == "void":
+            note = row["result"].get("explanation") or ""
+            out.append(TaskScores(tid, tags, "void", {}, row["evidence_class"], note))
+            continue
+        reason = ""
+        if row["verdict"] == "fail":
+            facts = verifier_facts(submission[tid], budgets=task.get("budgets"),
+                                   required_content=task.get("required_content"))  # fmt: skip
+            reason = failure_reason(facts)
+        dims = dict(row["result"].get("components") or {})
+        out.append(TaskScores(tid, tags, row["verdict"], dims, row["evidence_class"],
+                              exercise=seen.get(tid, {}), reason=reason))  # fmt: skip
+    return out
