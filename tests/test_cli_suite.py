@@ -125,6 +125,12 @@ def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):
     assert code == 2 and "already exists" in err and "--force" in err
     code, _, err = cli("suite", "init", "../x/")
     assert code == 2 and "not a plain suite name" in err
+    # Benched before any task is added: said so, in either mode (it was an empty table and
+    # "every task is void" with --use-reference).
+    for extra in ((), ("--use-reference",)):
+        code, out, err = cli("bench", "my-suite.json", *extra)
+        assert code == 2 and "my-suite.json: the suite has no tasks yet" in err, (out, err)
+        assert "turnscope fixture add RUN --suite my-suite.json" in err and not out, out
 
     code, _, err = cli(
         "replay", str(RECORDING), "--reference", str(REFERENCE), "-o", "runs/r", "-q"

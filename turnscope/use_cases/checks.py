@@ -16,6 +16,17 @@ def as_path(path: str | Path | None) -> Path | None:
     return None if path is None else Path(path)
 
 
+def has_tasks(data: dict, path: Path) -> None:
+    """A suite with no task is said as such, before anything runs (its table would be empty
+    and "every task is void" would speak of none)."""
+    if not data.get("tasks"):
+        raise InputError(
+            "the suite has no tasks yet",
+            path=path,
+            fix=f"add one: turnscope fixture add RUN --suite {path} --tags conversational",
+        )
+
+
 def networked_transport(transport: str) -> str:
     """``--transport``: a registered transport that calls a URL (webrtc, a phone line's
     dialect, or one a plug-in registered)."""

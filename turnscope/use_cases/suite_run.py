@@ -24,7 +24,7 @@ from turnscope.scoring.suites.scorecard import scorecard
 from turnscope.scoring.suites.scorecard_page import runs_from
 from turnscope.scoring.suites.suite import load_suite
 from turnscope.storage import LocalRuns, ObjectRuns, bundle_store
-from turnscope.use_cases.checks import as_path, networked_transport
+from turnscope.use_cases.checks import as_path, has_tasks, networked_transport
 from turnscope.use_cases.scorecard_files import write_scorecard_page
 
 if TYPE_CHECKING:
@@ -196,6 +196,7 @@ def _check(
         check_address(ray)
     if agent is not None:  # its kind checked, its userinfo and query values never written
         transports.options(transport, agent)
+    has_tasks(data, path)
     if not any(t.get("fixture") for t in data["tasks"]):
         raise InputError(
             "no task has a fixture to run",

@@ -19,7 +19,7 @@ from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
 from turnscope.scoring.verifier import verifier_facts
-from turnscope.use_cases.checks import as_path
+from turnscope.use_cases.checks import as_path, has_tasks
 from turnscope.use_cases.scorecard_files import write_scorecard_page
 
 
@@ -66,7 +66,9 @@ def score_suite(
     output, transcripts, card_path = as_path(output), as_path(transcripts), as_path(scorecard_path)
     output_file(output, "-o")
     output_file(card_path, "--scorecard")
-    data = load_suite(resolve("suites", suite))
+    path = resolve("suites", suite)
+    data = load_suite(path)
+    has_tasks(data, path)
     evidence = evidence_class or "captured_fixture"
     try:
         check_evidence_class(evidence)
