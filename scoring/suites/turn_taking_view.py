@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 LABELS = {
     "pause_tor": "pause TOR (took the floor at a caller pause)",
     "backchannel_false_yield": "backchannel false-yield rate",
-    "smooth_tor": "smooth turn-taking TOR (answered)",
-    "interruption_tor": "user-interruption TOR (yielded, answered)",
+    # FDB's takeover: a reply of >= 1 s or > 3 words ("Yes, go ahead." after a barge-in is an
+    # acknowledgment, not a takeover: t_resp still measures it).
+    "smooth_tor": "smooth turn-taking TOR (a reply >= 1 s or > 3 words)",
+    "interruption_tor": "user-interruption TOR (a reply >= 1 s or > 3 words after it)",
     "takeover_latency_ms": "takeover latency",
     "t_stop_ms": "t_stop (barge-in -> agent stopped)",
     "t_resp_ms": "t_resp (barge-in -> agent answered)",
