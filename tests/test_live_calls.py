@@ -160,6 +160,23 @@ def test_measured_agent_turns_agree_with_the_agents_log(calls):
         _agree_with_the_agents_log(run, call, truth)
 
 
+def test_the_caller_answers_a_dtx_sender_as_promptly_as_any(calls):
+    """The good agent leaves its pauses unsent (DTX: nothing, then a frame every 400 ms): the
+    caller still hears its turn end when a listener would and answers as it answers the slow
+    agent, which sends its silence (it answered 1.8 s later when its ear moved only as packets
+    came)."""
+    results, _ = calls
+    gaps = {}
+    for name in ("good", "slow"):
+        turns = results[name][0].result.assembly.turns
+        gaps[name] = statistics.median(
+            b.start_ms - a.end_ms
+            for a, b in itertools.pairwise(turns)
+            if a.speaker == "agent" and b.speaker == "caller" and b.start_ms > a.end_ms
+        )
+    assert abs(gaps["good"] - gaps["slow"]) <= 150, gaps
+
+
 def test_measured_latency_follows_the_knob(calls):
     results, _ = calls
     gaps = {}

@@ -129,6 +129,7 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             self.call.ended.add_done_callback(lambda _: self._call_ended())
 
     def _call_ended(self) -> None:
+        self.ear.close()
         # The call may end from the agent's side (it hung up, died, went silent) mid-script.
         if self._task is not None and not self._task.done() and not self._hanging_up:
             self._task.cancel()  # not when it is the caller hanging up: that must finish

@@ -12,11 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechEvent, SpeechStart, SpeechStop, StartMoved
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
-from turnscope.capture.frames import AGENT, PcmFrame
+from turnscope.capture.frames import AGENT, SAMPLE_RATE, PcmFrame
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.phrase import Partial
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 # The pipeline's endpointer and the caller's have the same settings and frames, so they end an
 # utterance at the same moment; a little slack all the same.
 TEXT_MATCH_MS = 50
+# No agent audio for this long (a DTX sender's pause: it sends nothing, or a frame every 400
+# ms): the caller hears the silence up to then, as a listener's playout goes on; later audio
+# of that stretch is taken as it comes (its overlap with the silence heard is dropped).
+QUIET_MS = 150.0
+PACE_S = 0.04  # how often the ear looks
 
 
 @dataclass
@@ -59,11 +66,39 @@ class AgentEar:
         self.partials: deque[Partial] = deque(maxlen=64)
         self.speaking = False
         self._changed = asyncio.Event()
+        self._end = 0  # the sample after the last one heard
+        self._heard_at: float | None = None  # call ms the last agent frame came
+        self._pacer: asyncio.TimerHandle | None = None
 
     def hear(self, frame: PcmFrame) -> None:
         if frame.channel == AGENT:
-            for event in self.endpointer.push(frame):
-                self._on_event(event)
+            self._heard_at = self.clock.now_ms()
+            if self._pacer is None:
+                self._pacer = asyncio.get_running_loop().call_later(PACE_S, self._pace)
+            self._feed(frame)
+
+    def close(self) -> None:
+        """Stop hearing time go on (the call ended)."""
+        if self._pacer is not None:
+            self._pacer.cancel()
+
+    def _feed(self, frame: PcmFrame) -> None:
+        self._end = max(self._end, frame.end)
+        for event in self.endpointer.push(frame):
+            self._on_event(event)
+
+    def _pace(self) -> None:
+        """The agent's silence heard while it sends nothing: without it the caller decided the
+        end of a DTX sender's turn 1.8 s late (its endpointer moved only as packets came)."""
+        self._pacer = asyncio.get_running_loop().call_later(PACE_S, self._pace)
+        assert self._heard_at is not None
+        now = self.clock.now_ms()
+        if now - self._heard_at < QUIET_MS:
+            return
+        frame = SAMPLE_RATE // 50  # 20 ms
+        n = (round((now - QUIET_MS) * SAMPLE_RATE / 1000) - self._end) // frame * frame
+        if n > 0:
+            self._feed(PcmFrame(AGENT, self._end, np.zeros(n, np.int16)))
 
     def _on_event(self, event: SpeechEvent) -> None:
         if isinstance(event, SpeechStart):
