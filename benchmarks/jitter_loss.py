@@ -5,8 +5,8 @@ calls against the reference agent losing packets on the wire.
     .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live]
 
 Per loss pattern: received packets the buffer never handed on (they reached the caller and
-were never heard: dropped to catch up, or still held when the call ended beyond the 4 every
-buffer holds then), and how long a packet waited from its arrival to being handed on (median /
+were never heard: dropped to catch up or as too late, or still held when the call ended beyond
+its prefetch), and how long a packet waited from its arrival to being handed on (median /
 max, ms: the scripted caller hears the agent that much after its audio arrived; placement
 follows the RTP timestamps, so it does not move the boundaries). ``--live``: the refund call
 against the reference agent losing every Nth RTP packet, with each buffer: agent audio received,
@@ -65,7 +65,7 @@ def run(buffer: JitterBuffer, order: list[int]) -> tuple[int, list[float]]:
             # The packet that went on arrived as the k'th packet of the stream arrived: the
             # wait is the arrivals between, at one per 20 ms.
             waits.append((k - arrived_at[frame.timestamp // SAMPLES]) * FRAME_MS)
-    return len(order) - handed - 4, waits  # 4: the prefetch any buffer holds at the end
+    return len(order) - handed - buffer._prefetch, waits  # the prefetch held at the end
 
 
 async def live_call(every: int | None, ours: bool, folder: Path) -> str:
@@ -117,12 +117,12 @@ def main() -> None:
                 "reordered 1% (neighbours swapped)"]  # fmt: skip
     print(f"{args.packets} packets of 20 ms; never handed on: received, never heard\n")
     print("| loss | aiortc: never handed on | aiortc: wait median / max | "
-          "turnscope: never handed on | turnscope: wait median / max |")  # fmt: skip
+          "a call's (prefetch 0): never handed on | a call's: wait median / max |")  # fmt: skip
     print("|---|---|---|---|---|")
     for pattern in patterns:
         order = arrivals(args.packets, pattern, random.Random(args.seed))
         row = [pattern]
-        for buffer in (JitterBuffer(capacity=16, prefetch=4), AudioJitterBuffer()):
+        for buffer in (JitterBuffer(capacity=16, prefetch=4), AudioJitterBuffer(prefetch=0)):
             discarded, waits = run(buffer, order)
             row += [str(discarded), f"{statistics.median(waits):.0f} / {max(waits):.0f} ms"]
         print("| " + " | ".join(row) + " |")

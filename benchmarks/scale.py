@@ -192,7 +192,7 @@ def agent_delays(lines: list[str]) -> list[float]:
 def harness_error(folder: Path, lines: list[str]) -> list[float]:
     """Where the harness placed the start of each agent reply on its call clock, minus where
     the agent's own log says it went out (its first sample handed to its encoder, monotonic
-    time): transit, aiortc's jitter buffer and the endpointer's onset, a constant when the
+    time): transit, the modelled playout delay and the endpointer's onset, a constant when the
     harness keeps up. Calls and the agent's logs are paired by their clock origins."""
     logs = [json.loads(x) for x in lines]
     logs = [t for t in logs if t.get("clock_origin_monotonic") is not None]

@@ -27,7 +27,7 @@ from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.gaps import split_gaps
-from turnscope.capture.webrtc.jitter import tolerate_loss
+from turnscope.capture.webrtc.jitter import PLAYOUT_MS, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
@@ -110,7 +110,9 @@ class WebRTCCall(CallSource):
         self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
         transceiver = self.pc.addTransceiver(self.caller_track, direction="sendrecv")
         # A lost packet costs only itself, not the rest of the call's placement (jitter.py).
-        self.info.details["loss_tolerant_jitter_buffer"] = tolerate_loss(transceiver.receiver)
+        self.info.details["loss_tolerant_jitter_buffer"] = tolerate_loss(
+            transceiver.receiver, prefetch=0
+        )
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
         channel = self.pc.createDataChannel("turnscope")
@@ -234,9 +236,8 @@ class WebRTCCall(CallSource):
             self._emit(PcmFrame(CALLER, pts, pcm.copy(), received_at=at))
 
     async def _receive(self, track: MediaStreamTrack) -> None:
-        end = await receive_track(
-            track, self.clock, self._placer, media_timeout_s=self.options.media_timeout_s
-        )
+        end = await receive_track(track, self.clock, self._placer, playout_ms=PLAYOUT_MS,
+                                  media_timeout_s=self.options.media_timeout_s)  # fmt: skip
         if end == "timeout":
             self._finish(
                 f"no audio from the agent for {self.options.media_timeout_s:.0f} s",

@@ -4,9 +4,15 @@ keeps the longer wait for the rest of the call: one lost packet cost 4 received 
 later frame waited 14 packets (280 ms) instead of 4 (aiortc 1.16, its JitterBuffer fed 200
 packets with one missing). Over a call to the reference agent losing 1 packet in 25, 5.7 s of
 audio that reached the caller was never heard, a reply's start among it; at 1 in 7, 3 of 5
-replies were not found (benchmarks/jitter_loss.py). This buffer keeps aiortc's steady wait
-(``prefetch`` packets: the latency split's delivery figure is unchanged) and gives a hole up
-once that many later packets are in, so a lost packet costs only itself."""
+replies were not found (benchmarks/jitter_loss.py). This buffer gives a hole up once
+``prefetch`` later packets are in, so a lost packet costs only itself.
+
+A call's receiver holds none (``prefetch=0``): a buffer that counts packets instead of time
+holds a DTX sender's last packets until as many more come, one a refresh (400 ms), and the
+call's audio stood still for 1.6 s at every pause. The caller's playout delay aiortc's 4
+packets made (80 ms) is kept as a constant (``PLAYOUT_MS``, added where a frame is placed), so
+the one-way delay and the latency split read as before. The cost: a packet that arrives after
+the one sent after it is dropped (20 ms), where 4 packets of slack kept it."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from aiortc.rtp import RtpPacket
 __all__ = ["AudioJitterBuffer", "tolerate_loss"]
 
 PREFETCH = 4  # aiortc's audio prefetch: packets held before the oldest is handed on
+PLAYOUT_MS = 80.0  # a call's playout delay, modelled: what aiortc's 4 packets held
 _SLOT = "_RTCRtpReceiver__jitter_buffer"  # aiortc has no way to give a receiver its buffer
 
 
@@ -54,10 +61,10 @@ class AudioJitterBuffer(JitterBuffer):
         return ext
 
 
-def tolerate_loss(receiver: RTCRtpReceiver) -> bool:
+def tolerate_loss(receiver: RTCRtpReceiver, prefetch: int = PREFETCH) -> bool:
     """Give an audio ``receiver`` the buffer above; False (aiortc's own is kept) when this
     aiortc keeps its buffer elsewhere."""
     if not isinstance(getattr(receiver, _SLOT, None), JitterBuffer):
         return False
-    setattr(receiver, _SLOT, AudioJitterBuffer())
+    setattr(receiver, _SLOT, AudioJitterBuffer(prefetch))
     return True

@@ -184,7 +184,12 @@ class Placer:
 
 
 async def receive_track(
-    track: MediaStreamTrack, clock: CallClock, placer: Placer, *, media_timeout_s: float
+    track: MediaStreamTrack,
+    clock: CallClock,
+    placer: Placer,
+    *,
+    media_timeout_s: float,
+    playout_ms: float = 0.0,
 ) -> Literal["timeout", "ended"]:
     """Read ``track`` until it ends or goes quiet, placing its frames on ``clock``; the owner
     flushes ``placer`` if it stops listening first (a call it ends)."""
@@ -203,6 +208,8 @@ async def receive_track(
             mono = _mono(frame)
             stats.frames += 1
             stats.sample_rate, stats.channels = frame.sample_rate, len(frame.layout.channels)
-            placer.push(int(frame.pts), frame.sample_rate, mono, clock.to_ms(last), last)
+            placer.push(
+                int(frame.pts), frame.sample_rate, mono, clock.to_ms(last) + playout_ms, last
+            )
     finally:
         placer.flush(last)
