@@ -3,6 +3,8 @@ of what the caller makes of them: lose some in transit, or leave its pauses unse
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from aiortc import RTCRtpSender
 from aiortc.rtp import is_rtcp
@@ -30,10 +32,12 @@ class Dtx:
         return into > 1 and (into - 1) % DTX_REFRESH != 0
 
 
-def lose_every(sender: RTCRtpSender, n: int) -> None:
+def lose_every(sender: RTCRtpSender, n: int, on_lost: Callable[[int], None] | None = None) -> None:
     """Lose every ``n``th RTP packet ``sender`` hands its transport: its sequence number is
-    spent, as a packet a network drops spends it (the caller's statistics count it lost).
-    aiortc has no hook for this, so the transport's send is wrapped on this one instance."""
+    spent, as a packet a network drops spends it (the caller's statistics count it lost);
+    ``on_lost`` hears each one's count. aiortc has no hook for this, so the transport's send
+    is wrapped on this one instance. (The interop pipecat bot loads this file by its path:
+    it imports aiortc and numpy only.)"""
     transport = sender.transport
     send = transport._send_rtp
     count = 0
@@ -43,6 +47,8 @@ def lose_every(sender: RTCRtpSender, n: int) -> None:
         if not is_rtcp(data):
             count += 1
             if count % n == 0:
+                if on_lost is not None:
+                    on_lost(count)
                 return
         await send(data)
 

@@ -890,25 +890,18 @@ def _prepare_speech(args: argparse.Namespace) -> None:
 
 
 def _lose_every(pc: Any, n: int) -> None:
-    """Lose every ``n``th RTP packet the audio sender hands its transport (RTCP goes on).
-    aiortc has no hook for it, so the DTLS transport's send is wrapped on this instance."""
-    from aiortc.rtp import is_rtcp
+    """Lose every ``n``th RTP packet the audio sender sends, each loss logged: the reference
+    agent's own wire (actors/agent/wire.py, which needs aiortc only), loaded by its path since
+    nothing of the project is installed here."""
+    import importlib.util
 
+    path = os.path.join(_HERE, "..", "..", "actors", "agent", "wire.py")
+    spec = importlib.util.spec_from_file_location("reference_agent_wire", path)
+    assert spec is not None and spec.loader is not None
+    wire = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wire)
     sender = next(t.sender for t in pc.getTransceivers() if t.kind == "audio")
-    transport = sender.transport
-    send = transport._send_rtp
-    count = 0
-
-    async def lossy(data: bytes) -> None:
-        nonlocal count
-        if not is_rtcp(data):
-            count += 1
-            if count % n == 0:
-                TRUTH.write("packet_lost", n=count)
-                return
-        await send(data)
-
-    transport._send_rtp = lossy
+    wire.lose_every(sender, n, on_lost=lambda count: TRUTH.write("packet_lost", n=count))
 
 
 async def bot(runner_args: SmallWebRTCRunnerArguments):
