@@ -84,9 +84,14 @@ async def live_call(every: int | None, ours: bool, folder: Path) -> str:
     sc = load_scenario(config_path("scenarios", "refund-call.yaml"))
     server = AgentServer(AgentBehaviour.from_scenario(sc, drop_every=every))
     url = await server.start() + "/api/offer"
-    keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda receiver: False)
+    # aiortc's own buffer, and no modelled playout (its 4 packets of prefetch make the 80 ms)
+    keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda *_, **__: False)
+    no_playout = mock.patch("turnscope.capture.webrtc.call.PLAYOUT_MS", 0.0)
     try:
-        with contextlib.nullcontext() if ours else keep:
+        with (
+            contextlib.nullcontext() if ours else keep,
+            contextlib.nullcontext() if ours else no_playout,
+        ):
             run, call, _ = await place_call(CallOptions(url, loopback_only=True), sc,
                                             load_settings(), scenario_contract(sc), folder,
                                             console=None)  # fmt: skip
