@@ -71,6 +71,10 @@ def test_bench_transcripts_dir(tmp_path, cli):
     assert "FAIL task refund-call: verdict fail; latency 0.000" in out, (out, err)
     assert "1 of 1 replies outside the 1200 ms latency budget" in out, out  # the reason
     assert (tmp_path / "s.scorecard.html").exists()
+    # --scorecard puts it elsewhere (it was taken and ignored in this mode)
+    code, out, _ = cli("bench", str(STARTER), "--transcripts", str(d), "--scorecard",
+                       str(tmp_path / "card.json"))  # fmt: skip
+    assert code == 1 and (tmp_path / "card.json").exists() and "scorecard: " in out, out
 
 
 def test_score_table_and_json(tmp_path, cli):
