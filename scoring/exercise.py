@@ -109,14 +109,17 @@ def exercise_from_dict(doc: Mapping[str, Any] | None) -> dict[str, Exercise]:
     return out
 
 
-def task_exercise(
-    task: Mapping[str, Any], dialogue: Sequence[Mapping[str, Any]]
-) -> dict[str, Exercise]:
-    """A suite task's dialogue against the task's budgets and content, the barge-ins of its
-    reference dialogue as the plan."""
-    facts = verifier_facts(
+def task_facts(task: Mapping[str, Any], dialogue: Sequence[Mapping[str, Any]]) -> Facts:
+    """A suite task's dialogue as the verifier sees it, against the task's budgets and
+    content."""
+    return verifier_facts(
         dialogue, budgets=task.get("budgets"), required_content=task.get("required_content")
     )
+
+
+def task_exercise(task: Mapping[str, Any], facts: Facts) -> dict[str, Exercise]:
+    """What a suite task's dialogue (its ``task_facts``) exercised, the barge-ins of its
+    reference dialogue as the plan."""
     reference = task.get("reference_dialogue")
     plan = Plan.from_turns(reference, source="reference_dialogue") if reference else None
     return exercise(facts, plan)

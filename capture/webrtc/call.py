@@ -258,9 +258,7 @@ class WebRTCCall(CallSource):
         if self._timer is not None:
             self._timer.cancel()
         if self.pc is not None:
-            if "rtp_stats" not in self.info.details:
-                with contextlib.suppress(Exception):
-                    self.info.details["rtp_stats"] = await self._stats()
+            await self._last_stats()  # before the close, whichever comes first
             if self.session is not None:
                 await self.session.hangup(self.options.headers)
             await self.pc.close()
@@ -270,8 +268,8 @@ class WebRTCCall(CallSource):
                 await self._receiver
 
     async def _last_stats(self) -> None:
-        # The sequence numbers' count of lost packets tells loss from DTX in _describe; the
-        # close may have read them already.
+        # Read once, when the frames run out or the connection closes: the sequence numbers'
+        # count of lost packets tells loss from DTX in _describe.
         if self.pc is not None and "rtp_stats" not in self.info.details:
             with contextlib.suppress(Exception):
                 self.info.details["rtp_stats"] = await asyncio.wait_for(self._stats(), 2.0)

@@ -12,13 +12,13 @@ from turnscope.configs import resolve
 from turnscope.errors import BenchError, InputError
 from turnscope.jsonio import write_json
 from turnscope.outdir import output_file
-from turnscope.scoring.exercise import task_exercise
+from turnscope.scoring.exercise import task_exercise, task_facts
 from turnscope.scoring.suites.bench import check_evidence_class, run_bench
 from turnscope.scoring.suites.scorecard import TaskScores, scorecard
 from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
-from turnscope.scoring.verifier import verifier_facts
+from turnscope.scoring.verifier import Facts
 from turnscope.use_cases.checks import as_path, has_tasks
 from turnscope.use_cases.scorecard_files import write_scorecard_page
 
@@ -83,14 +83,16 @@ def score_suite(
         data, control_mode="artifact_in", submission=submission, evidence_class=evidence
     )
     tasks = {str(t["id"]): t for t in data["tasks"]}
-    seen = {tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], dialogue).items()}
-            for tid, dialogue in submission.items() if tid in tasks}  # fmt: skip
+    facts = {tid: task_facts(tasks[tid], dialogue)
+             for tid, dialogue in submission.items() if tid in tasks}  # fmt: skip
+    seen = {tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], f).items()}
+            for tid, f in facts.items()}  # fmt: skip
     if output is not None:
         write_json(output, result)
         card_path = card_path or output.with_suffix(".scorecard.json")
     if card_path is None:
         return SuiteScore(result, seen)
-    card = scorecard(_task_scores(tasks, result, seen, submission))
+    card = scorecard(_task_scores(tasks, result, seen, facts))
     card["suite"] = {"name": data.get("name"), "version": data.get("version")}
     write_json(card_path, card)
     write_scorecard_page(card_path, card)
@@ -101,7 +103,7 @@ def _task_scores(
     tasks: dict[str, Any],
     result: dict[str, Any],
     seen: dict[str, dict[str, dict[str, Any]]],
-    submission: dict[str, Any],
+    facts: dict[str, Facts],
 ) -> list[TaskScores]:
     """Each row of the result as the scorecard takes it: a failed task says why, in the
     verifier's facts, as a fixture run's does."""
@@ -115,11 +117,7 @@ def _task_scores(
             note = row["result"].get("explanation") or ""
             out.append(TaskScores(tid, tags, "void", {}, row["evidence_class"], note))
             continue
-        reason = ""
-        if row["verdict"] == "fail":
-            facts = verifier_facts(submission[tid], budgets=task.get("budgets"),
-                                   required_content=task.get("required_content"))  # fmt: skip
-            reason = failure_reason(facts)
+        reason = failure_reason(facts[tid]) if row["verdict"] == "fail" else ""
         dims = dict(row["result"].get("components") or {})
         out.append(TaskScores(tid, tags, row["verdict"], dims, row["evidence_class"],
                               exercise=seen.get(tid, {}), reason=reason))  # fmt: skip
