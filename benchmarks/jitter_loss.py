@@ -2,7 +2,7 @@
 uses (capture/webrtc/jitter.py), fed the same 20 ms packets of a 60 s call, then over real
 calls against the reference agent losing packets on the wire.
 
-    .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live]
+    .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live] [--dtx]
 
 Per loss pattern: received packets the buffer never handed on (they reached the caller and
 were never heard: dropped to catch up or as too late, or still held when the call ended beyond
@@ -11,7 +11,9 @@ max, ms: the scripted caller hears the agent that much after its audio arrived; 
 follows the RTP timestamps, so it does not move the boundaries). ``--live``: the refund call
 against the reference agent losing every Nth RTP packet, with each buffer: agent audio received,
 counted lost, gaps not counted lost, agent turns found, and each reply's start against the
-agent's log (one-way delay included).
+agent's log (one-way delay included). ``--dtx``: the scripted caller's reply gaps, and a
+caller's that reacts to the agent's words, against the reference agent sending its silence and
+leaving it unsent (DTX).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import random
 import statistics
@@ -68,23 +71,21 @@ def run(buffer: JitterBuffer, order: list[int]) -> tuple[int, list[float]]:
     return len(order) - handed - buffer._prefetch, waits  # the prefetch held at the end
 
 
-async def live_call(every: int | None, ours: bool, folder: Path) -> str:
-    """One refund call against the reference agent losing every ``every``th packet."""
+async def _placed(sc, knobs: dict, folder: Path, ours: bool = True):  # type: ignore[no-untyped-def]
+    """One call of ``sc`` against the reference agent with ``knobs``; ``ours`` False: with
+    aiortc's own buffer and no modelled playout (its 4 packets of prefetch make the 80 ms).
+    The run, the call, the agent's log of it and the source's details."""
     from unittest import mock
 
     from turnscope.actors.agent.core import AgentBehaviour
     from turnscope.actors.agent.server import AgentServer
     from turnscope.actors.caller.scenario_contract import scenario_contract
-    from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.asr.settings import load_settings
     from turnscope.capture.webrtc.call import CallOptions
-    from turnscope.configs import config_path
     from turnscope.live_call import place_call
 
-    sc = load_scenario(config_path("scenarios", "refund-call.yaml"))
-    server = AgentServer(AgentBehaviour.from_scenario(sc, drop_every=every))
+    server = AgentServer(AgentBehaviour.from_scenario(sc, **knobs))
     url = await server.start() + "/api/offer"
-    # aiortc's own buffer, and no modelled playout (its 4 packets of prefetch make the 80 ms)
     keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda *_, **__: False)
     no_playout = mock.patch("turnscope.capture.webrtc.call.PLAYOUT_MS", 0.0)
     try:
@@ -98,7 +99,20 @@ async def live_call(every: int | None, ours: bool, folder: Path) -> str:
         truth = (await server.wait_finished(1))[0]
     finally:
         await server.stop()
-    d = json.loads((folder / "result.json").read_text())["source"]["details"]
+    details = json.loads((folder / "result.json").read_text())["source"]["details"]
+    return run, call, truth, details
+
+
+def _refund():  # type: ignore[no-untyped-def]
+    from turnscope.actors.caller.scenario_file import load_scenario
+    from turnscope.configs import config_path
+
+    return load_scenario(config_path("scenarios", "refund-call.yaml"))
+
+
+async def live_call(every: int | None, ours: bool, folder: Path) -> str:
+    """One refund call against the reference agent losing every ``every``th packet."""
+    run, call, truth, d = await _placed(_refund(), {"drop_every": every}, folder, ours)
     origin = call.clock.origin
     sent = [(u["start_monotonic"] - origin) * 1000 for u in truth["utterances"]]
     found = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
@@ -112,11 +126,54 @@ async def live_call(every: int | None, ours: bool, folder: Path) -> str:
             f" | {len(found)} of {len(sent)} | {starts} |")  # fmt: skip
 
 
+# A caller that reacts to the agent's words (it waits for the pipeline's transcript of them).
+REACTIVE = """
+name: react
+facts:
+  order number: {value: four two seven, asked_by: [order number, your order]}
+script:
+  - agent: Hello, how can I help?
+  - caller: Hi, I would like to know when my order ships.
+  - agent: Sure. What is your order number?
+  - choose:
+      - when: {says: [ships tomorrow]}
+        caller: Great, thank you. Bye.
+      - caller: Sorry, I did not catch that.
+  - agent: Thanks. Order four two seven ships tomorrow.
+  - caller: Great, thank you. Bye.
+  - agent: Goodbye.
+"""
+
+
+async def dtx_call(reactive: bool, dtx: bool, folder: Path) -> str:
+    """The caller's reply gaps (the agent's turn end to the caller's start) against the
+    reference agent sending its silence or leaving it unsent (DTX)."""
+    from turnscope.actors.caller.scenario_file import load_scenario
+
+    if reactive:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder.parent / "react.yaml").write_text(REACTIVE)
+        sc = load_scenario(folder.parent / "react.yaml")
+    else:
+        sc = _refund()
+    run, *_ = await _placed(sc, {"dtx": dtx}, folder)
+    turns = run.result.assembly.turns
+    gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(turns)
+            if (a.speaker, b.speaker) == ("agent", "caller") and b.start_ms > a.end_ms]  # fmt: skip
+    shown = " / ".join(f"{g:.0f}" for g in gaps)
+    return (f"| {sc.name} ({'reacts to words' if reactive else 'scripted'}) | "
+            f"{'DTX' if dtx else 'sends its silence'} | {shown} | "
+            f"{statistics.median(gaps):.0f} ms |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--live", action="store_true", help="also real calls (about 5 min)")
+    parser.add_argument(
+        "--dtx", action="store_true", help="the caller's reply gaps against a DTX agent (2 min)"
+    )
     args = parser.parse_args()
     patterns = ["none", "one lost at 10 s", "0.5% lost", "1% lost", "2% lost", "5% lost",
                 "reordered 1% (neighbours swapped)"]  # fmt: skip
@@ -131,6 +188,15 @@ def main() -> None:
             discarded, waits = run(buffer, order)
             row += [str(discarded), f"{statistics.median(waits):.0f} / {max(waits):.0f} ms"]
         print("| " + " | ".join(row) + " |")
+    if args.dtx:
+        print("\nthe caller's reply gaps (agent end -> caller start) against the reference agent\n")
+        print("| scenario | agent | reply gaps (ms) | median |")
+        print("|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for reactive in (False, True):
+                for dtx in (False, True):
+                    folder = Path(tmp) / f"{reactive}-{dtx}"
+                    print(asyncio.run(dtx_call(reactive, dtx, folder)), flush=True)
     if not args.live:
         return
     print("\nthe refund call against the reference agent losing packets on the wire\n")
