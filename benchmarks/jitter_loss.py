@@ -86,7 +86,7 @@ async def _placed(sc, knobs: dict, folder: Path, ours: bool = True):  # type: ig
 
     server = AgentServer(AgentBehaviour.from_scenario(sc, **knobs))
     url = await server.start() + "/api/offer"
-    keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda *_, **__: False)
+    keep = mock.patch("turnscope.capture.webrtc.call.tolerate_loss", lambda *_, **__: None)
     no_playout = mock.patch("turnscope.capture.webrtc.call.PLAYOUT_MS", 0.0)
     try:
         with (

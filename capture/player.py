@@ -102,6 +102,11 @@ class Player(Protocol):
     @property
     def current(self) -> Playback | None: ...
 
+    @property
+    def idle(self) -> bool:
+        """Nothing playing and nothing queued."""
+        ...
+
     def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
         """Queue a clip to start ``at_ms`` on the call clock (or as soon as it can, if that has
         passed or is None)."""
@@ -142,6 +147,11 @@ class ClipQueue:
         )
         self._queue.append(item)
         return item
+
+    @property
+    def idle(self) -> bool:
+        """Nothing playing and nothing queued."""
+        return self.current is None and not self._queue
 
     def silence(self) -> None:
         """Drop whatever is queued and stop the current clip now."""
@@ -221,6 +231,10 @@ class ClipPlayer:
     @property
     def log(self) -> list[SendRecord]:
         return self.clips.log
+
+    @property
+    def idle(self) -> bool:
+        return self.clips.idle
 
     def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
         """Queue a clip (float or int16, 16 kHz mono), to start ``at_ms`` on the call clock."""

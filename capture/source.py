@@ -49,6 +49,18 @@ class SourceNote(StrEnum):
     LINE_LATE = "caller_line_late"  # the output buffer is longer than the lead
 
 
+@dataclass(frozen=True)
+class LostAudio:
+    """Audio of ``channel`` lost in transit, located on the call clock: ``lost_ms`` of it went
+    missing somewhere from ``start_ms`` to ``end_ms`` (the silence placed for it; wider than
+    the loss when the sender also left audio unsent there)."""
+
+    channel: str
+    start_ms: float
+    end_ms: float
+    lost_ms: float
+
+
 @dataclass
 class SourceInfo(Findings):
     """What a source says about itself: for the result, the bundle and the degraded flag. Its
@@ -69,6 +81,9 @@ class SourceInfo(Findings):
     # Channels turnscope itself made (the scripted caller's audio as it sent it, on a call):
     # their exact zeros between lines are its own, not lost audio, and are not warned about.
     generated: tuple[str, ...] = ()
+    # Audio lost in transit where the source could locate it: the run judges it against the
+    # turns (turnscope/lost_audio.py). A source that loses audio it cannot locate degrades.
+    lost: list[LostAudio] = field(default_factory=list)
 
 
 @runtime_checkable

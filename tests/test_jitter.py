@@ -46,3 +46,15 @@ def test_out_of_order_goes_on_in_order_and_a_late_one_is_dropped():
 def test_sequence_numbers_wrap():
     order = list(range(65530, 65546))  # sent as 65530..65535, 0..9
     assert [f for _, f in _handed_on(AudioJitterBuffer(), order)] == order[:-4]
+
+
+def test_the_packets_given_up_are_kept_by_the_rtp_time_after_them():
+    """What the call locates lost audio by: the hole's size, keyed by the RTP time (counted
+    from the first packet handed on, as aiortc's receiver maps it) of the packet after it."""
+    buffer = AudioJitterBuffer(prefetch=0)
+    start = 2**32 - 3 * SAMPLES  # the RTP time wraps in the call
+    for n in [n for n in range(40) if n not in (10, 11, 12, 30)]:
+        packet = RtpPacket(sequence_number=n, timestamp=(start + n * SAMPLES) % 2**32)
+        packet._data = b"x"
+        buffer.add(packet)
+    assert buffer.holes == {13 * SAMPLES: 3, 31 * SAMPLES: 1}

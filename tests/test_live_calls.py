@@ -253,18 +253,36 @@ def test_invalid_scenario_is_bad_input(tmp_path, cli):
     assert code == 2 and str(bad) in err and "Traceback" not in err
 
 
+def _lost_where_the_agent_lost_them(run, call, truth) -> None:
+    """Every stretch of agent audio the call located as lost sits where the agent's log says
+    it lost a packet, moved by the same one-way delay as its turns (measured: within 6 ms)."""
+    origin = call.clock.origin
+    starts = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
+    sent = [(u["start_monotonic"] - origin) * 1000 for u in truth["utterances"]]
+    network = statistics.median(m - s for m, s in zip(starts, sent, strict=True))
+    logged = [
+        (e["monotonic"] - origin) * 1000 + network for e in truth["events"] if "monotonic" in e
+    ]
+    located = call.info.lost
+    assert located and len(located) <= len(logged), (located, logged)
+    off = [x.start_ms - min(logged, key=lambda t: abs(x.start_ms - t)) for x in located]
+    assert max(abs(o) for o in off) <= 20, (network, off)
+    assert all(x.end_ms - x.start_ms == pytest.approx(20, abs=1) for x in located), located
+
+
 @pytest.mark.parametrize(
     ("knobs", "needle"),
     [
         ({"hangup_after_s": 4.0}, "the agent hung up"),
         ({"silent_after_s": 4.0}, "no audio from the agent"),
-        ({"drop_every": 7}, "lost in transit"),
+        ({"drop_every": 7}, "lost in transit touched 3 of its 3 turns"),
     ],
 )
 def test_agent_failures_keep_the_audio_and_mark_degraded(scenario, tmp_path, knobs, needle):
     behaviour = AgentBehaviour.from_scenario(scenario, **knobs)
     run, call, _, truth = asyncio.run(_one_call(scenario, behaviour, tmp_path))
-    assert any(needle in d for d in call.info.degraded), call.info.degraded
+    if "drop_every" not in knobs:
+        assert any(needle in d for d in call.info.degraded), call.info.degraded
     result = json.loads((tmp_path / "result.json").read_text())
     assert any(needle in d for d in result["degraded"])
     assert (tmp_path / "agent.wav").stat().st_size > 50_000  # what was captured is kept
@@ -280,6 +298,24 @@ def test_agent_failures_keep_the_audio_and_mark_degraded(scenario, tmp_path, kno
         assert 0 <= details["agent_lost_frames"] - details["agent_gaps"] <= 1, details
         assert details["agent_gaps"] > 0, details
         _agree_with_the_agents_log(run, call, truth)
+        # Located where the agent lost them: in every turn, at its edges and 14% of it.
+        _lost_where_the_agent_lost_them(run, call, truth)
+        assert len(details["agent_lost_at"]) == len(call.info.lost)
+
+
+def test_packets_lost_only_in_the_agents_pauses_leave_the_evidence_whole(scenario, tmp_path):
+    """The agent loses every 5th packet, but only 200 ms or more into its pauses: the call
+    says how much was lost and where, and passes undegraded (every lost packet degraded it
+    before its place was known)."""
+    behaviour = AgentBehaviour.from_scenario(scenario, drop_every=5, drop_in_pauses=True)
+    run, call, _, truth = asyncio.run(_one_call(scenario, behaviour, tmp_path))
+    assert run.result.degraded == [], run.result.degraded
+    assert run.outcome.passed, (run.outcome.verifier, run.outcome.failures)
+    (warning,) = [n for n in run.result.findings.notes if n.code_name == "agent_audio_lost"]
+    assert "lost in transit, in" in warning.message, warning.message
+    _lost_where_the_agent_lost_them(run, call, truth)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["source"]["details"]["agent_lost_frames"] >= 20, result["source"]["details"]
 
 
 def test_ctrl_c_ends_the_call_cleanly(tmp_path):

@@ -91,8 +91,33 @@ def test_loss_while_held_leaves_a_gap_and_keeps_the_anchor() -> None:
     placer.flush(None)
     assert stats.gaps == 1 and stats.gap_frames == 2 and stats.gap_ms == pytest.approx(40)
     assert _start_ms(out) == pytest.approx(1000, abs=0.1)
-    gaps = [b.start - a.end for a, b in pairwise(out) if b.start != a.end]
-    assert len(gaps) == 1 and gaps[0] * 1000 / SAMPLE_RATE == pytest.approx(40, abs=1)
+    gaps = [(a.end, b.start) for a, b in pairwise(out) if b.start != a.end]
+    assert len(gaps) == 1 and (gaps[0][1] - gaps[0][0]) * 1000 / SAMPLE_RATE == pytest.approx(
+        40, abs=1
+    )
+    # The gap is logged where its silence was placed (after the start's anchor moved), with
+    # the RTP time of the frame after it (what the receive buffer keys lost packets by).
+    (logged,) = stats.gap_log
+    assert logged.pts == 7 * FRAME
+    assert logged.start_ms == pytest.approx(gaps[0][0] * 1000 / SAMPLE_RATE, abs=1)
+    assert logged.end_ms == pytest.approx(gaps[0][1] * 1000 / SAMPLE_RATE, abs=0.1)
+
+
+def test_a_gap_after_the_anchor_moved_is_logged_where_it_was_placed() -> None:
+    """A sender bursting ahead (the anchor moves back at release) then a gap while held: the
+    logged gap moves with the audio."""
+    out: list[PcmFrame] = []
+    stats = ReceiveStats()
+    placer = Placer("agent", out.append, stats)
+    read = [1000.0] * 10 + [1000 + 20 * k for k in range(1, 50)]
+    for k, at_ms in enumerate(read):
+        if k != 15:
+            placer.push(k * FRAME, RATE, np.full(FRAME, 0.1, np.float32), at_ms, at_ms / 1000)
+    placer.flush(None)
+    (a, b) = next((a, b) for a, b in pairwise(out) if b.start != a.end)
+    (logged,) = stats.gap_log
+    assert logged.start_ms == pytest.approx(a.end * 1000 / SAMPLE_RATE, abs=1)
+    assert logged.end_ms == pytest.approx(b.start * 1000 / SAMPLE_RATE, abs=0.1)
 
 
 def test_a_clip_due_inside_a_frame_starts_on_its_sample() -> None:

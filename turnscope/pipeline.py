@@ -22,6 +22,7 @@ from turnscope.asr.settings import Settings
 from turnscope.asr.transcriber import Transcriber, Transcription
 from turnscope.capture.frames import AGENT, CALLER, CHANNELS, PcmFrame
 from turnscope.capture.source import Source, SourceInfo
+from turnscope.lost_audio import lost_audio_findings
 from turnscope.reasons import Findings, assembled
 
 FINALITY_CHECK_MS = 100.0
@@ -306,6 +307,10 @@ async def run_pipeline(
     audio_ms = max(ep.position_ms for ep in stages.endpointers.values())
     gaps = {ch: ep.gap_ms for ch, ep in stages.endpointers.items()}
     found = _audio_findings(stages, source.info)
+    lost = lost_audio_findings(
+        source.info.lost, stages.assembly.turns, settings.vad.min_utterance_ms
+    )
+    found.notes += lost.notes
     alike = None
     if source.info.transport == "file":  # a recording: both parties' audio came from outside
         alike = channels_alike(stages.checks[CALLER], stages.checks[AGENT])

@@ -64,6 +64,9 @@ class AgentBehaviour(BaseModel):
     # media message).
     drop_every: int | None = Field(default=None, ge=2)
     dtx: bool = False  # WebRTC: leave digital silence unsent, as a DTX sender does
+    # Lose them only in the agent's pauses, well away from its speech (WebRTC): a loss that
+    # moves nothing the caller measures.
+    drop_in_pauses: bool = False
     end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
 
     @classmethod
@@ -165,6 +168,13 @@ class AgentCore:
             self._schedule(b.hangup_after_s, self.hangup)
         if b.silent_after_s is not None:
             self._schedule(b.silent_after_s, self.player.stop)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to say now or soon: the greeting said (if any), no reply pending, nothing
+        playing or queued."""
+        greeted = not self.behaviour.greet or self._next_line > 0
+        return greeted and self._reply is None and self.player.idle
 
     @property
     def _lead_s(self) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.actors.agent.core import AgentBehaviour, AgentCore
-from turnscope.actors.agent.wire import Dtx, lose_every
+from turnscope.actors.agent.wire import Dtx, QuietFrames, lose_every
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.clock import CallClock
@@ -23,6 +24,8 @@ from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.signaling import rtc_configuration
 from turnscope.capture.webrtc.track import PlaybackTrack
+
+PAUSE_FRAMES = 10  # 20 ms frames of silence before drop_in_pauses loses a packet
 
 
 class AgentSession:
@@ -39,7 +42,10 @@ class AgentSession:
         self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
         self.clock = CallClock()
         drop = Dtx() if behaviour.dtx else None
-        self.track = PlaybackTrack(self.clock, drop=drop, codec=lambda: sending_codec(self.pc))
+        self.quiet = QuietFrames(drop)  # how long the agent has been silent, for drop_in_pauses
+        self.track = PlaybackTrack(
+            self.clock, drop=self.quiet, codec=lambda: sending_codec(self.pc)
+        )
         self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
         self.pc = RTCPeerConnection(rtc_configuration())
         self.stats = ReceiveStats()
@@ -81,8 +87,18 @@ class AgentSession:
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         await self.pc.setLocalDescription(await self.pc.createAnswer())
         if self.behaviour.drop_every:
-            lose_every(sender, self.behaviour.drop_every)
+            # Each loss in the agent's own log, as it happened: where the caller should place it.
+            only = self._in_pause if self.behaviour.drop_in_pauses else None
+            lose_every(sender, self.behaviour.drop_every, self._lost, only)
         return self.pc.localDescription.sdp
+
+    def _in_pause(self) -> bool:
+        """Well inside a pause: nothing to say soon, and 200 ms of silence sent since the last
+        sound (well over the caller's 60 ms margin at a turn's end: turnscope/lost_audio.py)."""
+        return self.core.idle and self.quiet.count >= PAUSE_FRAMES
+
+    def _lost(self, count: int) -> None:
+        self.core.events.append({"event": "packet_lost", "n": count, "monotonic": time.monotonic()})
 
     @staticmethod
     def _rtvi(channel, kind: str) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ import numpy as np
 from aiortc import RTCRtpSender
 from aiortc.rtp import is_rtcp
 
-__all__ = ["Dtx", "lose_every"]
+__all__ = ["Dtx", "QuietFrames", "lose_every"]
 
 DTX_HANGOVER = 10  # silent frames (200 ms) a DTX encoder still sends before it stops
 DTX_REFRESH = 20  # then one frame every 400 ms (libopus's MAX_CONSECUTIVE_DTX)
@@ -32,12 +32,31 @@ class Dtx:
         return into > 1 and (into - 1) % DTX_REFRESH != 0
 
 
-def lose_every(sender: RTCRtpSender, n: int, on_lost: Callable[[int], None] | None = None) -> None:
+class QuietFrames:
+    """Counts the digital silence a track sent since its last sound (PlaybackTrack's ``drop``
+    hook, handing the decision on to ``inner``: DTX or none)."""
+
+    def __init__(self, inner: Callable[[int, np.ndarray], bool] | None = None) -> None:
+        self.inner = inner
+        self.count = 0
+
+    def __call__(self, index: int, pcm: np.ndarray) -> bool:
+        self.count = 0 if pcm.any() else self.count + 1
+        return self.inner is not None and self.inner(index, pcm)
+
+
+def lose_every(
+    sender: RTCRtpSender,
+    n: int,
+    on_lost: Callable[[int], None] | None = None,
+    only: Callable[[], bool] | None = None,
+) -> None:
     """Lose every ``n``th RTP packet ``sender`` hands its transport: its sequence number is
     spent, as a packet a network drops spends it (the caller's statistics count it lost);
-    ``on_lost`` hears each one's count. aiortc has no hook for this, so the transport's send
-    is wrapped on this one instance. (The interop pipecat bot loads this file by its path:
-    it imports aiortc and numpy only.)"""
+    ``on_lost`` hears each one's count; ``only``: lose it only when this says so (else it
+    goes). aiortc has no hook for this, so the transport's send is wrapped on this one
+    instance. (The interop pipecat bot loads this file by its path: it imports aiortc and
+    numpy only.)"""
     transport = sender.transport
     send = transport._send_rtp
     count = 0
@@ -46,7 +65,7 @@ def lose_every(sender: RTCRtpSender, n: int, on_lost: Callable[[int], None] | No
         nonlocal count
         if not is_rtcp(data):
             count += 1
-            if count % n == 0:
+            if count % n == 0 and (only is None or only()):
                 if on_lost is not None:
                     on_lost(count)
                 return

@@ -116,6 +116,12 @@ class DevicePlayer(DeviceStream):
     def speaking(self) -> bool:
         return self.current is not None
 
+    @property
+    def idle(self) -> bool:
+        """Nothing playing and nothing queued."""
+        with self._lock:
+            return not self._queue
+
     def play(self, audio: np.ndarray, label: str, at_ms: float | None = None) -> Playback:
         """Queue a clip (float or int16, 16 kHz mono) to start at ``at_ms`` on the call clock,
         or ``lead_ms`` from now if that is later."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,8 +27,8 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
-from turnscope.capture.webrtc.gaps import split_gaps
-from turnscope.capture.webrtc.jitter import PLAYOUT_MS, tolerate_loss
+from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
+from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
@@ -88,6 +89,7 @@ class WebRTCCall(CallSource):
         self.pc: RTCPeerConnection | None = None
         self.connect_ms: float | None = None
         self._receiver: asyncio.Task | None = None
+        self._buffer: AudioJitterBuffer | None = None  # the receive buffer, once connected
         self._timer: asyncio.Task | None = None
         self.messages = 0
         self.message_log: list[dict[str, Any]] = []
@@ -110,9 +112,8 @@ class WebRTCCall(CallSource):
         self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
         transceiver = self.pc.addTransceiver(self.caller_track, direction="sendrecv")
         # A lost packet costs only itself, not the rest of the call's placement (jitter.py).
-        self.info.details["loss_tolerant_jitter_buffer"] = tolerate_loss(
-            transceiver.receiver, prefetch=0
-        )
+        self._buffer = tolerate_loss(transceiver.receiver, prefetch=0)
+        self.info.details["loss_tolerant_jitter_buffer"] = self._buffer is not None
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
         channel = self.pc.createDataChannel("turnscope")
@@ -288,13 +289,20 @@ class WebRTCCall(CallSource):
     def _describe(self) -> None:
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
-        gaps = split_gaps(st, self.info.details.get("rtp_stats"))
+        holes = self._buffer.holes if self._buffer is not None else None
+        gaps = split_gaps(st, self.info.details.get("rtp_stats"), holes)
         if gaps.lost_frames:
-            self.info.degrade(
-                SourceNote.AGENT_AUDIO_LOST,
+            lost = (
                 f"{gaps.lost_frames} agent audio frames ({gaps.lost_ms:.0f} ms) were lost in "
-                "transit",
+                "transit"
             )
+            if gaps.located:
+                # Where each fell is judged against the turns once they are known: a loss in
+                # the agent's silence leaves the evidence whole (turnscope/lost_audio.py).
+                self.info.lost = list(gaps.lost)
+                self.info.warn(SourceNote.AGENT_AUDIO_LOST, f"{lost}{where_lost(gaps)}")
+            else:
+                self.info.degrade(SourceNote.AGENT_AUDIO_LOST, f"{lost} (where, not known)")
         if st.late_reanchors:
             self.info.warn(
                 SourceNote.AGENT_DELAY_ROSE,
@@ -342,6 +350,8 @@ class WebRTCCall(CallSource):
                 "agent_unsent_ms": round(gaps.unsent_ms, 1),
                 "agent_gaps": st.gaps,
                 "agent_loss_by_sequence": gaps.known,  # else every gap was counted lost
+                # Where on the call clock: each stretch of silence placed for lost packets.
+                "agent_lost_at": [dataclasses.asdict(x) for x in gaps.lost[:MAX_LOST_REPORTED]],
                 "agent_rate": st.sample_rate,
                 "agent_channels": st.channels,
                 "delay_reanchors": st.late_reanchors,

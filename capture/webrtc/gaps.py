@@ -1,12 +1,15 @@
 """The agent's audio that never reached the caller, told apart by cause: lost in transit (RTP
 sequence numbers skipped) or never sent (DTX in a pause, a sender that skipped frames: the
-timestamps jump, the sequence numbers do not). Only the first is a fault of the line."""
+timestamps jump, the sequence numbers do not). Only the first is a fault of the line, and where
+it fell says whether it touched what was measured (turnscope/lost_audio.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from turnscope.capture.channels import AGENT
+from turnscope.capture.source import LostAudio
 from turnscope.capture.webrtc.receiver import ReceiveStats
 
 __all__ = ["AgentGaps", "split_gaps"]
@@ -16,12 +19,17 @@ __all__ = ["AgentGaps", "split_gaps"]
 class AgentGaps:
     """Gaps in the agent's stream: lost in transit, and not sent (placed as silence either
     way, as a listener hears them). ``known``: the RTP statistics were read; without them
-    every gap is counted lost, as before DTX was told apart."""
+    every gap is counted lost, as before DTX was told apart. ``located``: where each lost
+    packet was placed (``lost``); ``unplaced``: lost packets no later one followed (the call
+    ended first: no audio of the call is missing for them)."""
 
     lost_frames: int
     lost_ms: float
     unsent_ms: float
     known: bool
+    lost: tuple[LostAudio, ...] = ()
+    located: bool = False
+    unplaced: int = 0
 
 
 def _inbound_lost_packets(rtp_stats: list[dict[str, Any]] | None) -> int | None:
@@ -35,10 +43,50 @@ def _inbound_lost_packets(rtp_stats: list[dict[str, Any]] | None) -> int | None:
     return sum(max(0, int(s.get("packetsLost") or 0)) for s in inbound)
 
 
-def split_gaps(stats: ReceiveStats, rtp_stats: list[dict[str, Any]] | None) -> AgentGaps:
-    """Split the timestamp gaps the receiver placed into lost and unsent audio."""
+def _locate(stats: ReceiveStats, holes: dict[int, int]) -> tuple[list[LostAudio], int] | None:
+    """Each hole the receive buffer gave up, at the gap placed before the frame after it;
+    None when a hole has no such gap (its frame never reached the placer)."""
+    by_pts = {g.pts: g for g in stats.gap_log}
+    out = []
+    for pts, n in sorted(holes.items()):
+        gap = by_pts.get(pts)
+        if gap is None:
+            return None
+        lost_ms = min(gap.end_ms - gap.start_ms, n * stats.frame_ms)
+        out.append(LostAudio(AGENT, round(gap.start_ms, 1), round(gap.end_ms, 1), lost_ms))
+    return out, sum(holes.values())
+
+
+def split_gaps(
+    stats: ReceiveStats,
+    rtp_stats: list[dict[str, Any]] | None,
+    holes: dict[int, int] | None = None,
+) -> AgentGaps:
+    """Split the timestamp gaps the receiver placed into lost and unsent audio; ``holes``: the
+    packets the receive buffer gave up (webrtc/jitter.py), to locate the lost ones."""
     lost = _inbound_lost_packets(rtp_stats)
     if lost is None:
         return AgentGaps(stats.gap_frames, stats.gap_ms, 0.0, known=False)
     lost_ms = min(stats.gap_ms, lost * stats.frame_ms)
-    return AgentGaps(lost, lost_ms, stats.gap_ms - lost_ms, known=True)
+    located = _locate(stats, holes) if holes is not None else None
+    if located is None:
+        return AgentGaps(lost, lost_ms, stats.gap_ms - lost_ms, known=True)
+    where, placed = located
+    return AgentGaps(
+        lost, lost_ms, stats.gap_ms - lost_ms, known=True,
+        lost=tuple(where), located=True, unplaced=max(0, lost - placed),
+    )  # fmt: skip
+
+
+MAX_LOST_REPORTED = 200  # lost stretches written to result.json (all are judged)
+
+
+def where_lost(gaps: AgentGaps) -> str:
+    """How the located loss fell, for the call's warning: ", in 61 places (the longest 40 ms)"."""
+    if not gaps.located:
+        return ""
+    longest = max((x.lost_ms for x in gaps.lost), default=0.0)
+    out = f", in {len(gaps.lost)} place(s) (the longest {longest:.0f} ms)" if gaps.lost else ""
+    if gaps.unplaced:
+        out += f"; {gaps.unplaced} after the agent's last audio"
+    return out

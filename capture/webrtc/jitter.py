@@ -12,7 +12,11 @@ holds a DTX sender's last packets until as many more come, one a refresh (400 ms
 call's audio stood still for 1.6 s at every pause. The caller's playout delay aiortc's 4
 packets made (80 ms) is kept as a constant (``PLAYOUT_MS``, added where a frame is placed), so
 the one-way delay and the latency split read as before. The cost: a packet that arrives after
-the one sent after it is dropped (20 ms), where 4 packets of slack kept it."""
+the one sent after it is dropped (20 ms), where 4 packets of slack kept it.
+
+Each hole it gives up is kept (``holes``: how many packets, by the RTP time of the packet after
+them, as the receiver's frames carry it), so the call can say where on its clock audio was
+lost, not only how much (webrtc/gaps.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +41,10 @@ class AudioJitterBuffer(JitterBuffer):
         self._held: dict[int, RtpPacket] = {}  # by extended (unwrapped) sequence number
         self._last: int | None = None  # the extended number of the latest packet seen
         self._next = 0  # the extended number of the next packet to hand on
+        self._origin: int | None = None  # the RTP time of the first packet handed on
+        # Packets given up, by the RTP time of the packet handed on after them, counted from
+        # the first one handed on (aiortc's TimestampMapper: the decoded frames' pts).
+        self.holes: dict[int, int] = {}
 
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
         seq = self._extend(packet.sequence_number)
@@ -47,6 +55,10 @@ class AudioJitterBuffer(JitterBuffer):
             return False, None
         oldest = min(self._held)
         ready = self._held.pop(oldest)
+        if self._origin is None:
+            self._origin = ready.timestamp
+        elif oldest > self._next:
+            self.holes[(ready.timestamp - self._origin) % 2**32] = oldest - self._next
         self._next = oldest + 1
         return False, JitterFrame(data=ready._data, timestamp=ready.timestamp)  # type: ignore[attr-defined]
 
@@ -61,10 +73,11 @@ class AudioJitterBuffer(JitterBuffer):
         return ext
 
 
-def tolerate_loss(receiver: RTCRtpReceiver, prefetch: int = PREFETCH) -> bool:
-    """Give an audio ``receiver`` the buffer above; False (aiortc's own is kept) when this
-    aiortc keeps its buffer elsewhere."""
+def tolerate_loss(receiver: RTCRtpReceiver, prefetch: int = PREFETCH) -> AudioJitterBuffer | None:
+    """Give an audio ``receiver`` the buffer above, and return it; None (aiortc's own is kept)
+    when this aiortc keeps its buffer elsewhere."""
     if not isinstance(getattr(receiver, _SLOT, None), JitterBuffer):
-        return False
-    setattr(receiver, _SLOT, AudioJitterBuffer(prefetch))
-    return True
+        return None
+    buffer = AudioJitterBuffer(prefetch)
+    setattr(receiver, _SLOT, buffer)
+    return buffer

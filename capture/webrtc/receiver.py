@@ -35,6 +35,17 @@ ANCHOR_WINDOW_MS = 500.0  # audio held at the start, to anchor on its most promp
 ANCHOR_FIX_MAX_MS = 100.0
 
 
+@dataclass(frozen=True)
+class PlacedGap:
+    """A jump in the stream's RTP time as placed on the call clock: silence from ``start_ms``
+    to ``end_ms``; ``pts`` is the RTP time of the frame after it (what the receive buffer
+    keys the packets it gave up by: webrtc/jitter.py)."""
+
+    pts: int
+    start_ms: float
+    end_ms: float
+
+
 @dataclass
 class ReceiveStats:
     """What the receive loop saw: frames, gaps in their RTP timestamps, delay steps, format.
@@ -48,6 +59,7 @@ class ReceiveStats:
     gap_frames: int = 0
     gap_ms: float = 0.0
     frame_ms: float = 20.0  # the last frame's duration
+    gap_log: list[PlacedGap] = field(default_factory=list)  # every gap, where it was placed
     late_reanchors: list[dict[str, float]] = field(default_factory=list)
     first_frame_ms: float | None = None
     anchor_fix_ms: float = 0.0  # how much earlier than its first frame the stream was placed
@@ -113,7 +125,13 @@ class Placer:
                 self.stats.gap_ms += lost * 1000 / rate
                 self.stats.gap_frames += max(1, round(lost / len(mono)))
                 self._end_run(at)
+                start = self.anchor + round(
+                    (self.expected_pts - self.run_pts0) * SAMPLE_RATE / rate
+                )
                 self.anchor += round((pts - self.run_pts0) * SAMPLE_RATE / rate)
+                self.stats.gap_log.append(
+                    PlacedGap(pts, start * 1000 / SAMPLE_RATE, self.anchor * 1000 / SAMPLE_RATE)
+                )
             self._new_run(pts, rate)
         elif pts < self.expected_pts:
             return  # a duplicate or reordered frame: already placed
@@ -151,6 +169,11 @@ class Placer:
         self.stats.anchor_fix_ms = round(shift_ms, 1)
         for i in range(len(self.delays)):
             self.delays[i] += shift_ms
+        # every gap so far was placed while the start was held: it moves with the start
+        self.stats.gap_log[:] = [
+            dataclasses.replace(g, start_ms=g.start_ms - shift_ms, end_ms=g.end_ms - shift_ms)
+            for g in self.stats.gap_log
+        ]
         held, self.held = self.held, None
         for frame in held:
             self.emit(dataclasses.replace(frame, start=frame.start - shift))

@@ -901,7 +901,7 @@ def _lose_every(pc: Any, n: int) -> None:
     wire = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(wire)
     sender = next(t.sender for t in pc.getTransceivers() if t.kind == "audio")
-    wire.lose_every(sender, n, on_lost=lambda count: TRUTH.write("packet_lost", n=count))
+    wire.lose_every(sender, n, on_lost=lambda count: TRUTH.mark("packet_lost", n=count))
 
 
 async def bot(runner_args: SmallWebRTCRunnerArguments):
