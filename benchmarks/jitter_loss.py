@@ -3,6 +3,7 @@ uses (capture/webrtc/jitter.py), fed the same 20 ms packets of a 60 s call, then
 calls against the reference agent losing packets on the wire.
 
     .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live] [--dtx]
+        [--located]
 
 Per loss pattern: received packets the buffer never handed on (they reached the caller and
 were never heard: dropped to catch up or as too late, or still held when the call ended beyond
@@ -13,7 +14,10 @@ against the reference agent losing every Nth RTP packet, with each buffer: agent
 counted lost, gaps not counted lost, agent turns found, and each reply's start against the
 agent's log (one-way delay included). ``--dtx``: the scripted caller's reply gaps, and a
 caller's that reacts to the agent's words, against the reference agent sending its silence and
-leaving it unsent (DTX).
+leaving it unsent (DTX). ``--located``: where a call placed each lost packet against where
+the agent's log says it lost it (after the one-way delay of its turns), and what the run made
+of the loss: the evidence whole (lost only in the agent's silence) or degraded naming the turns
+it touched (turnscope/lost_audio.py).
 """
 
 from __future__ import annotations
@@ -126,6 +130,30 @@ async def live_call(every: int | None, ours: bool, folder: Path) -> str:
             f" | {len(found)} of {len(sent)} | {starts} |")  # fmt: skip
 
 
+async def located_call(every: int, in_pauses: bool, folder: Path) -> str:
+    """The refund call against the reference agent losing every ``every``th packet (only in
+    its pauses, or anywhere): the loss located against the agent's log, and the verdict."""
+    knobs = {"drop_every": every, "drop_in_pauses": in_pauses}
+    run, call, truth, d = await _placed(_refund(), knobs, folder)
+    origin = call.clock.origin
+    starts = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
+    sent = [(u["start_monotonic"] - origin) * 1000 for u in truth["utterances"]]
+    one_way = statistics.median(m - s for m, s in zip(starts, sent, strict=False))
+    logged = [(e["monotonic"] - origin) * 1000 + one_way for e in truth["events"]
+              if e["event"] == "packet_lost"]  # fmt: skip
+    # Each located loss against the nearest the agent logged (its turns' one-way delay added):
+    # a constant lag is the turns' own estimate (a loss at a reply's onset moves its start).
+    offsets = [x.start_ms - min(logged, key=lambda t: abs(x.start_ms - t)) for x in call.info.lost]
+    lag = statistics.median(offsets)
+    spread = max(abs(o - lag) for o in offsets)
+    codes = sorted({n.code_name for n in run.result.findings.notes if n.severity == "degraded"})
+    where = "in its pauses" if in_pauses else "anywhere"
+    verdict = "passed" if run.outcome.passed else "failed"
+    return (f"| 1 in {every}, {where} | {d['agent_lost_frames']} | {len(call.info.lost)} | "
+            f"{one_way:.0f} ms | {lag:+.1f} / {spread:.1f} ms | "
+            f"{', '.join(codes) or 'whole'} | {verdict} |")  # fmt: skip
+
+
 # A caller that reacts to the agent's words (it waits for the pipeline's transcript of them).
 REACTIVE = """
 name: react
@@ -174,6 +202,9 @@ def main() -> None:
     parser.add_argument(
         "--dtx", action="store_true", help="the caller's reply gaps against a DTX agent (2 min)"
     )
+    parser.add_argument(
+        "--located", action="store_true", help="where lost packets were placed (2 min)"
+    )
     args = parser.parse_args()
     patterns = ["none", "one lost at 10 s", "0.5% lost", "1% lost", "2% lost", "5% lost",
                 "reordered 1% (neighbours swapped)"]  # fmt: skip
@@ -197,6 +228,15 @@ def main() -> None:
                 for dtx in (False, True):
                     folder = Path(tmp) / f"{reactive}-{dtx}"
                     print(asyncio.run(dtx_call(reactive, dtx, folder)), flush=True)
+    if args.located:
+        print("\nwhere the refund call placed the agent's lost packets, and the verdict\n")
+        print("| lost on the wire | counted lost | located | one-way (turns) | placed vs the "
+              "agent's log: lag / spread | evidence | call |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for every, in_pauses in ((50, False), (25, False), (7, False), (5, True)):
+                folder = Path(tmp) / f"{every}-{in_pauses}"
+                print(asyncio.run(located_call(every, in_pauses, folder)), flush=True)
     if not args.live:
         return
     print("\nthe refund call against the reference agent losing packets on the wire\n")

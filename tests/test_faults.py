@@ -303,6 +303,8 @@ def test_agent_port_out_of_range(cli):
     assert "--dtx leaves a WebRTC sender's pauses unsent" in err, err
     err = _bad_input(cli, "agent", "--dtx", "--device", "--in", "a", "--out", "b")
     assert "--drop-every and --dtx shape packets" in err, err
+    err = _bad_input(cli, "agent", "--port", "0", "--drop-in-pauses")
+    assert "--drop-in-pauses loses --drop-every's packets" in err and "give --drop-every N" in err
 
 
 @pytest.mark.parametrize(

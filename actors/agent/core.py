@@ -23,7 +23,7 @@ from turnscope.actors.caller.fields import Voice
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.asr.endpointer import Endpointer
-from turnscope.asr.events import EndOfTurn, SpeechStart
+from turnscope.asr.events import EndOfTurn, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, PcmFrame
@@ -146,6 +146,7 @@ class AgentCore:
         self._ignored: set[int] = set()  # caller utterances spoken over the agent, not answered
         self._answered_by_talk_over = False
         self._reply: asyncio.Task | None = None
+        self.caller_voiced = False  # inside a voiced span of the caller's, as the agent hears
         self._keys: asyncio.Task | None = None  # a key press turn waiting for more keys
         # Told each turn decision and start of speaking as it happens (the WebRTC session says
         # them as RTVI events, as a pipecat agent does).
@@ -171,8 +172,8 @@ class AgentCore:
 
     @property
     def idle(self) -> bool:
-        """Nothing to say now or soon: the greeting said (if any), no reply pending, nothing
-        playing or queued."""
+        """Nothing to say now: the greeting said (if any), no reply pending, nothing playing
+        or queued (a reply due at once may still come next)."""
         greeted = not self.behaviour.greet or self._next_line > 0
         return greeted and self._reply is None and self.player.idle
 
@@ -200,6 +201,8 @@ class AgentCore:
 
     def hear(self, frame: PcmFrame) -> None:
         for ev in self.endpointer.push(frame):
+            if isinstance(ev, (SpeechStart, SpeechStop)):
+                self.caller_voiced = isinstance(ev, SpeechStart)
             if isinstance(ev, SpeechStart) and ev.first_in_utterance:
                 self._caller_started(ev)
             elif isinstance(ev, EndOfTurn):

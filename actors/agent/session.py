@@ -93,9 +93,10 @@ class AgentSession:
         return self.pc.localDescription.sdp
 
     def _in_pause(self) -> bool:
-        """Well inside a pause: nothing to say soon, and 200 ms of silence sent since the last
-        sound (well over the caller's 60 ms margin at a turn's end: turnscope/lost_audio.py)."""
-        return self.core.idle and self.quiet.count >= PAUSE_FRAMES
+        """Well inside a pause: the caller speaking (a reply comes only after its end of turn,
+        400 ms later), nothing playing or due, and 200 ms of silence sent since the agent's
+        last sound (both well over the caller's 60 ms margin: turnscope/lost_audio.py)."""
+        return self.core.caller_voiced and self.core.idle and self.quiet.count >= PAUSE_FRAMES
 
     def _lost(self, count: int) -> None:
         self.core.events.append({"event": "packet_lost", "n": count, "monotonic": time.monotonic()})

@@ -56,6 +56,10 @@ def wire_knobs_apply(behaviour: AgentBehaviour, *, device: bool, phone: str | No
     if device and (behaviour.drop_every is not None or behaviour.dtx):
         raise InputError("--drop-every and --dtx shape packets on a call's wire; they do not "
                          "apply to --device")  # fmt: skip
+    if behaviour.drop_in_pauses and (behaviour.drop_every is None or phone):
+        raise InputError("--drop-in-pauses loses --drop-every's packets only in the "
+                         "agent's pauses of a WebRTC call: give --drop-every N, not "
+                         "--transport")  # fmt: skip
     if phone and behaviour.dtx:
         raise InputError(f"--dtx leaves a WebRTC sender's pauses unsent (Opus DTX); a phone "
                          f"line's media does not pause: not with --transport {phone}")  # fmt: skip
