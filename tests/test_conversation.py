@@ -11,6 +11,7 @@ Needs .venv-pipecat (scripts/setup.sh --dev builds it): without it these fail, n
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 from pathlib import Path
 
@@ -316,3 +317,44 @@ def test_an_llm_caller_barges_in_on_what_it_hears_and_the_replay_cuts_in_at_the_
     assert replayed["source"] == "replayed" and replayed["action"] == mid["action"], two
     assert replayed["upto_offset_ms"] == mid["upto_offset_ms"], (mid, replayed)
     assert abs(replayed["sent_offset_ms"] - mid["sent_offset_ms"]) <= 20, (mid, replayed)
+
+
+def test_load_places_llm_driven_callers_and_keeps_the_key_out(tmp_path: Path, monkeypatch):
+    """`load --caller-llm`: two LLM-driven callers at once against the reference agent, each
+    asking the real local LLM (SmolLM2-135M behind llama.cpp's server) with a key named by its
+    variable: both calls run their LLM turns, the caller's LLM answer times are a row of their
+    own (not the agent's latency) in the terminal, load.json and load.html, and the key is in
+    no file written."""
+    import subprocess
+
+    from tests.conftest import reference_agent, turnscope_exe
+    from tests.interop.llm_server import llm_server
+
+    key = "sk-load-test-4f1c9e"
+    monkeypatch.setenv("TURNSCOPE_TEST_LLM_KEY", key)
+    scenario = tmp_path / "llm.yaml"
+    scenario.write_text(LLM_CALLER)
+    out = tmp_path / "load"
+    with reference_agent(scenario) as url, llm_server(tmp_path / "llm") as server:
+        cmd = [*turnscope_exe(), "load", url, "--scenario", str(scenario), "--loopback-only",
+               "--calls", "2", "--rate", "2", "-o", str(out), "--caller-llm", server.url,
+               "--caller-llm-model", server.model,
+               "--caller-llm-key-env", "TURNSCOPE_TEST_LLM_KEY"]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stdout + done.stderr
+    r = json.loads((out / "load.json").read_text())
+    assert r["completed"] == 2 and r["calls_caller_llm_failed"] == 0 and not r["degraded"], r
+    asked = 0
+    for c in r["calls"]:
+        script = json.loads((Path(c["bundle"]) / "result.json").read_text())["script"]
+        turns = script["llm"]["turns"]
+        assert turns and all(t["source"] == "llm" for t in turns), script["llm"]
+        assert c["caller_llm_ms"] == [t["latency_ms"] for t in turns if t.get("latency_ms")]
+        asked += len(c["caller_llm_ms"])
+    assert r["caller_llm_ms"]["n"] == asked >= 2, r["caller_llm_ms"]
+    assert "caller's LLM answer" in done.stdout, done.stdout
+    page = html.unescape((out / "load.html").read_text())
+    assert "the caller's LLM answer (not the agent's)" in page
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert not [p for p in written if key.encode() in p.read_bytes()], "the key was written"
+    assert key not in done.stdout + done.stderr

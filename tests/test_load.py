@@ -307,16 +307,23 @@ def test_bad_load_options_are_one_line(cli, scenario, tmp_path, args, needle):
     assert code == 2 and needle in err and err.count("\n") == 1, err
 
 
-def test_an_llm_driven_scenario_is_refused_before_any_call(cli, tmp_path):
-    """load places scripted callers: a scenario whose caller an LLM drives would fail in every
-    call (each counted "error: InputError", the run exit 1); one line naming the file and what
-    to do instead, exit 2, no folder."""
+def test_an_llm_driven_scenario_without_its_llm_is_refused_before_any_call(cli, tmp_path):
+    """A scenario whose caller an LLM drives, and no --caller-llm: every call would fail (each
+    counted "error: InputError", the run exit 1); one line naming the file and the flag, exit
+    2, no folder. --caller-llm for a scripted caller, or with --ray, is refused the same way.
+    (The run with an LLM: tests/test_conversation.py.)"""
     out = tmp_path / "o"
-    code, _, err = cli("load", "http://127.0.0.1:9/api/offer", "--scenario", "order-status-llm",
-                       "--calls", "2", "-o", str(out))  # fmt: skip
+    url = "http://127.0.0.1:9/api/offer"
+    code, _, err = cli("load", url, "--scenario", "order-status-llm", "--calls", "2",
+                       "-o", str(out))  # fmt: skip
     assert code == 2 and err.count("\n") == 1, err
-    assert "order-status-llm.yaml: caller.driver is llm: load places scripted callers" in err
-    assert "turnscope call --caller-llm URL" in err and not out.exists(), err
+    assert "order-status-llm.yaml: caller.driver is llm: every call's caller asks an LLM" in err
+    assert "give --caller-llm URL" in err and not out.exists(), err
+    llm = ["--caller-llm", "http://127.0.0.1:9/v1"]
+    code, _, err = cli("load", url, "--scenario", "refund-call", "--calls", "2", *llm)
+    assert code == 2 and "--caller-llm is for an LLM-driven caller" in err, err
+    code, _, err = cli("load", url, "--scenario", "order-status-llm", "--calls", "2", "--ray", *llm)
+    assert code == 2 and "--caller-llm is for a load run on this machine" in err, err
 
 
 def test_a_load_run_is_not_replaced_without_force(cli, scenario, tmp_path):

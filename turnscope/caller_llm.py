@@ -64,6 +64,23 @@ def caller_endpoint(
     return None if llm is None else llm.endpoint(scenario)
 
 
+def llm_for_load(scenario: Scenario, llm: CallerLlm | None) -> LlmEndpoint | None:
+    """The endpoint a load run's callers ask (``llm``: the checked flags); InputError for an
+    LLM-driven scenario without one (every call would fail) or one given for a scripted
+    caller (nothing would use it)."""
+    if llm is not None:
+        _needs_llm_driver(scenario, "--caller-llm")
+        return llm.endpoint(scenario)
+    if scenario.caller.driver == "llm":
+        raise InputError(
+            "caller.driver is llm: every call's caller asks an LLM, and none was given",
+            path=scenario.source,
+            fix="give --caller-llm URL (an OpenAI-compatible chat-completions API, e.g. "
+            "http://127.0.0.1:8000/v1), or a scripted scenario",
+        )
+    return None
+
+
 def suite_caller(
     scenario: Scenario, caller_from: Path | None, llm: CallerLlm | None
 ) -> tuple[list[dict[str, Any]] | None, LlmEndpoint | None]:

@@ -1,4 +1,4 @@
-"""The flags that name the LLM an LLM-driven caller asks, shared by `call` and `bench`."""
+"""The flags that name the LLM an LLM-driven caller asks, shared by `call`, `bench` and `load`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 def caller_llm_options() -> tuple[Any, Any, Any]:
     """``--caller-llm``, ``--caller-llm-model``, ``--caller-llm-key-env``: the LLM an
-    LLM-driven caller asks (call, bench)."""
+    LLM-driven caller asks (call, bench, load)."""
     return (
         typer.Option(
             None,

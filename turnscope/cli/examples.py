@@ -46,6 +46,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "load": (
         f"turnscope load {_URL} --scenario refund-call -n 10 --rate 2/s",
         f"turnscope load {_URL} --scenario quick-exchange -n 4 --duration 60 -o runs/load",
+        f"turnscope load {_URL} --scenario order-status-llm -n 4 "
+        "--caller-llm http://127.0.0.1:8080/v1",
     ),
     "score": (
         f"turnscope score {_DEMO}/transcript.json",

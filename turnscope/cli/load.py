@@ -8,10 +8,13 @@ from pathlib import Path
 import typer
 
 from turnscope.cli import call_options as remote
+from turnscope.cli.caller_flags import caller_llm_options
 from turnscope.cli.console import fail_line, say
 from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, OUTPUT, RUN, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, number, ray_option
+
+LLM_FLAGS = caller_llm_options()
 
 
 def load(
@@ -60,6 +63,9 @@ def load(
         "(by its session id) and its replies are split hop by hop; per-hop percentiles in the "
         "summary. This machine only (not with --ray).",
     ),
+    caller_llm: str | None = LLM_FLAGS[0],
+    caller_llm_model: str | None = LLM_FLAGS[1],
+    caller_llm_key_env: str | None = LLM_FLAGS[2],
     settings_file: Path | None = typer.Option(None, "--settings", help="Settings YAML."),
     model: str | None = typer.Option(None, "--model", help="tiny.en (bundled) or a model folder."),
     as_json: bool = typer.Option(False, "--json", help="Print load.json instead of the tables."),
@@ -70,10 +76,12 @@ def load(
     failures by kind, the harness's own health) in the terminal, load.json and load.html.
     Exit 0 when every call completed and passed, 1 when one did not, 4 when the run is
     degraded (calls not placed on time, caller audio sent late, calls that never ran)."""
+    from turnscope.caller_llm import checked_llm
     from turnscope.cli.load_output import LoadView, parse_rate
     from turnscope.load.plan import LoadPlan
     from turnscope.load.run import load_test
 
+    llm = checked_llm(caller_llm, caller_llm_model, caller_llm_key_env)  # its key: a secret
     options = remote.remote_options(url, **remote.remote_flags(locals()))
     plan = LoadPlan(calls=calls, rate=parse_rate(rate), duration_s=duration)
     settings = PipelineOptions(settings_file, model=model).settings()
@@ -81,7 +89,7 @@ def load(
     try:
         run = load_test(options, scenario, plan, settings=settings, outdir=output, force=force,
                         ray_address=ray_address, loops=loops, observer=view,
-                        otlp=otlp)  # fmt: skip
+                        otlp=otlp, caller_llm=llm)  # fmt: skip
     finally:
         view.close()
     if not run.unwritten and not as_json:
@@ -98,7 +106,7 @@ def load(
 groups(
     load,
     {
-        CALLER: "scenario calls rate duration loops",
+        CALLER: "scenario calls rate duration loops caller_llm caller_llm_model caller_llm_key_env",
         TRANSPORT: "transport signaling param codec header bearer_env ice_server loopback_only "
         "connect_timeout media_timeout",
         RUN: "ray_address otlp",

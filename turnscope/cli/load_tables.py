@@ -24,7 +24,10 @@ def latency_tables(r: LoadReport) -> None:
     rows: list[tuple[str, Percentiles]] = [("reply", r.latency_ms)]
     if r.latency_on_time_ms is not None and r.latency_on_time_ms.n < r.latency_ms.n:
         rows.append(("reply, caller audio on time", r.latency_on_time_ms))
-    for name, p in (*rows, ("barge-in yield", r.barge_in_yield_ms)):
+    rows.append(("barge-in yield", r.barge_in_yield_ms))
+    if r.caller_llm_ms is not None:  # the caller's own LLM: not the agent's latency
+        rows.append(("caller's LLM answer", r.caller_llm_ms))
+    for name, p in rows:
         t.add_row(name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max))
     out.print(t)
     if len(r.latency_over_time) > 1:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.asr.settings import Settings
 from turnscope.bundle_writer import RunIncomplete
 from turnscope.errors import CallSetupError, TurnscopeError
@@ -40,6 +41,7 @@ class LoadJob:
     secrets: list[str] = field(default_factory=list, repr=False)  # to scrub, in every process
     duration_s: float | None = None
     otlp: SharedSpans | None = None  # --otlp: the run's one receiver's batches
+    caller_llm: LlmEndpoint | None = None  # --caller-llm: what an LLM-driven caller asks
 
     def folder(self, slot: int, attempt: int) -> Path:
         name = f"call-{slot + 1:04d}" + (f"-{attempt}" if attempt > 1 else "")
@@ -134,6 +136,7 @@ async def run_slots(
                 lines=lines,
                 on_connected=connected,
                 otlp=job.otlp,
+                caller_llm=job.caller_llm,
             )
         except CallSetupError as exc:  # place_call wrote the bundle that says why
             return CallRecord(

@@ -154,6 +154,11 @@ def render(
                     else []
                 ),
                 _pct("barge-in yield", r.barge_in_yield_ms),
+                *(
+                    [_pct("the caller's LLM answer (not the agent's)", r.caller_llm_ms)]
+                    if r.caller_llm_ms is not None
+                    else []
+                ),
             ],
         ),
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "

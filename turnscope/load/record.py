@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from turnscope.actors.caller.notes import CallerNote
 from turnscope.capture.player import LATE_MS
 from turnscope.otlp.records import SpansBy
 from turnscope.scoring.voice_wer import VoiceHeard, heard_in
@@ -77,6 +78,10 @@ class CallRecord(BaseModel):
     hops_missing: str | None = None  # why its replies have no hops (the breakdown's reasons)
     spans_by: SpansBy | None = None  # --otlp: how its spans were told from the other calls'
     voices: list[VoiceHeard] = Field(default_factory=list)  # each caller voice, as the ASR heard it
+    # An LLM-driven caller (--caller-llm): how long its LLM took to answer each time, and
+    # whether its LLM failed (the caller's failure, not the agent's: the call is degraded).
+    caller_llm_ms: list[float] = Field(default_factory=list)
+    caller_llm_failed: bool = False
 
     @property
     def placement_lag_s(self) -> float | None:
@@ -129,6 +134,8 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         hops_missing=why,
         spans_by=SpansBy(spans_by) if spans_by in SpansBy._value2member_map_ else None,
         voices=heard_in(run.voices),
+        caller_llm_ms=[t.latency_ms for t in getattr(caller, "llm_turns", []) if t.latency_ms],
+        caller_llm_failed=found.has(CallerNote.LLM_FAILED),
     )
 
 

@@ -71,6 +71,10 @@ class LoadReport(BaseModel):
     barge_ins_exercised: int = 0
     unanswered_turns: int = 0
     calls_with_unanswered: int = 0
+    # An LLM-driven caller (--caller-llm): its LLM's answer times across the calls, and the
+    # calls its LLM failed (the caller's failure: degraded, never counted against the agent).
+    caller_llm_ms: Percentiles | None = None
+    calls_caller_llm_failed: int = 0
     # each caller voice across the calls: the project's ASR WER pooled over its words
     voices: list[VoiceAcross] = Field(default_factory=list)
     harness: Harness
@@ -221,6 +225,13 @@ def aggregate(
             f"{sum(not_run.values())} planned call(s) did not run: "
             + ", ".join(f"{k} {n}" for k, n in sorted(not_run.items()))
         )
+    llm_failed = sum(1 for r in records if r.caller_llm_failed)
+    if llm_failed:
+        degraded.append(
+            f"{llm_failed} call(s) ended early because the caller's LLM failed (the caller's "
+            "failure, not the agent's): check the --caller-llm endpoint under this load"
+        )
+    llm_ms = [ms for r in records for ms in r.caller_llm_ms]
     per_worker = Counter(r.worker for r in placed)
     hops = hops_report(records)
     unseparated = not_separable_line(records)
@@ -251,6 +262,8 @@ def aggregate(
         barge_ins_exercised=sum(r.barge_ins_exercised for r in records),
         unanswered_turns=sum(r.unanswered for r in records),
         calls_with_unanswered=sum(1 for r in records if r.unanswered),
+        caller_llm_ms=Percentiles.of(llm_ms) if llm_ms or llm_failed else None,
+        calls_caller_llm_failed=llm_failed,
         voices=pool_voices(v for r in records for v in r.voices),
         harness=harness,
         per_worker=dict(sorted(per_worker.items())),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from turnscope import redact
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import Settings, load_settings
+from turnscope.caller_llm import CallerLlm, llm_for_load
 from turnscope.capture.telephony.call import TelephonyOptions
 from turnscope.capture.transport import TransportOptions
 from turnscope.capture.urls import public_url
@@ -81,13 +82,16 @@ def load_test(
     loops: int | None = None,
     observer: LoadObserver | None = None,
     otlp: str | None = None,
+    caller_llm: CallerLlm | None = None,
 ) -> LoadRun:
     """Place ``plan``'s calls (``options`` from ``turnscope.transports.options``) with the
     scripted caller of ``scenario``, each a full bundle under ``outdir/calls``, here on
     ``loops`` event loops or from the Ray cluster at ``ray_address``; ``observer`` hears how
     it goes; ``otlp``: HOST:PORT (or grpc://) of one OTLP receiver for the run, each call's
-    replies split by its own spans (a run on this machine). Returns the aggregate, also
-    written as load.json and load.html in ``outdir`` (default a new ``runs/load-NAME-...``).
+    replies split by its own spans (a run on this machine); ``caller_llm``: the LLM an
+    LLM-driven scenario's callers ask (``turnscope.caller_llm.checked_llm``; this machine).
+    Returns the aggregate, also written as load.json and load.html in ``outdir`` (default a
+    new ``runs/load-NAME-...``).
     InputError for bad input, before any call."""
     tell = observer or LoadObserver()
     warn = tell.warning
@@ -102,15 +106,13 @@ def load_test(
                 "--otlp is for a load run on this machine (its calls read the one receiver's "
                 "file); with --ray, give each call's spans by --agent-trace after the run"
             )
+        if caller_llm is not None:
+            raise InputError(
+                "--caller-llm is for a load run on this machine (a Ray node may not reach the "
+                "LLM's URL); run it without --ray"
+            )
     sc = load_scenario(scenario)
-    if sc.caller.driver == "llm":
-        raise InputError(
-            "caller.driver is llm: load places scripted callers (it takes no --caller-llm), "
-            "and every call would fail",
-            path=sc.source,
-            fix="give load a scripted scenario, or call the agent once with turnscope call "
-            "--caller-llm URL",
-        )
+    llm = llm_for_load(sc, caller_llm)
     for note in first_turn_mid(sc):
         warn(note)
     if sc.dtmf_lines and not isinstance(options, TelephonyOptions):
@@ -129,7 +131,8 @@ def load_test(
         job = LoadJob(options=options, scenario=where, settings=settings,
                       outroot=folder.resolve(), secrets=redact.registered(),
                       duration_s=plan.duration_s,
-                      otlp=receiver.shared if receiver else None)  # fmt: skip
+                      otlp=receiver.shared if receiver else None,
+                      caller_llm=llm)  # fmt: skip
         tell.placing(plan)
         try:
             report = _place(job, plan, ray_address, loops,
