@@ -358,3 +358,30 @@ def test_load_places_llm_driven_callers_and_keeps_the_key_out(tmp_path: Path, mo
     written = [p for p in out.rglob("*") if p.is_file()]
     assert not [p for p in written if key.encode() in p.read_bytes()], "the key was written"
     assert key not in done.stdout + done.stderr
+
+
+def test_load_with_a_caller_llm_that_fails_is_the_callers_failure(tmp_path: Path):
+    """`load --caller-llm` at a port where nothing answers: every call's caller stops at its
+    first LLM turn, each record says its caller's LLM failed, and the run is degraded for the
+    caller's failure (exit 4), never counted as the agent's."""
+    import socket
+    import subprocess
+
+    from tests.conftest import reference_agent, turnscope_exe
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    scenario = tmp_path / "llm.yaml"
+    scenario.write_text(LLM_CALLER)
+    out = tmp_path / "load"
+    with reference_agent(scenario) as url:
+        cmd = [*turnscope_exe(), "load", url, "--scenario", str(scenario), "--loopback-only",
+               "--calls", "2", "--rate", "2", "-o", str(out), "-q",
+               "--caller-llm", dead]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 4 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    r = json.loads((out / "load.json").read_text())
+    assert r["calls_caller_llm_failed"] == 2 and all(c["caller_llm_failed"] for c in r["calls"])
+    assert any("the caller's LLM failed" in d and "not the agent's" in d for d in r["degraded"])
+    assert "the caller's LLM failed" in done.stderr, done.stderr
