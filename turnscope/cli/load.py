@@ -1,5 +1,5 @@
-"""`turnscope load`: many scripted calls at once against one agent, and their aggregate
-(``turnscope.load.run``)."""
+"""`turnscope load`: many scripted or LLM-driven calls at once against one agent, and their
+aggregate (``turnscope.load.run``)."""
 
 from __future__ import annotations
 
@@ -71,11 +71,12 @@ def load(
     as_json: bool = typer.Option(False, "--json", help="Print load.json instead of the tables."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
 ) -> int:
-    """N scripted calls against one agent, started R per second, each a full bundle; the
-    aggregate (latency p50/p90/p99 across calls and over time, barge-ins, unanswered turns,
-    failures by kind, the harness's own health) in the terminal, load.json and load.html.
-    Exit 0 when every call completed and passed, 1 when one did not, 4 when the run is
-    degraded (calls not placed on time, caller audio sent late, calls that never ran)."""
+    """N scripted (or LLM-driven: --caller-llm) calls against one agent, started R per second,
+    each a full bundle; the aggregate (latency p50/p90/p99 across calls and over time,
+    barge-ins, unanswered turns, failures by kind, the harness's own health) in the terminal,
+    load.json and load.html. Exit 0 when every call completed and passed, 1 when one did not,
+    4 when the run is degraded (calls not placed on time, caller audio sent late, calls that
+    never ran, a caller's LLM that failed)."""
     from turnscope.caller_llm import checked_llm
     from turnscope.cli.load_output import LoadView, parse_rate
     from turnscope.load.plan import LoadPlan

@@ -1,4 +1,5 @@
-"""Many scripted calls at once against one agent: the plan, the calls, the aggregate report.
+"""Many scripted or LLM-driven calls at once against one agent: the plan, the calls, the
+aggregate report.
 
 The calls run through the same ``place_call`` as ``turnscope call``, spread over one event loop
 per core (worker processes) or over Ray actors; each call leaves its own full bundle.

@@ -1,5 +1,6 @@
-"""`turnscope load` as a function: N scripted calls against one agent, placed here (one event
-loop per worker process) or from Ray workers, their aggregate, and load.json and load.html."""
+"""`turnscope load` as a function: N scripted (or LLM-driven) calls against one agent, placed
+here (one event loop per worker process) or from Ray workers, their aggregate, and load.json
+and load.html."""
 
 from __future__ import annotations
 
