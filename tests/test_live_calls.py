@@ -175,6 +175,14 @@ def test_the_caller_answers_a_dtx_sender_as_promptly_as_any(calls):
             if a.speaker == "agent" and b.speaker == "caller" and b.start_ms > a.end_ms
         )
     assert abs(gaps["good"] - gaps["slow"]) <= 150, gaps
+    # Its pauses are on the timeline as audio it did not send, drawn as such in the report.
+    run = results["good"][0]
+    timeline = json.loads((run.outdir / "waveform_timeline.json").read_text())
+    causes = {
+        m.get("cause") for m in timeline["markers"] if m["key"] == "audio_gap" and m["offset_ms"]
+    }
+    assert causes == {"not_sent"}, causes
+    assert "the agent sent nothing (silence)" in (run.outdir / "report.html").read_text()
 
 
 def test_measured_latency_follows_the_knob(calls):
@@ -301,6 +309,12 @@ def test_agent_failures_keep_the_audio_and_mark_degraded(scenario, tmp_path, kno
         # Located where the agent lost them: in every turn, at its edges and 14% of it.
         _lost_where_the_agent_lost_them(run, call, truth)
         assert len(details["agent_lost_at"]) == len(call.info.lost)
+        # Each on the timeline as audio lost in transit, and so in the report.
+        timeline = json.loads((tmp_path / "waveform_timeline.json").read_text())
+        gaps = [m for m in timeline["markers"] if m["key"] == "audio_gap" and m["offset_ms"] > 0]
+        assert [m.get("cause") for m in gaps] == ["lost_in_transit"] * len(call.info.lost), gaps
+        page = (tmp_path / "report.html").read_text()
+        assert "lost in transit: 20 ms of audio" in page and ">lost in transit<" in page
 
 
 def test_packets_lost_only_in_the_agents_pauses_leave_the_evidence_whole(scenario, tmp_path):

@@ -24,13 +24,13 @@ from tests.conftest import ROOT
 from turnscope.asr.assembly import Assembly, Turn
 from turnscope.live_view import LiveView
 from turnscope.pipeline import TurnUpdate
-from turnscope.records import timeline_document
 from turnscope.scoring.evidence.bundle import BundleIds, empty_wav, write_bundle
 from turnscope.scoring.report.html import build_report
 from turnscope.scoring.report.model import read_report
 from turnscope.scoring.report.timeline import PLOT
 from turnscope.scoring.verifier import failed_floors, score_voice_episode, verifier_facts
 from turnscope.scoring.wer import measure_wer
+from turnscope.timeline_record import timeline_document
 
 SAMPLE = ROOT / "recordings" / "refund-call.wav"
 RATE = 16000

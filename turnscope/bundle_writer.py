@@ -17,8 +17,6 @@ from turnscope.reasons import Findings
 from turnscope.records import (
     bundle_documents,
     producer_metadata,
-    timeline_channels,
-    timeline_document,
     transcript_document,
     unscored_document,
 )
@@ -39,6 +37,7 @@ from turnscope.scoring.evidence.documents import (
 from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument
 from turnscope.sinks import ChannelRecorder
+from turnscope.timeline_record import timeline_channels, timeline_document
 
 if TYPE_CHECKING:
     from turnscope.runner import RunOutput

@@ -27,7 +27,7 @@ from turnscope.otlp.call import start_receiver, stop_receiver
 from turnscope.otlp.shared import SharedSpans
 from turnscope.partials import AgentPartials
 from turnscope.pipeline import Sink
-from turnscope.records import bundle_documents, timeline_channels
+from turnscope.records import bundle_documents
 from turnscope.runner import RunOutput, run_and_record
 from turnscope.scoring.contract import Contract, Reference
 from turnscope.scoring.evidence.bundle import BundleIds, write_bundle, write_document
@@ -37,6 +37,7 @@ from turnscope.scoring.evidence.manifest import ManifestMetadata
 from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
 from turnscope.settle import settle_heap
 from turnscope.sinks import CallerHears
+from turnscope.timeline_record import timeline_channels
 
 LIVE_EVIDENCE = "live_lane"
 # Any registered transport's options and call (``turnscope.transports``).

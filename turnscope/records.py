@@ -22,22 +22,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from turnscope import __version__
-from turnscope.capture.frames import CHANNELS
 from turnscope.pipeline import PipelineResult, RunNote
 from turnscope.reasons import Severity
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.conversation import call_conversation
 from turnscope.scoring.evidence.documents import (
     LiveContinuityReport,
-    Marker,
-    TimelineChannel,
-    TimelineTurn,
     Transcript,
     UtteranceAsr,
     UtteranceRecord,
     WaveformTimeline,
 )
-from turnscope.scoring.evidence.manifest import FILES
 from turnscope.scoring.evidence.results import (
     AsrInfo,
     ContinuitySummary,
@@ -56,7 +51,6 @@ from turnscope.scoring.evidence.results import (
 )
 from turnscope.scoring.outcome import Outcome
 from turnscope.scoring.turn_taking import turn_taking_of
-from turnscope.scoring.verifier import verifier_facts
 from turnscope.scoring.voice_wer import voices_heard
 
 
@@ -224,98 +218,6 @@ def _run_fields(
 
 
 # --- the bundle's documents -------------------------------------------------------------------
-
-_MARKER_KEYS = {
-    ("caller", "speech_start"): "speech_start",
-    ("caller", "speech_stop"): "speech_stop",
-    ("agent", "speech_start"): "output_start",
-    ("agent", "speech_stop"): "output_stop",
-}
-
-
-def timeline_channels(channel_ms: Mapping[str, float]) -> list[TimelineChannel]:
-    """Both channels with their artifact keys and durations (0 where nothing was captured)."""
-    return [
-        TimelineChannel(
-            channel=ch, artifact_key=FILES[f"{ch}_audio"][1], duration_ms=channel_ms.get(ch, 0.0)
-        )
-        for ch in CHANNELS
-    ]
-
-
-def timeline_document(
-    result: PipelineResult, events: Sequence[Mapping[str, Any]], channel_ms: Mapping[str, float]
-) -> WaveformTimeline:
-    """Channels with their artifact keys and durations, and a marker for every speech start and
-    stop (caller), output start and stop (agent), output gap, barge-in and backchannel."""
-    markers: list[Marker] = []
-    for e in events:
-        key = _MARKER_KEYS.get((e["channel"], e["type"]))
-        if key:
-            markers.append(
-                Marker(
-                    key=key, offset_ms=e["at_ms"], channel=e["channel"], decided_ms=e["decided_ms"]
-                )
-            )
-        elif e["type"] == "gap":
-            markers.append(
-                Marker(
-                    key="audio_gap",
-                    offset_ms=e["start_ms"],
-                    duration_ms=round(e["at_ms"] - e["start_ms"], 1),
-                    channel=e["channel"],
-                )
-            )
-    turns = result.assembly.turns
-    facts = verifier_facts(result.assembly.dialogue())  # the dialogue the verifier scores
-    for i, t in enumerate(turns):
-        if t.speaker == "agent":
-            for a, b in zip(t.spans, t.spans[1:], strict=False):
-                markers.append(
-                    Marker(
-                        key="output_gap",
-                        offset_ms=_r(a.end_ms),
-                        duration_ms=_r(b.start_ms - a.end_ms),
-                        turn_index=i,
-                    )
-                )
-        if t.interrupt:
-            barge_ins = facts.barge_ins_of(i)  # one per agent turn it overlapped; the first
-            markers.append(
-                Marker(
-                    key="barge_in",
-                    offset_ms=_r(t.start_ms),
-                    turn_index=i,
-                    agent_stopped_after_ms=barge_ins[0].yield_ms if barge_ins else None,
-                )
-            )
-    for b in result.assembly.backchannels:
-        markers.append(
-            Marker(
-                key="backchannel",
-                offset_ms=_r(b.start_ms),
-                duration_ms=_r(b.end_ms - b.start_ms),
-                text=b.text,
-            )
-        )
-    for ev in (result.info.details.get("rtvi") or {}).get("events") or []:
-        # The agent's own events (RTVI), as they arrived: beside the turns they explain.
-        markers.append(Marker(key="agent_event", offset_ms=ev["at_ms"], text=ev["type"]))
-    markers.sort(key=lambda m: (m.offset_ms, m.key))
-    return WaveformTimeline(
-        channels=timeline_channels({ch: _r(ms) for ch, ms in channel_ms.items()}),
-        markers=markers,
-        turns=[
-            TimelineTurn(
-                turn_index=i,
-                speaker=t.speaker,
-                start_ms=_r(t.start_ms),
-                end_ms=_r(t.end_ms),
-                interrupt=t.interrupt,
-            )
-            for i, t in enumerate(turns)
-        ],
-    )
 
 
 def producer_metadata(result: PipelineResult) -> ProducerMetadata:

@@ -31,7 +31,6 @@ from turnscope.records import (
     bundle_documents,
     producer_metadata,
     result_document,
-    timeline_document,
     transcript_document,
 )
 from turnscope.run_view import Verdict
@@ -52,6 +51,7 @@ from turnscope.scoring.evidence.results import ResultDocument
 from turnscope.scoring.latency import Breakdown
 from turnscope.scoring.outcome import Outcome, score_outcome
 from turnscope.sinks import ChannelRecorder, EventLog, LiveVerifier
+from turnscope.timeline_record import timeline_document
 
 
 @dataclass

@@ -350,6 +350,7 @@ class WebRTCCall(CallSource):
                 "agent_unsent_ms": round(gaps.unsent_ms, 1),
                 "agent_gaps": st.gaps,
                 "agent_loss_by_sequence": gaps.known,  # else every gap was counted lost
+                "agent_loss_located": gaps.located,  # every lost packet placed: agent_lost_at
                 # Where on the call clock: each stretch of silence placed for lost packets.
                 "agent_lost_at": [dataclasses.asdict(x) for x in gaps.lost[:MAX_LOST_REPORTED]],
                 "agent_rate": st.sample_rate,

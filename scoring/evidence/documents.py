@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 from pydantic import (
@@ -255,6 +256,13 @@ class TimelineChannel(Document):
     duration_ms: float = 0.0
 
 
+class GapCause(StrEnum):
+    """Why an audio gap has no audio, where the source could tell (a WebRTC call's agent)."""
+
+    LOST = "lost_in_transit"  # packets the RTP sequence numbers say were lost
+    NOT_SENT = "not_sent"  # the sender sent nothing there (DTX in a pause): silence
+
+
 class Marker(Document):
     """A moment on the timeline; which other fields it carries depends on its key."""
 
@@ -266,6 +274,7 @@ class Marker(Document):
     turn_index: int | None = omitted()  # output_gap, barge_in
     agent_stopped_after_ms: int | None = omitted()  # barge_in: the verifier's yield
     text: str | None = omitted()  # backchannel
+    cause: GapCause | None = omitted()  # audio_gap, where the source could tell
 
 
 class TimelineTurn(Document):

@@ -3,6 +3,7 @@ PNG's title line."""
 
 from __future__ import annotations
 
+from turnscope.scoring.evidence.documents import GapCause
 from turnscope.scoring.report.figure import Figure, Label, Rect, Shape, Stroke
 from turnscope.scoring.report.model import ReportModel
 from turnscope.scoring.report.timeline import COLOUR, LEFT, PLOT, WIDTH, clock
@@ -25,7 +26,9 @@ def legend_figure(m: ReportModel) -> Figure:
     s: list[Shape] = []
     xx = LEFT
     decided = (("caller decision", "decision", "shade"),) if m.conversation else ()
-    for text, key, kind in (*LEGEND, *decided):
+    lost = any(g.cause is GapCause.LOST for g in m.audio_gaps)
+    extra = (*decided, *((("lost in transit", "lost", "shade"),) if lost else ()))
+    for text, key, kind in (*LEGEND, *extra):
         if kind == "line":
             s.append(Stroke(xx, 14, xx + 16, 14, COLOUR[key], 3))
         else:

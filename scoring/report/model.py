@@ -17,6 +17,7 @@ import numpy as np
 
 from turnscope.asr.assembly import Backchannel
 from turnscope.scoring.evidence.documents import (
+    GapCause,
     LiveContinuityReport,
     Transcript,
     TranscriptTurn,
@@ -94,6 +95,7 @@ class AudioGap:
     channel: str
     start_ms: float
     duration_ms: float
+    cause: GapCause | None = None  # lost in transit, or not sent, where the source could tell
 
 
 @dataclass
@@ -320,7 +322,7 @@ def read_report(bundle: Path, plot_px: int) -> ReportModel:
             if m.key == "agent_event"
         ],
         audio_gaps=[
-            AudioGap(str(m.channel), number(m.offset_ms), number(m.duration_ms))
+            AudioGap(str(m.channel), number(m.offset_ms), number(m.duration_ms), m.cause)
             for m in timeline.markers
             if m.key == "audio_gap"
         ],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from turnscope.scoring.evidence.documents import GapCause
 from turnscope.scoring.report.figure import TEXT, Figure, Label, Poly, Rect, Shape, Stroke
 from turnscope.scoring.report.model import ReportModel, seconds_per_row
 from turnscope.scoring.report.reading import Envelope
@@ -49,6 +50,7 @@ COLOUR = {
     "talk_over": "#ef4444",
     "backchannel": "#d97706",
     "gap": "#6b7280",
+    "lost": "#b91c1c",
     "decision": "#0d9488",
 }
 
@@ -139,19 +141,20 @@ def _shading(m: ReportModel, row: _Row) -> list[Shape]:
         lane = LANE.get(g.channel)
         sp = row.span(g.start_ms, g.start_ms + g.duration_ms)
         if lane and sp:
-            s.append(
-                Rect(
-                    sp[0],
-                    lane["top"],
-                    sp[1],
-                    lane["bottom"] - lane["top"],
-                    COLOUR["gap"],
-                    0.35,
-                    title=f"audio gap: {g.duration_ms:.0f} ms with no audio",
-                    mark="audio-gap",
-                )
-            )
+            colour, alpha, what = _GAP_LOOK[g.cause]
+            tip = f"{clock(g.start_ms)} {what.format(ms=g.duration_ms)}"
+            s.append(Rect(sp[0], lane["top"], sp[1], lane["bottom"] - lane["top"],
+                          COLOUR[colour], alpha, title=tip, mark="audio-gap"))  # fmt: skip
     return s
+
+
+# Each audio gap by its cause: colour, opacity, what its hover says.
+_GAP_LOOK: dict[GapCause | None, tuple[str, float, str]] = {
+    None: ("gap", 0.35, "audio gap: {ms:.0f} ms with no audio"),
+    GapCause.LOST: ("lost", 0.6, "lost in transit: {ms:.0f} ms of audio (heard as silence)"),
+    # A DTX sender's pause: silence it did not send, no fault; drawn faintly.
+    GapCause.NOT_SENT: ("gap", 0.12, "not sent: {ms:.0f} ms the agent sent nothing (silence)"),
+}
 
 
 def _envelope(env: Envelope | None, row: _Row, ch: str) -> list[Shape]:
