@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import ROOT, free_port, reference_agent, turnscope_exe
 from turnscope.load.plan import LoadPlan, overload
 from turnscope.load.record import CallRecord, Reply
-from turnscope.load.report import aggregate, missing_slots
+from turnscope.load.report import aggregate, degraded_calls_line, missing_slots
 from turnscope.scoring.turn_taking import YIELD_MS
 
 LATENCY_MS = 600
@@ -75,7 +75,14 @@ def test_the_aggregate_counts_what_each_call_measured():
     replies = [Reply(at_ms=1000 + 100 * k, latency_ms=800 + k) for k in range(10)]
     records = [
         _record(0, replies=replies[:5], ended_s=20.0, barge_in_yields_ms=[300.0]),
-        _record(1, replies=replies[5:], ended_s=20.0, unanswered=1, barge_ins_planned=1),
+        _record(
+            1,
+            replies=replies[5:],
+            ended_s=20.0,
+            unanswered=1,
+            barge_ins_planned=1,
+            degraded_codes=["audio_lost_in_turns", "audio_lost_in_turns"],
+        ),
         _record(2, "setup_failed", kind="unreachable", connected_s=None),
         _record(3, "dropped", kind="agent went silent", ended_s=8.0),
     ]
@@ -87,6 +94,10 @@ def test_the_aggregate_counts_what_each_call_measured():
     assert r.failed == 2 and r.completed == 2 and not r.degraded
     assert r.harness.max_calls_up == 3 and r.per_worker == {"loop-1": 2, "loop-2": 2}
     assert sum(w.latency_ms.n for w in r.latency_over_time) == 10
+    # A call whose own evidence is degraded: counted by code (once a call), said in one line.
+    assert r.calls_degraded == {"audio_lost_in_turns": 1}
+    assert degraded_calls_line(r).startswith("evidence degraded in 1 of 4 call(s): "
+                                             "audio_lost_in_turns 1")  # fmt: skip
 
 
 def test_replies_after_caller_audio_sent_late_are_told_apart():
@@ -223,6 +234,24 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
     assert r["latency_ms"]["n"] >= 4 and lo <= r["latency_ms"]["p50"] <= hi, r["latency_ms"]
     doc = json.loads((Path(r["calls"][0]["bundle"]) / "result.json").read_text())
     assert doc["source"]["transport"] == "telephony"
+
+
+def test_calls_whose_agent_lost_audio_in_their_turns_are_said_by_code(scenario, tmp_path):
+    """Two callers against the reference agent losing every 7th packet on the wire: each
+    call's evidence is degraded for audio lost in its turns, and the run says how many calls
+    and why in the terminal and load.html, each call's code in its row (the run's own evidence,
+    the harness's, is whole)."""
+    out = tmp_path / "lossy"
+    with reference_agent(scenario, "--drop-every", "7") as url:
+        cmd = [*turnscope_exe(), "load", url, "--scenario", str(scenario), "-o", str(out),
+               "--loopback-only", "--calls", "2", "--rate", "2"]  # fmt: skip
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    r = _report(out)
+    assert r["calls_degraded"] == {"audio_lost_in_turns": 2} and not r["degraded"], r
+    assert "evidence degraded in 2 of 2 call(s): audio_lost_in_turns 2" in done.stdout
+    page = (out / "load.html").read_text()
+    assert page.count("<td>audio_lost_in_turns</td>") == 2 and "evidence degraded in 2" in page
 
 
 def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):

@@ -8,7 +8,7 @@ from rich.table import Table
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
 from turnscope.load.hops import not_separable_line
-from turnscope.load.report import LoadReport, Percentiles
+from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
 from turnscope.scoring.voice_wer import voice_line
 
 
@@ -108,8 +108,9 @@ def print_load(r: LoadReport) -> None:
         soft_wrap=True,
     )
     voice_lines(r)
-    for line in failure_lines(r):
-        out.print(line, soft_wrap=True, markup=False)
+    for line in [*failure_lines(r), degraded_calls_line(r)]:
+        if line:
+            out.print(line, soft_wrap=True, markup=False)
     out.print(
         f"harness: at most {h.max_calls_up} calls up; placed up to "
         f"{h.placement_lag_max_s or 0:.2f} s late ({h.calls_placed_late} late); caller frames "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
-from turnscope.load.report import LoadReport, Percentiles
+from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 from turnscope.scoring.voice_wer import voice_line
@@ -127,6 +127,7 @@ def render(
             "-" if not c.replies else f"{median(x.latency_ms for x in c.replies):.0f} ms",
             str(c.unanswered),
             "-" if c.caller_max_send_lag_ms is None else f"{c.caller_max_send_lag_ms:.0f} ms",
+            ", ".join(c.degraded_codes) or ("whole" if c.status == "completed" else "-"),
             _bundle(c.bundle, here),
         ]
         for c in r.calls
@@ -142,6 +143,8 @@ def render(
     ]
     if r.degraded:
         body.append("<ul>" + "".join(f"<li>{escape(d)}</li>" for d in r.degraded) + "</ul>")
+    if (line := degraded_calls_line(r)) is not None:
+        body.append(f"<p>{escape(line, quote=False)}</p>")
     body += [
         "<h2>Latency (caller turn end to agent reply)</h2>",
         _table(
@@ -208,6 +211,7 @@ def render(
                 "latency p50",
                 "unanswered",
                 "caller send lag",
+                "evidence",
                 "bundle",
             ],
             calls,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from turnscope.actors.caller.notes import CallerNote
 from turnscope.capture.player import LATE_MS
 from turnscope.otlp.records import SpansBy
+from turnscope.reasons import Severity
 from turnscope.scoring.voice_wer import VoiceHeard, heard_in
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
@@ -72,6 +73,7 @@ class CallRecord(BaseModel):
     caller_late_frames: int = 0
     agent_lost_frames: int = 0
     degraded: list[str] = Field(default_factory=list)
+    degraded_codes: list[str] = Field(default_factory=list)  # the same, as codes (counted)
     bundle: str | None = None
     missing: list[str] = Field(default_factory=list)  # what its bundle could not write
     breakdown_source: str | None = None  # what split its replies into hops (otlp, rtvi, ...)
@@ -129,6 +131,7 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         caller_late_frames=int(details.get("caller_late_frames") or 0),
         agent_lost_frames=int(details.get("agent_lost_frames") or 0),
         degraded=degraded,
+        degraded_codes=[n.code_name for n in found.of(Severity.DEGRADED)],
         bundle=str(run.outdir),
         breakdown_source=source,
         hops_missing=why,

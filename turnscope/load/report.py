@@ -75,6 +75,9 @@ class LoadReport(BaseModel):
     # calls its LLM failed (the caller's failure: degraded, never counted against the agent).
     caller_llm_ms: Percentiles | None = None
     calls_caller_llm_failed: int = 0
+    # Calls whose own evidence is degraded, by the code of why (a call counts once per code):
+    # their figures are in the aggregate; each call's result.json says what to trust.
+    calls_degraded: dict[str, int] = Field(default_factory=dict)
     # each caller voice across the calls: the project's ASR WER pooled over its words
     voices: list[VoiceAcross] = Field(default_factory=list)
     harness: Harness
@@ -264,6 +267,9 @@ def aggregate(
         calls_with_unanswered=sum(1 for r in records if r.unanswered),
         caller_llm_ms=Percentiles.of(llm_ms) if llm_ms or llm_failed else None,
         calls_caller_llm_failed=llm_failed,
+        calls_degraded=dict(
+            sorted(Counter(c for r in records for c in set(r.degraded_codes)).items())
+        ),
         voices=pool_voices(v for r in records for v in r.voices),
         harness=harness,
         per_worker=dict(sorted(per_worker.items())),
@@ -272,6 +278,18 @@ def aggregate(
         degraded=degraded,
         warnings=list(warnings),
         calls=list(records),
+    )
+
+
+def degraded_calls_line(r: LoadReport) -> str | None:
+    """How many calls' own evidence is degraded, and why, by code (None when none is)."""
+    calls = sum(1 for c in r.calls if c.degraded_codes)
+    if not calls:
+        return None
+    why = ", ".join(f"{code} {n}" for code, n in r.calls_degraded.items())
+    return (
+        f"evidence degraded in {calls} of {len(r.calls)} call(s): {why} (each call's "
+        "result.json says why; their replies are in the aggregate)"
     )
 
 
