@@ -13,7 +13,8 @@ def _stats() -> ReceiveStats:
     """Three gaps: one lost packet at 1 s, a DTX pause of 400 ms at 2 s, two lost at 3 s."""
     gaps = [PlacedGap(960 * 51, 1000.0, 1020.0), PlacedGap(960 * 120, 2000.0, 2400.0),
             PlacedGap(960 * 200, 3000.0, 3040.0)]  # fmt: skip
-    return ReceiveStats(frames=300, gaps=3, gap_frames=23, gap_ms=460.0, gap_log=gaps)
+    return ReceiveStats(frames=300, gaps=3, gap_frames=23, gap_ms=460.0, gap_log=gaps,
+                        end_pts=960 * 300)  # fmt: skip
 
 
 def test_lost_packets_are_located_at_their_gaps_and_a_dtx_pause_is_not_loss():
@@ -27,11 +28,18 @@ def test_lost_packets_are_located_at_their_gaps_and_a_dtx_pause_is_not_loss():
 
 
 def test_a_hole_with_no_gap_leaves_the_loss_unlocated():
-    """A hole the placer never saw (its frame did not reach it): where is not known, and the
-    call degrades as before locating."""
-    gaps = split_gaps(_stats(), INBOUND, holes={960 * 51: 1, 960 * 999: 2})
+    """A hole inside the placed stream with no gap there: where is not known, and the call
+    degrades as before locating."""
+    gaps = split_gaps(_stats(), INBOUND, holes={960 * 51: 1, 960 * 150: 2})
     assert not gaps.located and gaps.lost == () and gaps.lost_frames == 3
     assert where_lost(gaps) == ""
+
+
+def test_a_hole_after_the_last_frame_placed_is_not_placed():
+    """The call ended as the receive buffer gave a hole up: its frame never reached the
+    placer, and none of the call's audio is missing for it."""
+    gaps = split_gaps(_stats(), INBOUND, holes={960 * 51: 1, 960 * 200: 2, 960 * 310: 1})
+    assert gaps.located and len(gaps.lost) == 2 and gaps.unplaced == 0
 
 
 def test_packets_lost_after_the_last_one_are_counted_not_placed():

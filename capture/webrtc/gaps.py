@@ -12,7 +12,7 @@ from turnscope.capture.channels import AGENT
 from turnscope.capture.source import LostAudio
 from turnscope.capture.webrtc.receiver import ReceiveStats
 
-__all__ = ["AgentGaps", "split_gaps"]
+__all__ = ["MAX_LOST_REPORTED", "AgentGaps", "split_gaps", "where_lost"]
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,22 @@ def _inbound_lost_packets(rtp_stats: list[dict[str, Any]] | None) -> int | None:
 
 
 def _locate(stats: ReceiveStats, holes: dict[int, int]) -> tuple[list[LostAudio], int] | None:
-    """Each hole the receive buffer gave up, at the gap placed before the frame after it;
-    None when a hole has no such gap (its frame never reached the placer)."""
+    """Each hole the receive buffer gave up, at the gap placed before the frame after it, and
+    how many packets were placed so; None when a hole inside the placed stream has no gap (a
+    hole whose frame came after the placer stopped, as the call ended, is not placed)."""
     by_pts = {g.pts: g for g in stats.gap_log}
     out = []
+    placed = 0
     for pts, n in sorted(holes.items()):
         gap = by_pts.get(pts)
         if gap is None:
+            if stats.end_pts is not None and pts >= stats.end_pts:
+                continue  # after the last frame placed: none of the call's audio is missing
             return None
         lost_ms = min(gap.end_ms - gap.start_ms, n * stats.frame_ms)
         out.append(LostAudio(AGENT, round(gap.start_ms, 1), round(gap.end_ms, 1), lost_ms))
-    return out, sum(holes.values())
+        placed += n
+    return out, placed
 
 
 def split_gaps(

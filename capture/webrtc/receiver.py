@@ -60,6 +60,7 @@ class ReceiveStats:
     gap_ms: float = 0.0
     frame_ms: float = 20.0  # the last frame's duration
     gap_log: list[PlacedGap] = field(default_factory=list)  # every gap, where it was placed
+    end_pts: int | None = None  # the RTP time just after the last frame placed
     late_reanchors: list[dict[str, float]] = field(default_factory=list)
     first_frame_ms: float | None = None
     anchor_fix_ms: float = 0.0  # how much earlier than its first frame the stream was placed
@@ -136,6 +137,7 @@ class Placer:
         elif pts < self.expected_pts:
             return  # a duplicate or reordered frame: already placed
         self.expected_pts = pts + len(mono)
+        self.stats.end_pts = self.expected_pts
         self.stats.frame_ms = len(mono) * 1000 / rate
         offset = round((pts - self.run_pts0) * SAMPLE_RATE / rate)
         placed_ms = (self.anchor + offset) * 1000 / SAMPLE_RATE
