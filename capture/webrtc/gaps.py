@@ -91,7 +91,8 @@ def where_lost(gaps: AgentGaps) -> str:
     if not gaps.located:
         return ""
     longest = max((x.lost_ms for x in gaps.lost), default=0.0)
-    out = f", in {len(gaps.lost)} place(s) (the longest {longest:.0f} ms)" if gaps.lost else ""
+    n = len(gaps.lost)
+    out = f", in {n} place{'s' if n > 1 else ''} (the longest {longest:.0f} ms)" if n else ""
     if gaps.unplaced:
         out += f"; {gaps.unplaced} after the agent's last audio"
     return out
