@@ -24,7 +24,7 @@ def test_lost_packets_are_located_at_their_gaps_and_a_dtx_pause_is_not_loss():
         (1000.0, 1020.0, 20.0),
         (3000.0, 3040.0, 40.0),
     ]
-    assert where_lost(gaps) == ", in 2 place(s) (the longest 40 ms)"
+    assert where_lost(gaps) == ", in 2 places (the longest 40 ms)"
 
 
 def test_a_hole_with_no_gap_leaves_the_loss_unlocated():
