@@ -34,7 +34,7 @@ def test_loss_at_a_boundary_degrades_naming_the_turn():
     (note,) = found.notes
     assert note.code is LossNote.IN_TURNS
     assert "2 of its 2 turns" in note.message
-    assert "at 1.0 s: at its start" in note.message and "at 5.0 s: at its end" in note.message
+    assert "#0 at 1.0 s: at its start" in note.message and "#2 at 5.0 s: at its end" in note.message
 
 
 def test_a_share_of_a_turn_or_a_long_stretch_in_it_degrades():

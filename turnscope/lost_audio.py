@@ -62,14 +62,14 @@ def lost_audio_findings(
     out = Findings()
     for channel in sorted({x.channel for x in lost}):
         mine = [x for x in lost if x.channel == channel]
-        theirs = [t for t in turns if t.speaker == channel]
+        theirs = [(i, t) for i, t in enumerate(turns) if t.speaker == channel]
         touched, near_any = [], set()
-        for turn in theirs:
+        for i, turn in theirs:
             near = [x for x in mine if _overlap(x, turn.start_ms - EDGE_MS, turn.end_ms + EDGE_MS)]
             near_any.update(near)
             why = _why(turn, near, hide_ms)
-            if why is not None:
-                touched.append(f"at {turn.start_ms / 1000:.1f} s: {why}")
+            if why is not None:  # #i: the turn's number in the transcript and the report
+                touched.append(f"#{i} at {turn.start_ms / 1000:.1f} s: {why}")
         if touched:
             out.degrade(
                 LossNote.IN_TURNS,
