@@ -29,6 +29,7 @@ import itertools
 import json
 import random
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -143,14 +144,47 @@ async def located_call(every: int, in_pauses: bool, folder: Path) -> str:
               if e["event"] == "packet_lost"]  # fmt: skip
     # Each located loss against the nearest the agent logged (its turns' one-way delay added):
     # a constant lag is the turns' own estimate (a loss at a reply's onset moves its start).
-    offsets = [x.start_ms - min(logged, key=lambda t: abs(x.start_ms - t)) for x in call.info.lost]
-    lag = statistics.median(offsets)
-    spread = max(abs(o - lag) for o in offsets)
+    lag, spread = _lag_spread(call.info.lost, logged)
     codes = sorted({n.code_name for n in run.result.findings.notes if n.severity == "degraded"})
     where = "in its pauses" if in_pauses else "anywhere"
     verdict = "passed" if run.outcome.passed else "failed"
     return (f"| 1 in {every}, {where} | {d['agent_lost_frames']} | {len(call.info.lost)} | "
             f"{one_way:.0f} ms | {lag:+.1f} / {spread:.1f} ms | "
+            f"{', '.join(codes) or 'whole'} | {verdict} |")  # fmt: skip
+
+
+def _lag_spread(lost: list, logged: list[float]) -> tuple[float, float]:
+    """Each located loss against the nearest logged one: the median offset, and the most any
+    is off it."""
+    offsets = [x.start_ms - min(logged, key=lambda t: abs(x.start_ms - t)) for x in lost]
+    lag = statistics.median(offsets)
+    return lag, max(abs(o - lag) for o in offsets)
+
+
+async def pipecat_located(every: int, folder: Path) -> str:
+    """The refund call against the stock pipecat bot losing every ``every``th packet (its own
+    ``--lose-every``, each loss in its truth log): as ``located_call``'s row."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.interop.pipecat import call_bot, pipecat_bot
+    from turnscope.configs import config_path
+
+    knobs = {"greeting": True, "reply": "long", "latency_ms": 300, "lose_every": every}
+    with pipecat_bot(folder / "bot", **knobs) as bot:
+        run, call, _ = await call_bot(bot.url, config_path("scenarios", "refund-call.yaml"),
+                                      folder / "call")  # fmt: skip
+        truth = bot.truth()
+    origin = call.clock.origin
+    starts = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
+    sent = [(r["start_monotonic"] - origin) * 1000 for r in truth if r["event"] == "reply"]
+    one_way = statistics.median(m - s for m, s in zip(starts, sent, strict=False))
+    logged = [(r["monotonic"] - origin) * 1000 + one_way for r in truth
+              if r["event"] == "packet_lost"]  # fmt: skip
+    lag, spread = _lag_spread(call.info.lost, logged)
+    details = call.info.details
+    codes = sorted({n.code_name for n in run.result.findings.notes if n.severity == "degraded"})
+    verdict = "passed" if run.outcome.passed else "failed"
+    return (f"| pipecat bot, 1 in {every}, anywhere | {details['agent_lost_frames']} | "
+            f"{len(call.info.lost)} | {one_way:.0f} ms | {lag:+.1f} / {spread:.1f} ms | "
             f"{', '.join(codes) or 'whole'} | {verdict} |")  # fmt: skip
 
 
@@ -237,6 +271,7 @@ def main() -> None:
             for every, in_pauses in ((50, False), (25, False), (7, False), (5, True)):
                 folder = Path(tmp) / f"{every}-{in_pauses}"
                 print(asyncio.run(located_call(every, in_pauses, folder)), flush=True)
+            print(asyncio.run(pipecat_located(25, Path(tmp) / "pipecat")), flush=True)
     if not args.live:
         return
     print("\nthe refund call against the reference agent losing packets on the wire\n")
