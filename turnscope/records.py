@@ -54,7 +54,8 @@ from turnscope.scoring.turn_taking import turn_taking_of
 from turnscope.scoring.voice_wer import voices_heard
 
 
-def _r(x: float | None, nd: int = 1) -> float | None:
+def rounded(x: float | None, nd: int = 1) -> float | None:
+    """``x`` to ``nd`` decimals, as documents write times (None stays None)."""
     return None if x is None else round(x, nd)
 
 
@@ -66,18 +67,18 @@ def utterance_records(result: PipelineResult) -> list[UtteranceRecord]:
             UtteranceRecord(
                 utterance=h.key,
                 channel=h.channel,
-                start_ms=_r(h.start_ms),
-                end_ms=_r(h.end_ms),
-                spans=[(_r(s.start_ms), _r(s.end_ms)) for s in h.spans],
-                decided_ms=_r(h.decided_ms),
+                start_ms=rounded(h.start_ms),
+                end_ms=rounded(h.end_ms),
+                spans=[(rounded(s.start_ms), rounded(s.end_ms)) for s in h.spans],
+                decided_ms=rounded(h.decided_ms),
                 text=tr.text,
                 asr=UtteranceAsr(
-                    compute_ms=_r(tr.asr_ms),
-                    avg_logprob=_r(tr.avg_logprob, 4),
-                    no_speech_prob=_r(tr.no_speech_prob, 4),
-                    confidence=_r(tr.confidence, 4),
-                    silero_speech_ratio=_r(tr.speech_ratio, 3),
-                    context_ms=_r(tr.context_ms),
+                    compute_ms=rounded(tr.asr_ms),
+                    avg_logprob=rounded(tr.avg_logprob, 4),
+                    no_speech_prob=rounded(tr.no_speech_prob, 4),
+                    confidence=rounded(tr.confidence, 4),
+                    silero_speech_ratio=rounded(tr.speech_ratio, 3),
+                    context_ms=rounded(tr.context_ms),
                     rejected=tr.rejected,
                 ),
             )
@@ -102,14 +103,14 @@ def transcript_document(result: PipelineResult, events: Sequence[Mapping[str, An
     language = result.settings.asr.language
     return Transcript(
         language=language,
-        duration_ms=_r(result.audio_ms),
+        duration_ms=rounded(result.audio_ms),
         turns=[{"turn_index": i, **t, "language": language} for i, t in enumerate(a.dialogue())],
         backchannels=[b.to_dict() for b in a.backchannels],
         rejected=[
             {
                 "utterance": r.utterance,
-                "start_ms": _r(r.start_ms),
-                "end_ms": _r(r.end_ms),
+                "start_ms": rounded(r.start_ms),
+                "end_ms": rounded(r.end_ms),
                 "reason": r.reason,
             }
             for r in a.rejected
@@ -189,7 +190,7 @@ def _run_fields(
             transport=info.transport,
             description=info.description,
             realtime=info.realtime,
-            duration_ms=_r(info.duration_ms),
+            duration_ms=rounded(info.duration_ms),
             details=details,
         ),
         counts=Counts(
@@ -200,12 +201,12 @@ def _run_fields(
             barge_ins=sum(1 for t in a.turns if t.interrupt),
         ),
         timings=Timings(
-            audio_ms=_r(result.audio_ms),
+            audio_ms=rounded(result.audio_ms),
             wall_s=round(result.wall_s, 3),
             asr_compute_s=round(result.asr_compute_s, 3),
             realtime_factor=round(result.realtime_factor, 4),
         ),
-        gaps_ms={k: _r(v) for k, v in result.gaps_ms.items()},
+        gaps_ms={k: rounded(v) for k, v in result.gaps_ms.items()},
         warnings=found.warnings,
         warning_codes=found.codes(Severity.WARNING),
         degraded=found.degraded,

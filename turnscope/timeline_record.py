@@ -10,6 +10,7 @@ from typing import Any
 from turnscope.capture.frames import AGENT, CHANNELS
 from turnscope.capture.source import SourceInfo
 from turnscope.pipeline import PipelineResult
+from turnscope.records import rounded
 from turnscope.scoring.evidence.documents import (
     GapCause,
     Marker,
@@ -21,10 +22,6 @@ from turnscope.scoring.evidence.manifest import FILES
 from turnscope.scoring.verifier import verifier_facts
 
 __all__ = ["gap_cause", "timeline_channels", "timeline_document"]
-
-
-def _r(x: float | None, nd: int = 1) -> float | None:
-    return None if x is None else round(x, nd)
 
 
 _MARKER_KEYS = {
@@ -97,8 +94,8 @@ def timeline_document(
                 markers.append(
                     Marker(
                         key="output_gap",
-                        offset_ms=_r(a.end_ms),
-                        duration_ms=_r(b.start_ms - a.end_ms),
+                        offset_ms=rounded(a.end_ms),
+                        duration_ms=rounded(b.start_ms - a.end_ms),
                         turn_index=i,
                     )
                 )
@@ -107,7 +104,7 @@ def timeline_document(
             markers.append(
                 Marker(
                     key="barge_in",
-                    offset_ms=_r(t.start_ms),
+                    offset_ms=rounded(t.start_ms),
                     turn_index=i,
                     agent_stopped_after_ms=barge_ins[0].yield_ms if barge_ins else None,
                 )
@@ -116,8 +113,8 @@ def timeline_document(
         markers.append(
             Marker(
                 key="backchannel",
-                offset_ms=_r(b.start_ms),
-                duration_ms=_r(b.end_ms - b.start_ms),
+                offset_ms=rounded(b.start_ms),
+                duration_ms=rounded(b.end_ms - b.start_ms),
                 text=b.text,
             )
         )
@@ -126,14 +123,14 @@ def timeline_document(
         markers.append(Marker(key="agent_event", offset_ms=ev["at_ms"], text=ev["type"]))
     markers.sort(key=lambda m: (m.offset_ms, m.key))
     return WaveformTimeline(
-        channels=timeline_channels({ch: _r(ms) for ch, ms in channel_ms.items()}),
+        channels=timeline_channels({ch: rounded(ms) for ch, ms in channel_ms.items()}),
         markers=markers,
         turns=[
             TimelineTurn(
                 turn_index=i,
                 speaker=t.speaker,
-                start_ms=_r(t.start_ms),
-                end_ms=_r(t.end_ms),
+                start_ms=rounded(t.start_ms),
+                end_ms=rounded(t.end_ms),
                 interrupt=t.interrupt,
             )
             for i, t in enumerate(turns)
