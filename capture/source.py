@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import bisect
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -59,6 +60,30 @@ class LostAudio:
     start_ms: float
     end_ms: float
     lost_ms: float
+
+
+class LostIndex:
+    """One channel's lost stretches in call order, found by the span they overlap: they never
+    overlap each other (each is a gap the receiver placed), so their starts and ends are both
+    sorted and a span's are found by bisection, not by a scan per turn or per gap."""
+
+    def __init__(self, lost: Iterable[LostAudio]) -> None:
+        self.lost = sorted(lost, key=lambda x: x.start_ms)
+        self._starts = [x.start_ms for x in self.lost]
+        self._ends = [x.end_ms for x in self.lost]
+
+    @classmethod
+    def by_channel(cls, lost: Iterable[LostAudio]) -> dict[str, LostIndex]:
+        chans: dict[str, list[LostAudio]] = {}
+        for x in lost:
+            chans.setdefault(x.channel, []).append(x)
+        return {ch: cls(xs) for ch, xs in chans.items()}
+
+    def between(self, start_ms: float, end_ms: float) -> list[LostAudio]:
+        """The stretches overlapping ``start_ms`` to ``end_ms``."""
+        lo = bisect.bisect_right(self._ends, start_ms)
+        hi = bisect.bisect_left(self._starts, end_ms)
+        return self.lost[lo:hi]
 
 
 @dataclass

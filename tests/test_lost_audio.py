@@ -49,3 +49,23 @@ def test_a_stretch_between_turns_that_could_hide_an_utterance_degrades():
     (note,) = lost_audio_findings(_lost((4000, 100), (4400, 40)), TURNS, HIDE_MS).notes
     assert note.code is LossNote.COULD_HIDE_SPEECH
     assert "4.0 s (100 ms)" in note.message and "4.4 s" not in note.message
+
+
+def test_the_index_finds_what_a_scan_finds():
+    """LostIndex.between (bisection over stretches that never overlap) against a plain scan."""
+    import random
+
+    from turnscope.capture.source import LostIndex
+
+    rng = random.Random(3)
+    lost, at = [], 0.0
+    for _ in range(300):
+        at += rng.choice([20.0, 40.0, 400.0, 1500.0])
+        ms = rng.choice([20.0, 40.0, 100.0])
+        lost.append(LostAudio("agent", at, at + ms, ms))
+        at += ms
+    index = LostIndex(reversed(lost))
+    for _ in range(500):
+        a = rng.uniform(-100, at + 100)
+        b = a + rng.uniform(0, 3000)
+        assert index.between(a, b) == [x for x in lost if x.start_ms < b and x.end_ms > a]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from turnscope.asr.assembly import Turn
-from turnscope.capture.source import LostAudio
+from turnscope.capture.source import LostAudio, LostIndex
 from turnscope.reasons import Findings
 
 __all__ = ["EDGE_MS", "SHARE", "LossNote", "lost_audio_findings"]
@@ -60,12 +60,11 @@ def lost_audio_findings(
     """The run's evidence against the audio lost in transit (``lost``, located) and the
     turns found; ``hide_ms``: the shortest utterance the endpointer keeps."""
     out = Findings()
-    for channel in sorted({x.channel for x in lost}):
-        mine = [x for x in lost if x.channel == channel]
+    for channel, mine in sorted(LostIndex.by_channel(lost).items()):
         theirs = [(i, t) for i, t in enumerate(turns) if t.speaker == channel]
         touched, near_any = [], set()
         for i, turn in theirs:
-            near = [x for x in mine if _overlap(x, turn.start_ms - EDGE_MS, turn.end_ms + EDGE_MS)]
+            near = mine.between(turn.start_ms - EDGE_MS, turn.end_ms + EDGE_MS)
             near_any.update(near)
             why = _why(turn, near, hide_ms)
             if why is not None:  # #i: the turn's number in the transcript and the report
@@ -76,7 +75,7 @@ def lost_audio_findings(
                 f"{channel} audio lost in transit touched {len(touched)} of its {len(theirs)} "
                 f"turns ({'; '.join(touched)}): their timing or words may be off",
             )
-        apart = [x for x in mine if x not in near_any and x.lost_ms >= hide_ms]
+        apart = [x for x in mine.lost if x not in near_any and x.lost_ms >= hide_ms]
         if apart:
             at = ", ".join(f"{x.start_ms / 1000:.1f} s ({x.lost_ms:.0f} ms)" for x in apart[:5])
             out.degrade(

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from turnscope.capture.frames import AGENT, CHANNELS
-from turnscope.capture.source import SourceInfo
+from turnscope.capture.source import LostIndex, SourceInfo
 from turnscope.pipeline import PipelineResult
 from turnscope.records import rounded
 from turnscope.scoring.evidence.documents import (
@@ -46,16 +46,15 @@ def timeline_channels(channel_ms: Mapping[str, float]) -> list[TimelineChannel]:
 _GAP_SLACK_MS = 5.0
 
 
-def gap_cause(info: SourceInfo, channel: str, start_ms: float, end_ms: float) -> GapCause | None:
+def gap_cause(
+    info: SourceInfo, lost: Mapping[str, LostIndex], channel: str, start_ms: float, end_ms: float
+) -> GapCause | None:
     """Why a channel's audio gap has no audio: lost in transit where the source located lost
-    audio in it, not sent where the source counts loss by sequence number and none fell there
-    (a DTX sender's pause); None where it could not tell, and before the channel's first
-    audio."""
-    if any(
-        x.channel == channel and x.start_ms < end_ms + _GAP_SLACK_MS
-        and x.end_ms > start_ms - _GAP_SLACK_MS
-        for x in info.lost
-    ):  # fmt: skip
+    audio in it (``lost``: ``info.lost`` by channel), not sent where the source counts loss by
+    sequence number and none fell there (a DTX sender's pause); None where it could not tell,
+    and before the channel's first audio."""
+    index = lost.get(channel)
+    if index is not None and index.between(start_ms - _GAP_SLACK_MS, end_ms + _GAP_SLACK_MS):
         return GapCause.LOST
     if channel == AGENT and start_ms > 0 and info.details.get("agent_loss_located"):
         return GapCause.NOT_SENT  # (from 0: before its first audio arrived)
@@ -68,6 +67,7 @@ def timeline_document(
     """Channels with their artifact keys and durations, and a marker for every speech start and
     stop (caller), output start and stop (agent), output gap, barge-in and backchannel."""
     markers: list[Marker] = []
+    lost: dict[str, LostIndex] | None = None  # made at the first gap (most runs have none)
     for e in events:
         key = _MARKER_KEYS.get((e["channel"], e["type"]))
         if key:
@@ -77,13 +77,14 @@ def timeline_document(
                 )
             )
         elif e["type"] == "gap":
+            lost = LostIndex.by_channel(result.info.lost) if lost is None else lost
             markers.append(
                 Marker(
                     key="audio_gap",
                     offset_ms=e["start_ms"],
                     duration_ms=round(e["at_ms"] - e["start_ms"], 1),
                     channel=e["channel"],
-                    cause=gap_cause(result.info, e["channel"], e["start_ms"], e["at_ms"]),
+                    cause=gap_cause(result.info, lost, e["channel"], e["start_ms"], e["at_ms"]),
                 )
             )
     turns = result.assembly.turns
