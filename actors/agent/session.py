@@ -42,9 +42,10 @@ class AgentSession:
         self.settings = base.with_overrides({"vad": {"end_of_turn_ms": behaviour.end_of_turn_ms}})
         self.clock = CallClock()
         drop = Dtx() if behaviour.dtx else None
-        self.quiet = QuietFrames(drop)  # how long the agent has been silent, for drop_in_pauses
+        # How long the agent has been silent, for drop_in_pauses only (it looks at every frame).
+        self.quiet = QuietFrames(drop) if behaviour.drop_in_pauses else None
         self.track = PlaybackTrack(
-            self.clock, drop=self.quiet, codec=lambda: sending_codec(self.pc)
+            self.clock, drop=self.quiet or drop, codec=lambda: sending_codec(self.pc)
         )
         self.core = AgentCore(behaviour, self.settings, self.clock, self.track, self.close)
         self.pc = RTCPeerConnection(rtc_configuration())
@@ -96,7 +97,8 @@ class AgentSession:
         """Well inside a pause: the caller speaking (a reply comes only after its end of turn,
         400 ms later), nothing playing or due, and 200 ms of silence sent since the agent's
         last sound (both well over the caller's 60 ms margin: turnscope/lost_audio.py)."""
-        return self.core.caller_voiced and self.core.idle and self.quiet.count >= PAUSE_FRAMES
+        quiet = self.quiet.count if self.quiet is not None else 0
+        return self.core.caller_voiced and self.core.idle and quiet >= PAUSE_FRAMES
 
     def _lost(self, count: int) -> None:
         self.core.events.append({"event": "packet_lost", "n": count, "monotonic": time.monotonic()})
