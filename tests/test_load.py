@@ -100,7 +100,7 @@ def test_the_aggregate_counts_what_each_call_measured():
                                              "audio_lost_in_turns 1")  # fmt: skip
 
 
-def test_replies_after_caller_audio_sent_late_are_told_apart():
+def test_replies_after_caller_audio_sent_late_are_told_apart(capsys):
     from turnscope.load.record import lag_at
 
     late = [(4900.0, 35.0), (5010.0, 60.0), (9000.0, 90.0)]
@@ -112,7 +112,14 @@ def test_replies_after_caller_audio_sent_late_are_told_apart():
                   LoadPlan(calls=1, rate=1), target="u", transport="webrtc", scenario="s",
                   loops=1, where="here", wall_s=6.0)  # fmt: skip
     assert r.latency_ms.n == 2 and r.latency_on_time_ms.n == 1 and r.latency_on_time_ms.p50 == 800
-    assert any("on time" in w for w in r.warnings)
+    (late,) = [w for w in r.warnings if "on time" in w]
+    # Said on the terminal and on the page too, not only in load.json.
+    from turnscope.cli.load_tables import print_load
+    from turnscope.load.html import render
+
+    print_load(r)
+    assert late in " ".join(capsys.readouterr().err.split())  # a warning, on stderr
+    assert late in render(r)
 
 
 def test_calls_placed_late_or_never_make_the_run_degraded():

@@ -8,7 +8,12 @@ from rich.table import Table
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
 from turnscope.load.hops import not_separable_line
-from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
+from turnscope.load.report import (
+    LoadReport,
+    Percentiles,
+    degraded_calls_line,
+    late_frames_line,
+)
 from turnscope.scoring.voice_wer import voice_line
 
 
@@ -118,6 +123,8 @@ def print_load(r: LoadReport) -> None:
         f"{_ms(h.caller_max_send_lag_ms)} ms); agent frames lost {h.agent_lost_frames}",
         soft_wrap=True,
     )
+    if (line := late_frames_line(h)) is not None:
+        warn_line(line)
     nodes: dict[str, int] = {}
     for worker, n in r.per_worker.items():  # a Ray worker is NODE#k
         nodes[worker.split("#")[0]] = nodes.get(worker.split("#")[0], 0) + n

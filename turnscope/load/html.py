@@ -145,6 +145,12 @@ def render(
         body.append("<ul>" + "".join(f"<li>{escape(d)}</li>" for d in r.degraded) + "</ul>")
     if (line := degraded_calls_line(r)) is not None:
         body.append(f"<p>{escape(line, quote=False)}</p>")
+    if r.warnings:  # the run's own warnings, as load.json keeps them and the terminal said them
+        body.append(
+            "<p>Warnings:</p><ul>"
+            + "".join(f"<li>{escape(w, quote=False)}</li>" for w in r.warnings)
+            + "</ul>"
+        )
     body += [
         "<h2>Latency (caller turn end to agent reply)</h2>",
         _table(

@@ -211,14 +211,8 @@ def aggregate(
             "harness was overloaded, their latencies are not the agent's"
         )
     warnings = list(warnings)
-    if harness.caller_late_frames:
-        warnings.append(
-            f"{harness.caller_late_frames} caller frames went out more than {LATE_MS:.0f} ms late "
-            "(worst "
-            f"{harness.caller_max_send_lag_ms or 0:.0f} ms): a reply timed from a turn that "
-            "ended then seems later by up to that (the harness was busy); the 'on time' row "
-            "leaves those replies out"
-        )
+    if (late_line := late_frames_line(harness)) is not None:
+        warnings.append(late_line)
     incomplete = incomplete_bundles(records)
     if incomplete:
         degraded.append(incomplete)
@@ -278,6 +272,18 @@ def aggregate(
         degraded=degraded,
         warnings=list(warnings),
         calls=list(records),
+    )
+
+
+def late_frames_line(h: Harness) -> str | None:
+    """What caller frames sent late do to the replies timed from them (None when none was)."""
+    if not h.caller_late_frames:
+        return None
+    return (
+        f"{h.caller_late_frames} caller frames went out more than {LATE_MS:.0f} ms late (worst "
+        f"{h.caller_max_send_lag_ms or 0:.0f} ms): a reply timed from a turn that ended then "
+        "seems later by up to that (the harness was busy); the 'on time' row leaves those "
+        "replies out"
     )
 
 
