@@ -200,8 +200,8 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
     """Two runs at once against the reference agent: 4 WebRTC callers dialling again through
     --duration, and 2 callers on a phone line (turnscope playing Twilio). A call takes ~11 s on a
     quiet machine; on a loaded CI runner none had redialled by 18 s, and on a slower one the first
-    calls ended at 32-33 s (10.6 s of call, then their last turns' ASR, at idle priority, behind
-    the tests beside it): 45 s leaves time to redial."""
+    calls ended at 32-33 s (10.6 s of call, then their last turns' ASR, at idle priority then,
+    behind the tests beside it): 45 s leaves time to redial."""
     web, phone = tmp_path / "web", tmp_path / "phone"
     ws = agent_url.replace("http://", "ws://").replace("/api/offer", "/ws")
     cmds = [
