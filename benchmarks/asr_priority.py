@@ -26,7 +26,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,11 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from live import SCENARIO, start_agent  # noqa: E402
-from text_delay import RECORDS, instrument  # noqa: E402
+from text_delay import RECORDS, agent_and_scenario, instrument  # noqa: E402
 
 from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
-from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr import worker  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
 from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
@@ -87,12 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     instrument()
-    work = Path(tempfile.mkdtemp(prefix="turnscope-asrprio-"))
-    scenario = work / "scenario.yaml"
-    scenario.write_text(SCENARIO)
-    sc = load_scenario(scenario)
-    agent = start_agent(scenario, work / "truth.jsonl", PORT)
-    url = f"http://127.0.0.1:{PORT}/api/offer"
+    work, sc, agent, url = agent_and_scenario("turnscope-asrprio-", PORT)
     rows: dict[tuple[str, str], dict] = {
         (s, m): {"delays": [], "late": 0, "lag": 0.0, "calls": 0, "degraded": 0}
         for s in SITUATIONS

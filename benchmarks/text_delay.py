@@ -95,6 +95,16 @@ async def run_group(url: str, sc, settings: Settings, n: int, root: Path) -> lis
     )
 
 
+def agent_and_scenario(prefix: str, port: int):  # type: ignore[no-untyped-def]
+    """A work folder, the order-status scenario, the reference agent serving it on ``port``
+    (its own process) and its offer URL."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    scenario = work / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    agent = start_agent(scenario, work / "truth.jsonl", port)
+    return work, load_scenario(scenario), agent, f"http://127.0.0.1:{port}/api/offer"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each setting and size")
@@ -108,12 +118,7 @@ def main() -> None:
         "one at a time (batch_size 1, as before)": single,
         f"batched (batch_size {batched.asr.batch_size}, default)": batched,
     }
-    work = Path(tempfile.mkdtemp(prefix="turnscope-textdelay-"))
-    scenario = work / "scenario.yaml"
-    scenario.write_text(SCENARIO)
-    sc = load_scenario(scenario)
-    agent = start_agent(scenario, work / "truth.jsonl", PORT)
-    url = f"http://127.0.0.1:{PORT}/api/offer"
+    work, sc, agent, url = agent_and_scenario("turnscope-textdelay-", PORT)
     groups: dict[tuple[int, str], dict] = {
         (n, name): {"utts": [], "late": 0, "calls": 0, "degraded": 0}
         for n in CONCURRENCY
