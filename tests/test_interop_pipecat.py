@@ -182,15 +182,20 @@ def test_packets_the_bot_lost_on_the_wire_are_the_loss_and_cost_only_themselves(
     one_way = _one_way(got)[0]
     origin = got["call"].clock.origin
     logged = [
-        (r["monotonic"] - origin) * 1000 + one_way
+        ((r["monotonic"] - origin) * 1000 + one_way, r["n"])
         for r in got["truth"]
         if r["event"] == "packet_lost"
     ]
     located = got["call"].info.lost
     assert len(located) >= 40, located
-    off = [x.start_ms - min(logged, key=lambda t: abs(x.start_ms - t)) for x in located]
+    pairs = [(x, min(logged, key=lambda t: abs(x.start_ms - t[0]))) for x in located]
+    off = [x.start_ms - at for x, (at, _) in pairs]
     lag = statistics.median(off)
-    assert abs(lag) <= 40 and max(abs(o - lag) for o in off) <= 20, off
+    assert abs(lag) <= 40 and max(abs(o - lag) for o in off) <= 30, off
+    # Exactly where in the bot's stream: its n-th packet, 20 ms each (the bot's clock above
+    # wanders with its CPU: in one CI run one loss was logged 20 ms off its neighbours' lag).
+    grid = [x.start_ms - 20.0 * n for x, (_, n) in pairs]
+    assert max(grid) - min(grid) <= 2, grid
     assert got["run"].outcome.verifier["result"]["pass_fail"]["voice"], got["run"].outcome
     # Placed as promptly as the clean call's audio (a constant the agreement cannot see).
     lossy, clean = _one_way(got)[0], _one_way(calls["good"])[0]
