@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from turnscope.answer_hold import AnswerHold
 from turnscope.asr.assembly import Assembly, Backchannel, Heard, Said, Turn, assemble
 from turnscope.asr.audio_checks import Alike, AudioChecks, channels_alike, own_recording
 from turnscope.asr.context import context_for, wants_context
@@ -154,12 +155,15 @@ class _Stages:
         self.last_check_ms = 0.0
         self.events = 0
         self.failure: BaseException | None = None
+        self.hold = AnswerHold() if source.info.realtime else None
 
     def dispatch(self, events: Sequence[SpeechEvent]) -> None:
         for ev in events:
             self.events += 1
             for s in self.sinks:
                 s.on_event(ev)
+            if self.hold is not None:
+                self.hold.heard(ev)
             if isinstance(ev, EndOfTurn):
                 utt = ev.utterance
                 task = asyncio.ensure_future(self.transcribe(utt, self.last.get(utt.channel)))
@@ -172,7 +176,10 @@ class _Stages:
     ) -> Transcription:
         """Transcribe ``utt`` after the channel's previous utterance, with it as context when
         ``wants_context`` says so and it was heard as words (waiting for it keeps the context,
-        and so the text, the same however fast the audio arrives)."""
+        and so the text, the same however fast the audio arrives); a live caller turn once the
+        agent has begun its answer (``AnswerHold``)."""
+        if self.hold is not None and utt.channel == CALLER:
+            await self.hold.wait(utt.end_ms)
         context = None
         if previous is not None:
             prev_utt, prev_task = previous
@@ -284,6 +291,8 @@ async def run_pipeline(
                 s.on_frame(frame)
             stages.checks[frame.channel].add(frame.start, frame.pcm)
             stages.dispatch(stages.endpointers[frame.channel].push(frame))
+            if stages.hold is not None:
+                stages.hold.advance(stages.endpointers[frame.channel].position_ms)
             stages.check_final()
             if stages.failure:
                 raise stages.failure
@@ -291,6 +300,8 @@ async def run_pipeline(
                 await asyncio.wait(list(stages.pending), return_when=asyncio.FIRST_COMPLETED)
         for s in stages.sinks:
             s.on_audio_end()
+        if stages.hold is not None:
+            stages.hold.release()
         for ep in stages.endpointers.values():
             stages.dispatch(ep.flush())
         if stages.pending:

@@ -1,0 +1,174 @@
+"""What the harness's ASR takes from a CPU-bound agent on the same machine, at each ASR priority.
+
+    .venv/bin/python benchmarks/asr_cost_to_agent.py [--rounds 2] [--calls 2] [--work 480]
+        [--modes idle 10 0]
+
+The ASR decodes the caller's turn just as the agent computes its reply to it: on one machine
+the two share the cores at the very moment whose length the harness reports. An agent with a
+local model computes on every core; this one (benchmarks/cpu_bound_agent.py: the reference
+agent, its own process, nice 0) does a fixed amount of matrix work on every core for each reply
+(``--work`` products, about 600 ms alone on this machine) and speaks it as soon as it is done.
+
+Measured per ASR priority (``idle``: nice 19 and SCHED_IDLE, the setting before; a number: that
+niceness under the ordinary scheduler, see asr/worker.py), each with the caller's turns decoded
+at their end (as before) and held until the agent answers (turnscope/answer_hold.py), real
+WebRTC calls on 127.0.0.1, the order-status scenario, one call at a time:
+
+- the agent's computation per reply, from its own log, against the same computation timed
+  alone before any call: what the ASR (and the call) added to it;
+- the latency heard at the caller's ear (end of the caller's turn to the start of the agent's,
+  from the call's turns): what the harness reports, the computation inside it;
+- the text delay after each end of turn (as benchmarks/text_delay.py measures it), the agent's
+  turns (what a reacting caller waits for) and the caller's (held or not), and the caller
+  frames sent more than 20 ms late.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from asr_priority import set_priority  # noqa: E402
+from live import SCENARIO  # noqa: E402
+from text_delay import RECORDS, instrument  # noqa: E402
+
+from turnscope import pipeline  # noqa: E402
+from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
+from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
+from turnscope.answer_hold import AnswerHold  # noqa: E402
+from turnscope.asr import worker  # noqa: E402
+from turnscope.asr.settings import load_settings  # noqa: E402
+from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
+from turnscope.live_call import place_call  # noqa: E402
+
+PORT = 18097
+HOLDS = {"at their end": 0.0, "after the answer": AnswerHold().hold_ms}
+
+
+def set_hold(name: str) -> None:
+    """The caller's turns decoded at once (a hold of 0 ms lets them go at the next frame) or
+    held as the pipeline holds them."""
+    hold_ms = HOLDS[name]
+    pipeline.AnswerHold = lambda: AnswerHold(hold_ms=hold_ms)  # type: ignore[assignment,misc]
+
+
+def start_cpu_bound_agent(scenario: Path, work: int, log: Path) -> subprocess.Popen:
+    script = ROOT / "benchmarks" / "cpu_bound_agent.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(work), str(log), "--", "agent", "--port", str(PORT),
+         "--scenario", str(scenario), "--no-greet"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "reference agent on" not in line:
+        raise SystemExit(f"agent did not start: {line}{proc.stdout.read()}")
+    return proc
+
+
+def agent_log(log: Path) -> tuple[float, list[float]]:
+    """The computation alone (ms) and every reply's since the log began."""
+    rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    return rows[0]["alone_ms"], [r["compute_ms"] for r in rows[1:]]
+
+
+async def one_call(url: str, sc, outdir: Path) -> dict:  # type: ignore[no-untyped-def]
+    run, call, _ = await place_call(
+        CallOptions(url, loopback_only=True), sc, load_settings(), scenario_contract(sc), outdir,
+        console=None,
+    )  # fmt: skip
+    turns = run.result.assembly.turns
+    gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(turns)
+            if a.speaker == "caller" and b.speaker == "agent"]  # fmt: skip
+    return {"gaps": gaps, "late": call.caller_track.late_frames,
+            "degraded": bool(run.result.degraded)}  # fmt: skip
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q)) if xs else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of every mode")
+    parser.add_argument("--calls", type=int, default=2, help="calls per mode and round")
+    parser.add_argument("--work", type=int, default=480, help="matrix products per reply")
+    parser.add_argument("--modes", nargs="*", default=["idle", "10", "0"])
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    instrument()
+    work = Path(tempfile.mkdtemp(prefix="turnscope-asrcost-"))
+    scenario, log = work / "scenario.yaml", work / "agent.jsonl"
+    scenario.write_text(SCENARIO)
+    sc = load_scenario(scenario)
+    agent = start_cpu_bound_agent(scenario, args.work, log)
+    url = f"http://127.0.0.1:{PORT}/api/offer"
+    rows = {(m, h): {"compute": [], "gaps": [], "agent": [], "caller": [], "late": 0,
+                     "calls": 0, "degraded": 0} for m in args.modes for h in HOLDS}  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        for r in range(args.rounds):
+            for mode in args.modes if r % 2 == 0 else list(reversed(args.modes)):
+                set_priority(mode)
+                asyncio.run(one_call(url, sc, work / f"warm-{r}-{mode}"))  # the model loaded
+                for hold in HOLDS if r % 2 == 0 else list(reversed(HOLDS)):
+                    set_hold(hold)
+                    RECORDS.clear()
+                    before = len(agent_log(log)[1])
+                    row = rows[(mode, hold)]
+                    for k in range(args.calls):
+                        c = asyncio.run(one_call(url, sc, work / f"r{r}-{mode}-{hold[:2]}-{k}"))
+                        row["gaps"] += c["gaps"]
+                        row["late"] += c["late"]
+                        row["degraded"] += c["degraded"]
+                        row["calls"] += 1
+                    row["compute"] += agent_log(log)[1][before:]
+                    for u in RECORDS:
+                        row[u["channel"]].append(u["delay_ms"])
+    finally:
+        worker.stop_asr_worker()
+        agent.terminate()
+        agent.wait(10)
+    alone = agent_log(log)[0]
+    print()
+    print(
+        f"{args.rounds} rounds x {args.calls} calls per mode, modes alternating; the CPU-bound "
+        f"reference agent on 127.0.0.1:{PORT} ({args.work} products per reply: {alone:.0f} ms "
+        f"alone, before any call); {os.cpu_count()} cores; {time.perf_counter() - t0:.0f} s"
+    )
+    print(
+        "| ASR priority | caller's turns decoded | calls | replies | agent's computation "
+        "median / p95 (ms) | added to it (median) | latency at the caller's ear median / p95 "
+        "(ms) | text delay after end of turn, agent / caller turns, median (ms) "
+        "| caller frames > 20 ms late | degraded calls |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (mode, hold), row in rows.items():
+        comp, gaps = row["compute"], row["gaps"]
+        name = "SCHED_IDLE, nice 19" if mode == "idle" else f"nice {mode}"
+        added = statistics.median(comp) - alone if comp else float("nan")
+        print(
+            f"| {name} | {hold} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
+            f"{pct(comp, 95):.0f} | {added:+.0f} ms | {pct(gaps, 50):.0f} / {pct(gaps, 95):.0f}"
+            f" | {pct(row['agent'], 50):.0f} / {pct(row['caller'], 50):.0f} | {row['late']} | "
+            f"{row['degraded']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

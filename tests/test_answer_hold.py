@@ -1,0 +1,93 @@
+"""A live caller turn is decoded once the agent has begun its answer (turnscope/answer_hold.py):
+the ASR leaves the cores to an agent computing its reply on the same machine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import soundfile as sf
+
+from tests.conftest import ROOT
+from turnscope.answer_hold import HOLD_MS, AnswerHold
+from turnscope.asr.assembly import Heard
+from turnscope.asr.events import SpeechEvent, SpeechStart
+from turnscope.asr.settings import load_settings
+from turnscope.capture.file.source import FileSource
+from turnscope.capture.frames import AGENT, CALLER, PcmFrame
+from turnscope.pipeline import Sink, run_pipeline
+
+SAMPLE = ROOT / "recordings" / "refund-call.wav"
+GAP_MS = 2500  # the agent answers this long after the caller's line: longer than the ASR takes
+
+
+def test_the_agents_speech_the_calls_length_or_its_end_let_a_turn_go():
+    async def go() -> None:
+        hold = AnswerHold(hold_ms=3000)
+        first, second = hold.wait(1000), hold.wait(5000)
+        hold.heard(SpeechStart(CALLER, 6000, 6000, True))  # the caller's own speech: no answer
+        hold.heard(SpeechStart(AGENT, 900, 950, True))  # speech begun before the turn ended
+        assert not first.done() and not second.done()
+        hold.heard(SpeechStart(AGENT, 1600, 1700, True))
+        assert first.done() and not second.done()
+        hold.advance(7999)
+        assert not second.done()
+        hold.advance(8000)  # HOLD_MS of the call after the turn's end: no answer came
+        assert second.done()
+        third = hold.wait(9000)
+        hold.release()  # the audio's end
+        assert third.done() and hold.wait(12000).done()
+
+    asyncio.run(go())
+
+
+def _call_with_a_slow_answer(tmp_path) -> tuple:  # type: ignore[type-arg]
+    """The recording's caller line (4.7-9.2 s), then the agent's answer GAP_MS after it."""
+    audio, rate = sf.read(SAMPLE, dtype="float32")
+    line = audio[int(4.7 * rate) : int(9.2 * rate), 0]
+    answer = audio[int(9.4 * rate) : int(12.0 * rate), 1]
+    lead, gap = int(0.5 * rate), int(GAP_MS / 1000 * rate)
+    out = np.zeros((lead + len(line) + gap + len(answer) + lead, 2), dtype="float32")
+    out[lead : lead + len(line), 0] = line
+    at = lead + len(line) + gap
+    out[at : at + len(answer), 1] = answer
+    path = tmp_path / "slow-answer.wav"
+    sf.write(path, out, rate)
+    return path, (lead + len(line)) / rate * 1000, at / rate * 1000
+
+
+class _Order(Sink):
+    """The stream's position when the agent was heard to start and when each text came."""
+
+    def __init__(self) -> None:
+        self.position_ms = 0.0
+        self.agent_starts: list[float] = []
+        self.texts: dict[str, float] = {}
+
+    def on_frame(self, frame: PcmFrame) -> None:
+        self.position_ms = max(self.position_ms, frame.end_ms)
+
+    def on_event(self, event: SpeechEvent) -> None:
+        if isinstance(event, SpeechStart) and event.channel == AGENT:
+            self.agent_starts.append(self.position_ms)
+
+    def on_transcribed(self, heard: Heard) -> None:
+        self.texts.setdefault(heard.channel, self.position_ms)
+
+
+def test_a_paced_call_decodes_the_callers_turn_once_the_agent_answers(tmp_path):
+    """Paced as a live call is: the caller's line ends, the agent answers 2.5 s later, and the
+    line's text comes after the agent was heard to start (not ~1 s after the line); faster than
+    real time nothing waits, and the turns are the same either way."""
+    path, line_end_ms, answer_ms = _call_with_a_slow_answer(tmp_path)
+    settings = load_settings()
+    paced, fast = _Order(), _Order()
+    live = asyncio.run(run_pipeline(FileSource.stereo(path, realtime=True), settings, [paced]))
+    replay = asyncio.run(run_pipeline(FileSource.stereo(path, chunk_ms=200), settings, [fast]))
+    assert paced.agent_starts and paced.agent_starts[0] >= answer_ms
+    assert paced.texts[CALLER] >= paced.agent_starts[0], (paced.texts, paced.agent_starts)
+    assert paced.texts[CALLER] < line_end_ms + HOLD_MS + 1000  # the agent's answer let it go
+    turns = [[(t.speaker, t.start_ms, t.end_ms, t.text) for t in r.assembly.turns]
+             for r in (live, replay)]  # fmt: skip
+    assert turns[0] == turns[1] and [t[0] for t in turns[0]] == [CALLER, AGENT]
+    assert "refund" in turns[0][0][3]

@@ -1,0 +1,72 @@
+"""A live caller turn is decoded once the agent has begun its answer.
+
+The moment a caller's turn ends is the moment an agent computes its reply, and the time that
+takes is the latency the harness reports. On one machine (an agent with a local model beside
+the harness, the usual way to test one) the ASR decoding that turn at once shares the cores
+with the reply it is timing: a CPU-bound agent's 600 ms reply took 285 ms longer at the ASR's
+priority, 133 ms longer with the ASR at idle priority (benchmarks/asr_cost_to_agent.py). No one
+needs the caller's text then: the scripted caller listens to the agent's words only, and the
+caller's turns go to the transcript and the live view, which can wait a second. So a realtime
+source's caller turn waits for the agent's next speech (it has answered: what is left of its
+reply no longer delays its first sound) or ``HOLD_MS`` of the call, whichever is first; the
+audio's end lets every turn go. A replay faster than real time holds nothing: no agent is
+computing beside it, and it waits for its decodes to keep their number bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from turnscope.asr.events import SpeechEvent, SpeechStart
+from turnscope.capture.frames import AGENT
+
+__all__ = ["HOLD_MS", "AnswerHold"]
+
+# Most agents answer within 3 s; one that takes longer (or never answers) has its caller turn
+# decoded then, as before, and the live view shows the caller's words no later than this.
+HOLD_MS = 3000.0
+
+
+@dataclass
+class AnswerHold:
+    """Caller turns waiting for the agent's answer (``wait``); ``heard`` and ``advance`` let
+    them go, ``release`` lets every one go (the audio's end)."""
+
+    hold_ms: float = HOLD_MS
+    _waiting: list[tuple[float, asyncio.Future[None]]] = field(default_factory=list)
+    _open: bool = False  # the audio has ended: nothing waits any more
+
+    def wait(self, end_ms: float) -> asyncio.Future[None]:
+        """Done once the agent speaks after ``end_ms`` (a caller turn's end, call ms) or the
+        call is ``hold_ms`` past it."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._open:
+            done.set_result(None)
+        else:
+            self._waiting.append((end_ms, done))
+        return done
+
+    def heard(self, event: SpeechEvent) -> None:
+        if isinstance(event, SpeechStart) and event.channel == AGENT:
+            self._let_go(lambda end_ms: event.at_ms >= end_ms)
+
+    def advance(self, position_ms: float) -> None:
+        """The call has reached ``position_ms`` (its audio so far)."""
+        if self._waiting:
+            self._let_go(lambda end_ms: position_ms - end_ms >= self.hold_ms)
+
+    def release(self) -> None:
+        """Every turn goes, those still to come at once."""
+        self._open = True
+        self._let_go(lambda end_ms: True)
+
+    def _let_go(self, due: Callable[[float], bool]) -> None:
+        keep = []
+        for end_ms, done in self._waiting:
+            if not due(end_ms):
+                keep.append((end_ms, done))
+            elif not done.done():
+                done.set_result(None)
+        self._waiting = keep
