@@ -60,10 +60,12 @@ class Heard:
     spans: tuple[Span, ...]
     decided_ms: float
     transcription: Transcription
+    held_ms: float = 0.0  # how long (call ms) its decode waited for the agent's answer
 
     @classmethod
-    def of(cls, u: Utterance, transcription: Transcription) -> Heard:
-        return cls(u.channel, u.index, u.start_ms, u.end_ms, u.spans, u.decided_ms, transcription)
+    def of(cls, u: Utterance, transcription: Transcription, held_ms: float = 0.0) -> Heard:
+        return cls(u.channel, u.index, u.start_ms, u.end_ms, u.spans, u.decided_ms, transcription,
+                   held_ms)  # fmt: skip
 
     @property
     def key(self) -> str:

@@ -4,6 +4,8 @@ the ASR leaves the cores to an agent computing its reply on the same machine."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import numpy as np
 import soundfile as sf
@@ -30,13 +32,14 @@ def test_the_agents_speech_the_calls_length_or_its_end_let_a_turn_go():
         assert not first.done() and not second.done()
         hold.heard(SpeechStart(AGENT, 1600, 1700, True))
         assert first.done() and not second.done()
+        assert hold.wait(1500).result() == 1700  # answered before this turn's end was decided
         hold.advance(7999)
         assert not second.done()
         hold.advance(8000)  # HOLD_MS of the call after the turn's end: no answer came
-        assert second.done()
+        assert second.done() and (first.result(), second.result()) == (1700, 8000)
         third = hold.wait(9000)
-        hold.release()  # the audio's end
-        assert third.done() and hold.wait(12000).done()
+        hold.release(9500)  # the audio's end
+        assert third.result() == 9500 and hold.wait(12000).result() == 9500
 
     asyncio.run(go())
 
@@ -54,6 +57,30 @@ def _call_with_a_slow_answer(tmp_path) -> tuple:  # type: ignore[type-arg]
     path = tmp_path / "slow-answer.wav"
     sf.write(path, out, rate)
     return path, (lead + len(line)) / rate * 1000, at / rate * 1000
+
+
+def assert_held_until_answered(bundle: Path) -> int:
+    """Every caller turn of a live call's bundle waited for the agent's next speech (its start
+    decided after the turn's end), or HOLD_MS of the call where that came later: decided +
+    held_ms is when whichever came first was decided (the cap: on a frame that crossed it, of
+    either channel: within two).
+    The number of turns checked."""
+    doc = json.loads((bundle / "transcript.json").read_text())
+    starts = [(e["at_ms"], e["decided_ms"]) for e in doc["events"]
+              if e["type"] == "speech_start" and e["channel"] == AGENT]  # fmt: skip
+    audio_ms = max(u["end_ms"] for u in doc["utterances"])
+    checked = 0
+    for u in doc["utterances"]:
+        if u["channel"] != CALLER:
+            continue
+        answer = min((d for a, d in starts if a >= u["end_ms"]), default=float("inf"))
+        due = max(u["decided_ms"], min(answer, u["end_ms"] + HOLD_MS))
+        if due > audio_ms:
+            continue  # the call ended first: the audio's end let it go
+        released = u["decided_ms"] + u["asr"].get("held_ms", 0.0)
+        assert due - 0.1 <= released <= due + 40.1, (u, answer, starts)
+        checked += 1
+    return checked
 
 
 class _Order(Sink):
@@ -87,6 +114,9 @@ def test_a_paced_call_decodes_the_callers_turn_once_the_agent_answers(tmp_path):
     assert paced.agent_starts and paced.agent_starts[0] >= answer_ms
     assert paced.texts[CALLER] >= paced.agent_starts[0], (paced.texts, paced.agent_starts)
     assert paced.texts[CALLER] < line_end_ms + HOLD_MS + 1000  # the agent's answer let it go
+    held = {h.channel: h.held_ms for h in live.heard}
+    assert held[CALLER] >= GAP_MS - 1000 and held[AGENT] == 0, held  # as the result says
+    assert all(h.held_ms == 0 for h in replay.heard)
     turns = [[(t.speaker, t.start_ms, t.end_ms, t.text) for t in r.assembly.turns]
              for r in (live, replay)]  # fmt: skip
     assert turns[0] == turns[1] and [t[0] for t in turns[0]] == [CALLER, AGENT]

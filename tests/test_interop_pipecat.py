@@ -30,6 +30,7 @@ import pytest
 
 from tests.conftest import ROOT, turnscope_exe
 from tests.interop.pipecat import PipecatBot, call_bot, pipecat_bot
+from tests.test_answer_hold import assert_held_until_answered
 from turnscope.lost_audio import LossNote
 
 # Opens with the agent (the bot greets or not); one barge-in placed to fit any reply length.
@@ -150,6 +151,13 @@ def test_well_behaved_bot_passes_with_its_greeting_and_barge_in_exercised(calls)
     assert not [w for w in run.result.warnings if "did not" in w], run.result.warnings
     # pipecat cut its reply short for the barge-in: its own log says so.
     assert any(r["event"] == "reply" and r["interrupted"] for r in got["truth"]), got["truth"]
+
+
+@pytest.mark.parametrize("name", ["good", "slow"])
+def test_the_callers_turns_are_transcribed_once_the_bot_has_answered(calls, name):
+    """The ASR leaves the cores to the bot while it computes its answer: each caller turn's
+    decode waits for the bot's speech, or 3 s of the call (the slow bot answers later)."""
+    assert assert_held_until_answered(calls[name]["outdir"]) >= 3
 
 
 @pytest.mark.parametrize("name", ["good", "lossy", "slow", "ignores"])

@@ -32,41 +32,48 @@ HOLD_MS = 3000.0
 @dataclass
 class AnswerHold:
     """Caller turns waiting for the agent's answer (``wait``); ``heard`` and ``advance`` let
-    them go, ``release`` lets every one go (the audio's end)."""
+    them go, ``release`` lets every one go (the audio's end). Each wait ends with the call time
+    (ms) it was let go at."""
 
     hold_ms: float = HOLD_MS
-    _waiting: list[tuple[float, asyncio.Future[None]]] = field(default_factory=list)
-    _open: bool = False  # the audio has ended: nothing waits any more
+    _waiting: list[tuple[float, asyncio.Future[float]]] = field(default_factory=list)
+    _open_at: float | None = None  # the audio ended here: nothing waits any more
+    # The agent's latest speech start (audio time, decided): an agent that answered before the
+    # caller's end of turn was decided (its own end of turn came sooner) has answered.
+    _agent_start: tuple[float, float] = (float("-inf"), float("-inf"))
 
-    def wait(self, end_ms: float) -> asyncio.Future[None]:
+    def wait(self, end_ms: float) -> asyncio.Future[float]:
         """Done once the agent speaks after ``end_ms`` (a caller turn's end, call ms) or the
         call is ``hold_ms`` past it."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._open:
-            done.set_result(None)
+        done: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        if self._open_at is not None:
+            done.set_result(self._open_at)
+        elif self._agent_start[0] >= end_ms:
+            done.set_result(self._agent_start[1])
         else:
             self._waiting.append((end_ms, done))
         return done
 
     def heard(self, event: SpeechEvent) -> None:
         if isinstance(event, SpeechStart) and event.channel == AGENT:
-            self._let_go(lambda end_ms: event.at_ms >= end_ms)
+            self._agent_start = (event.at_ms, event.decided_ms)
+            self._let_go(lambda end_ms: event.at_ms >= end_ms, event.decided_ms)
 
     def advance(self, position_ms: float) -> None:
         """The call has reached ``position_ms`` (its audio so far)."""
         if self._waiting:
-            self._let_go(lambda end_ms: position_ms - end_ms >= self.hold_ms)
+            self._let_go(lambda end_ms: position_ms - end_ms >= self.hold_ms, position_ms)
 
-    def release(self) -> None:
-        """Every turn goes, those still to come at once."""
-        self._open = True
-        self._let_go(lambda end_ms: True)
+    def release(self, position_ms: float) -> None:
+        """The audio ended at ``position_ms``: every turn goes, those still to come at once."""
+        self._open_at = position_ms
+        self._let_go(lambda end_ms: True, position_ms)
 
-    def _let_go(self, due: Callable[[float], bool]) -> None:
+    def _let_go(self, due: Callable[[float], bool], at_ms: float) -> None:
         keep = []
         for end_ms, done in self._waiting:
             if not due(end_ms):
                 keep.append((end_ms, done))
             elif not done.done():
-                done.set_result(None)
+                done.set_result(at_ms)
         self._waiting = keep

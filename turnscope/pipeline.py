@@ -149,6 +149,7 @@ class _Stages:
         self.last: dict[str, tuple[Utterance, asyncio.Future[Transcription]]] = {}
         self.heard: list[Heard] = []
         self.pending: dict[asyncio.Task, Utterance] = {}
+        self.held_ms: dict[str, float] = {}  # utterance key -> how long its decode was held
         self.assembly = Assembly()
         self.final_keys: set[str] = set()
         self.final_bc: set[str] = set()
@@ -179,7 +180,8 @@ class _Stages:
         and so the text, the same however fast the audio arrives); a live caller turn once the
         agent has begun its answer (``AnswerHold``)."""
         if self.hold is not None and utt.channel == CALLER:
-            await self.hold.wait(utt.end_ms)
+            released_ms = await self.hold.wait(utt.end_ms)
+            self.held_ms[utt.key] = max(0.0, released_ms - utt.decided_ms)
         context = None
         if previous is not None:
             prev_utt, prev_task = previous
@@ -198,12 +200,16 @@ class _Stages:
             self.failure = self.failure or exc
             return
         tr: Transcription = task.result()
-        heard = Heard.of(utt, tr)
+        heard = Heard.of(utt, tr, self.held_ms.pop(utt.key, 0.0))
         self.heard.append(heard)
         for s in self.sinks:
             s.on_transcribed(heard)
         self.assembly = assemble(self.heard, self.settings.assembly, self.said())
         self.check_final(force=True)
+
+    def position_ms(self) -> float:
+        """How far the call's audio has come (either channel)."""
+        return max(ep.position_ms for ep in self.endpointers.values())
 
     def horizon_ms(self) -> float:
         """Up to where nothing more can change a turn: stream time, minus open or untranscribed
@@ -301,7 +307,7 @@ async def run_pipeline(
         for s in stages.sinks:
             s.on_audio_end()
         if stages.hold is not None:
-            stages.hold.release()
+            stages.hold.release(stages.position_ms())
         for ep in stages.endpointers.values():
             stages.dispatch(ep.flush())
         if stages.pending:

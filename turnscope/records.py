@@ -8,7 +8,8 @@ transcript.json (schema "turnscope.transcript.v1"):
          utterance keys), spans and asr {decided_ms, compute_ms};
   backchannels: [{speaker, start_ms, end_ms, text, utterance}] (kept out of the verifier);
   rejected: utterances that became no turn, with the reason;
-  utterances: every endpointer utterance with its voiced spans and ASR metadata;
+  utterances: every endpointer utterance with its voiced spans and ASR metadata (held_ms: how
+              long a live caller turn's decode waited for the agent's answer);
   events: every endpointer event (speech_start, start_moved, speech_stop, end_of_turn, gap) with
           the refined audio time (at_ms) and the stream time it was decided (decided_ms).
 All times are milliseconds on the call clock (0 = start of the recording or call).
@@ -80,6 +81,7 @@ def utterance_records(result: PipelineResult) -> list[UtteranceRecord]:
                     silero_speech_ratio=rounded(tr.speech_ratio, 3),
                     context_ms=rounded(tr.context_ms),
                     rejected=tr.rejected,
+                    held_ms=rounded(h.held_ms) if h.held_ms else None,
                 ),
             )
         )

@@ -203,6 +203,9 @@ class UtteranceAsr(Document):
     silero_speech_ratio: float | None = None
     context_ms: float | None = None  # the previous utterance decoded in front of it
     rejected: str | None = None
+    # A live caller turn's decode waited this long (call ms) for the agent's answer
+    # (turnscope/answer_hold.py); absent where nothing waited.
+    held_ms: float | None = omitted()
 
 
 class UtteranceRecord(Document):
