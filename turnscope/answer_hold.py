@@ -3,8 +3,9 @@
 The moment a caller's turn ends is the moment an agent computes its reply, and the time that
 takes is the latency the harness reports. On one machine (an agent with a local model beside
 the harness, the usual way to test one) the ASR decoding that turn at once shares the cores
-with the reply it is timing: a CPU-bound agent's 600 ms reply took 285 ms longer at the ASR's
-priority, 133 ms longer with the ASR at idle priority (benchmarks/asr_cost_to_agent.py). No one
+with the reply it is timing: a CPU-bound agent's 600 ms of work per reply took 201 ms more than
+alone with the ASR at its priority (nice 10), 83 ms more with the turn held as here, 87 ms with
+the ASR at idle priority (benchmarks/asr_cost_to_agent.py, one run). No one
 needs the caller's text then: the scripted caller listens to the agent's words only, and the
 caller's turns go to the transcript and the live view, which can wait a second. So a realtime
 source's caller turn waits for the agent's next speech (it has answered: what is left of its
