@@ -21,6 +21,10 @@ WebRTC calls on 127.0.0.1, the order-status scenario, one call at a time:
 - the text delay after each end of turn (as benchmarks/text_delay.py measures it), the agent's
   turns (what a reacting caller waits for) and the caller's (held or not), and the caller
   frames sent more than 20 ms late.
+
+Compare rows within one run: this machine's speed moves under it (the same work once took
+1.1 s instead of 0.6 s for minutes, as if one of its two cores were gone), which the alternating
+order spreads over every row; the "alone" time is taken once, at the agent's start.
 """
 
 from __future__ import annotations

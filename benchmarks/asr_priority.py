@@ -109,7 +109,7 @@ def main() -> None:
                             h.kill()
                             h.wait()
                     row = rows[(situation, mode)]
-                    row["delays"] += [u["delay_ms"] for u in RECORDS]
+                    row["delays"] += [u["delay_ms"] - u["held_ms"] for u in RECORDS]
                     row["late"] += sum(c["late"] for c in calls)
                     row["lag"] = max(row["lag"], *(c["lag"] for c in calls))
                     row["calls"] += len(calls)

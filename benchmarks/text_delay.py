@@ -8,7 +8,8 @@ alternating which goes first: ``asr.batch_size`` 1 (one utterance at a time, as 
 batching) and the default settings (batched). Measured in this process, per transcribed
 utterance: from the moment the pipeline dispatches it for transcription (``_Stages.transcribe``
 starts, at the end of turn; this includes waiting for the previous utterance when it is the
-context) to the moment its text is back, and the batch it was decoded in
+context, not a caller turn's wait for the agent's answer, ``turnscope/answer_hold.py``: its
+``held_ms`` is taken off) to the moment its text is back, and the batch it was decoded in
 (``Transcription.batch``). Also the caller frames sent more than 20 ms late (the calls' audio).
 """
 
@@ -67,6 +68,8 @@ def instrument() -> None:
                     "channel": utt.channel,
                     "duration_ms": utt.duration_ms,
                     "delay_ms": (time.perf_counter() - t0) * 1000,
+                    # a live caller turn's wait for the agent's answer (call ms), inside delay_ms
+                    "held_ms": self.held_ms.get(utt.key, 0.0),
                     "submit_ms": _submit_ms.pop(id(utt), float("nan")),
                     "batch": tr.batch,
                     "asr_ms": tr.asr_ms,
@@ -161,7 +164,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|")
     for (n, name), g in groups.items():
-        delays = [u["delay_ms"] for u in g["utts"]]
+        delays = [u["delay_ms"] - u["held_ms"] for u in g["utts"]]
         batches = [u["batch"] for u in g["utts"]]
         if delays:
             d = f"{np.median(delays):.0f} / {np.percentile(delays, 95):.0f} / {max(delays):.0f}"
