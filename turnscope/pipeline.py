@@ -222,12 +222,37 @@ class _Stages:
             t = min(t, utt.start_ms)
         return t - self.settings.assembly.merge_gap_ms
 
+    def settled(self, turn: Turn) -> bool:
+        """Nothing still to come can change ``turn``: no span of its speaker can join it (both
+        channels are past its end by the merge gap, nothing of its speaker open or untranscribed
+        within that) and all the other party began before its end is transcribed (the floor and
+        the barge-in flag). The horizon waits for the other party's next utterance to end too,
+        which kept every turn off the live view until the answer to it had ended."""
+        gap = self.settings.assembly.merge_gap_ms
+        if min(ep.position_ms for ep in self.endpointers.values()) < turn.end_ms + gap:
+            return False
+        starts = [(u.channel, u.start_ms) for u in self.pending.values()]
+        starts += [(ch, ep.open_since_ms) for ch, ep in self.endpointers.items()
+                   if ep.open_since_ms is not None]  # fmt: skip
+        return not any(
+            at <= turn.end_ms + gap if ch == turn.speaker else at < turn.end_ms for ch, at in starts
+        )
+
     def check_final(self, *, force: bool = False, horizon: float | None = None) -> None:
+        """Tell the sinks the turns that became final (in start order: a turn waits for those
+        before it) and the backchannels; ``horizon``: everything before it is final (the end)."""
         h = self.horizon_ms() if horizon is None else horizon
-        if not force and h - self.last_check_ms < FINALITY_CHECK_MS:
+        at = self.position_ms() if horizon is None else horizon
+        if not force and at - self.last_check_ms < FINALITY_CHECK_MS:
             return
-        self.last_check_ms = h
-        new = [t for t in self.assembly.turns if t.end_ms < h and t.key not in self.final_keys]
+        self.last_check_ms = at
+        new = []
+        for t in self.assembly.turns:
+            if t.key in self.final_keys:
+                continue
+            if not (t.end_ms < h or (horizon is None and self.settled(t))):
+                break
+            new.append(t)
         new_bc = [
             b
             for b in self.assembly.backchannels
