@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import statistics
@@ -47,18 +46,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from asr_priority import set_priority  # noqa: E402
+from asr_priority import one_call, set_priority  # noqa: E402
 from live import SCENARIO  # noqa: E402
 from text_delay import RECORDS, instrument  # noqa: E402
 
 from turnscope import pipeline  # noqa: E402
-from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.answer_hold import AnswerHold  # noqa: E402
 from turnscope.asr import worker  # noqa: E402
-from turnscope.asr.settings import load_settings  # noqa: E402
-from turnscope.capture.webrtc.call import CallOptions  # noqa: E402
-from turnscope.live_call import place_call  # noqa: E402
 
 PORT = 18097
 HOLDS = {"at their end": 0.0, "after the answer": AnswerHold().hold_ms}
@@ -89,18 +84,6 @@ def agent_log(log: Path) -> tuple[float, list[float]]:
     """The computation alone (ms) and every reply's since the log began."""
     rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     return rows[0]["alone_ms"], [r["compute_ms"] for r in rows[1:]]
-
-
-async def one_call(url: str, sc, outdir: Path) -> dict:  # type: ignore[no-untyped-def]
-    run, call, _ = await place_call(
-        CallOptions(url, loopback_only=True), sc, load_settings(), scenario_contract(sc), outdir,
-        console=None,
-    )  # fmt: skip
-    turns = run.result.assembly.turns
-    gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(turns)
-            if a.speaker == "caller" and b.speaker == "agent"]  # fmt: skip
-    return {"gaps": gaps, "late": call.caller_track.late_frames,
-            "degraded": bool(run.result.degraded)}  # fmt: skip
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import subprocess
 import sys
@@ -65,11 +66,16 @@ async def one_call(url: str, sc, outdir: Path) -> dict:  # type: ignore[no-untyp
         CallOptions(url, loopback_only=True), sc, load_settings(), scenario_contract(sc), outdir,
         console=None,
     )  # fmt: skip
+    turns = run.result.assembly.turns
+    # each reply's latency at the caller's ear (end of a caller turn to the agent's start)
+    gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(turns)
+            if a.speaker == "caller" and b.speaker == "agent"]  # fmt: skip
     return {
         "late": call.caller_track.late_frames,
         "lag": call.caller_track.max_lag_ms,
         "degraded": bool(run.result.degraded),
         "audio_s": run.result.audio_ms / 1000,
+        "gaps": gaps,
     }
 
 

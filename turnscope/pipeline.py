@@ -211,15 +211,19 @@ class _Stages:
         """How far the call's audio has come (either channel)."""
         return max(ep.position_ms for ep in self.endpointers.values())
 
+    def _unfinished(self) -> list[tuple[str, float]]:
+        """Where speech not yet transcribed begins (channel, ms): open utterances and those
+        still being decoded (or held)."""
+        starts = [(u.channel, u.start_ms) for u in self.pending.values()]
+        starts += [(ch, ep.open_since_ms) for ch, ep in self.endpointers.items()
+                   if ep.open_since_ms is not None]  # fmt: skip
+        return starts
+
     def horizon_ms(self) -> float:
         """Up to where nothing more can change a turn: stream time, minus open or untranscribed
         speech, minus the merge gap a later span could still bridge."""
         t = min(ep.position_ms for ep in self.endpointers.values())
-        for ep in self.endpointers.values():
-            if ep.open_since_ms is not None:
-                t = min(t, ep.open_since_ms)
-        for utt in self.pending.values():
-            t = min(t, utt.start_ms)
+        t = min([t, *(at for _, at in self._unfinished())])
         return t - self.settings.assembly.merge_gap_ms
 
     def settled(self, turn: Turn) -> bool:
@@ -231,11 +235,9 @@ class _Stages:
         gap = self.settings.assembly.merge_gap_ms
         if min(ep.position_ms for ep in self.endpointers.values()) < turn.end_ms + gap:
             return False
-        starts = [(u.channel, u.start_ms) for u in self.pending.values()]
-        starts += [(ch, ep.open_since_ms) for ch, ep in self.endpointers.items()
-                   if ep.open_since_ms is not None]  # fmt: skip
         return not any(
-            at <= turn.end_ms + gap if ch == turn.speaker else at < turn.end_ms for ch, at in starts
+            at <= turn.end_ms + gap if ch == turn.speaker else at < turn.end_ms
+            for ch, at in self._unfinished()
         )
 
     def check_final(self, *, force: bool = False, horizon: float | None = None) -> None:
