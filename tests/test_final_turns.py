@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from tests.conftest import ROOT
@@ -31,6 +32,10 @@ class _Finals(Sink):
         self.final += [(t.speaker, t.end_ms, self.position_ms) for t in update.new_final]
 
 
+# Its bound counts on the line's decode being done a merge gap after its end: beside the
+# suite's other calls it once took 490 ms more (final at 6.08 s, not by 5.89 s). Alone, after
+# the rest, as the project's other timing-bound tests run.
+@pytest.mark.solo
 def test_a_callers_line_is_final_before_the_long_answer_to_it_ends(tmp_path):
     """The recording's caller line (4.9-9.1 s) and the agent's 6.5 s answer 0.4 s after it:
     the line is final a merge gap after its end, while the answer is still being spoken."""
