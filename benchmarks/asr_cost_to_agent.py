@@ -1,7 +1,7 @@
 """What the harness's ASR takes from a CPU-bound agent on the same machine, at each ASR priority.
 
     .venv/bin/python benchmarks/asr_cost_to_agent.py [--rounds 2] [--calls 2] [--work 480]
-        [--modes idle 10 0]
+        [--modes idle 10 0] [--holds end fixed follows]
 
 The ASR decodes the caller's turn just as the agent computes its reply to it: on one machine
 the two share the cores at the very moment whose length the harness reports. An agent with a
@@ -11,8 +11,10 @@ agent, its own process, nice 0) does a fixed amount of matrix work on every core
 
 Measured per ASR priority (``idle``: nice 19 and SCHED_IDLE, the setting before; a number: that
 niceness under the ordinary scheduler, see asr/worker.py), each with the caller's turns decoded
-at their end (as before) and held until the agent answers (turnscope/answer_hold.py), real
-WebRTC calls on 127.0.0.1, the order-status scenario, one call at a time:
+at their end (``end``, as before) and held until the agent answers (turnscope/answer_hold.py)
+with the cap fixed at 3 s (``fixed``) or following the agent's slowest answer (``follows``, the
+pipeline's), real WebRTC calls on 127.0.0.1, the order-status scenario, one call at a time (an
+agent slower than 3 s, ``--work 3000`` or so, is where the two caps differ):
 
 - the agent's computation per reply, from its own log, against the same computation timed
   alone before any call: what the ASR (and the call) added to it;
@@ -52,18 +54,21 @@ from text_delay import RECORDS, instrument  # noqa: E402
 
 from turnscope import pipeline  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
-from turnscope.answer_hold import AnswerHold  # noqa: E402
+from turnscope.answer_hold import HOLD_MS, AnswerHold  # noqa: E402
 from turnscope.asr import worker  # noqa: E402
 
 PORT = 18097
-HOLDS = {"at their end": 0.0, "after the answer": AnswerHold().hold_ms}
+HOLDS = {
+    "end": ("at their end", lambda: AnswerHold(hold_ms=0.0, max_hold_ms=0.0)),
+    "fixed": ("after the answer, 3 s cap", lambda: AnswerHold(max_hold_ms=HOLD_MS)),
+    "follows": ("after the answer, cap following the agent", AnswerHold),
+}
 
 
 def set_hold(name: str) -> None:
     """The caller's turns decoded at once (a hold of 0 ms lets them go at the next frame) or
-    held as the pipeline holds them."""
-    hold_ms = HOLDS[name]
-    pipeline.AnswerHold = lambda: AnswerHold(hold_ms=hold_ms)  # type: ignore[assignment,misc]
+    held with one of the caps."""
+    pipeline.AnswerHold = HOLDS[name][1]  # type: ignore[assignment,misc]
 
 
 def start_cpu_bound_agent(scenario: Path, work: int, log: Path) -> subprocess.Popen:
@@ -96,6 +101,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2, help="calls per mode and round")
     parser.add_argument("--work", type=int, default=480, help="matrix products per reply")
     parser.add_argument("--modes", nargs="*", default=["idle", "10", "0"])
+    parser.add_argument("--holds", nargs="*", default=list(HOLDS), choices=list(HOLDS))
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     instrument()
@@ -106,20 +112,21 @@ def main() -> None:
     agent = start_cpu_bound_agent(scenario, args.work, log)
     url = f"http://127.0.0.1:{PORT}/api/offer"
     rows = {(m, h): {"compute": [], "gaps": [], "agent": [], "caller": [], "late": 0,
-                     "calls": 0, "degraded": 0} for m in args.modes for h in HOLDS}  # fmt: skip
+                     "calls": 0, "degraded": 0}
+            for m in args.modes for h in args.holds}  # fmt: skip
     t0 = time.perf_counter()
     try:
         for r in range(args.rounds):
             for mode in args.modes if r % 2 == 0 else list(reversed(args.modes)):
                 set_priority(mode)
                 asyncio.run(one_call(url, sc, work / f"warm-{r}-{mode}"))  # the model loaded
-                for hold in HOLDS if r % 2 == 0 else list(reversed(HOLDS)):
+                for hold in args.holds if r % 2 == 0 else list(reversed(args.holds)):
                     set_hold(hold)
                     RECORDS.clear()
                     before = len(agent_log(log)[1])
                     row = rows[(mode, hold)]
                     for k in range(args.calls):
-                        c = asyncio.run(one_call(url, sc, work / f"r{r}-{mode}-{hold[:2]}-{k}"))
+                        c = asyncio.run(one_call(url, sc, work / f"r{r}-{mode}-{hold}-{k}"))
                         row["gaps"] += c["gaps"]
                         row["late"] += c["late"]
                         row["degraded"] += c["degraded"]
@@ -150,7 +157,7 @@ def main() -> None:
         name = "SCHED_IDLE, nice 19" if mode == "idle" else f"nice {mode}"
         added = statistics.median(comp) - alone if comp else float("nan")
         print(
-            f"| {name} | {hold} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
+            f"| {name} | {HOLDS[hold][0]} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
             f"{pct(comp, 95):.0f} | {added:+.0f} ms | {pct(gaps, 50):.0f} / {pct(gaps, 95):.0f}"
             f" | {pct(row['agent'], 50):.0f} / {pct(row['caller'], 50):.0f} | {row['late']} | "
             f"{row['degraded']} |"

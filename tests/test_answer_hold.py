@@ -11,7 +11,7 @@ import numpy as np
 import soundfile as sf
 
 from tests.conftest import ROOT
-from turnscope.answer_hold import HOLD_MS, AnswerHold
+from turnscope.answer_hold import ANSWER_MARGIN, HOLD_MS, MAX_HOLD_MS, AnswerHold
 from turnscope.asr.assembly import Heard
 from turnscope.asr.events import SpeechEvent, SpeechStart
 from turnscope.asr.settings import load_settings
@@ -44,6 +44,34 @@ def test_the_agents_speech_the_calls_length_or_its_end_let_a_turn_go():
     asyncio.run(go())
 
 
+def test_after_a_slower_answer_the_cap_follows_the_agent():
+    """An agent that answered a turn in 4.5 s (after the cap let it go) has the turns after it
+    wait 1.5 times that; an answer within the cap teaches nothing; the cap never passes
+    MAX_HOLD_MS, and a fixed one (max_hold_ms == hold_ms) stays."""
+
+    async def go() -> None:
+        hold = AnswerHold(hold_ms=3000)
+        first = hold.wait(1000)
+        hold.advance(4000)
+        assert first.result() == 4000 and hold.cap_ms == 3000
+        hold.heard(SpeechStart(AGENT, 5400, 5500, True))  # its answer, 4.5 s after the end
+        assert hold.cap_ms == ANSWER_MARGIN * 4500
+        second = hold.wait(10000)
+        hold.advance(10000 + 6700)
+        assert not second.done()
+        hold.heard(SpeechStart(AGENT, 12000, 12100, True))  # 2.1 s: the slowest stays
+        assert second.result() == 12100 and hold.cap_ms == ANSWER_MARGIN * 4500
+        third = hold.wait(20000)
+        hold.heard(SpeechStart(AGENT, 40000, 40100, True))  # a 20 s silence, then speech
+        assert third.result() == 40100 and hold.cap_ms == MAX_HOLD_MS
+        fixed = AnswerHold(hold_ms=3000, max_hold_ms=3000)
+        fixed.wait(1000)
+        fixed.heard(SpeechStart(AGENT, 9000, 9100, True))
+        assert fixed.cap_ms == 3000
+
+    asyncio.run(go())
+
+
 def _call_with_a_slow_answer(tmp_path) -> tuple:  # type: ignore[type-arg]
     """The recording's caller line (4.7-9.2 s), then the agent's answer GAP_MS after it."""
     audio, rate = sf.read(SAMPLE, dtype="float32")
@@ -59,28 +87,31 @@ def _call_with_a_slow_answer(tmp_path) -> tuple:  # type: ignore[type-arg]
     return path, (lead + len(line)) / rate * 1000, at / rate * 1000
 
 
-def assert_held_until_answered(bundle: Path) -> int:
+def assert_held_until_answered(bundle: Path) -> tuple[int, int]:
     """Every caller turn of a live call's bundle waited for the agent's next speech (its start
-    decided after the turn's end), or HOLD_MS of the call where that came later: decided +
-    held_ms is when whichever came first was decided (the cap: on a frame that crossed it, of
-    either channel: within two).
-    The number of turns checked."""
+    decided after the turn's end), or the cap where that came later: decided + held_ms is when
+    whichever came first was decided (the cap: on a frame that crossed it, of either channel:
+    within two). The cap is HOLD_MS, or ANSWER_MARGIN times the slowest answer to a turn before
+    (up to MAX_HOLD_MS). The number of turns checked, and of those let go at the cap."""
     doc = json.loads((bundle / "transcript.json").read_text())
     starts = [(e["at_ms"], e["decided_ms"]) for e in doc["events"]
               if e["type"] == "speech_start" and e["channel"] == AGENT]  # fmt: skip
     audio_ms = max(u["end_ms"] for u in doc["utterances"])
-    checked = 0
-    for u in doc["utterances"]:
-        if u["channel"] != CALLER:
-            continue
+    checked, at_cap, slowest = 0, 0, 0.0
+    callers = [u for u in doc["utterances"] if u["channel"] == CALLER]
+    for u, after in zip(callers, [*callers[1:], None], strict=True):
         answer = min((d for a, d in starts if a >= u["end_ms"]), default=float("inf"))
-        due = max(u["decided_ms"], min(answer, u["end_ms"] + HOLD_MS))
+        cap = max(HOLD_MS, min(MAX_HOLD_MS, ANSWER_MARGIN * slowest))
+        due = max(u["decided_ms"], min(answer, u["end_ms"] + cap))
+        if after is None or answer <= after["decided_ms"]:  # its answer, not the next one's
+            slowest = max(slowest, answer - u["end_ms"]) if answer < float("inf") else slowest
         if due > audio_ms:
             continue  # the call ended first: the audio's end let it go
         released = u["decided_ms"] + u["asr"].get("held_ms", 0.0)
         assert due - 0.1 <= released <= due + 40.1, (u, answer, starts)
         checked += 1
-    return checked
+        at_cap += answer > due
+    return checked, at_cap
 
 
 class _Order(Sink):
