@@ -91,6 +91,21 @@ def agent_log(log: Path) -> tuple[float, list[float]]:
     return rows[0]["alone_ms"], [r["compute_ms"] for r in rows[1:]]
 
 
+def decoded_before_answer(bundle: Path) -> tuple[int, int]:
+    """Of a call's caller turns that the agent answered, how many had their decode let go
+    before the answer began (while the agent was still computing it)."""
+    doc = json.loads((bundle / "transcript.json").read_text())
+    starts = [e["at_ms"] for e in doc["events"]
+              if e["type"] == "speech_start" and e["channel"] == "agent"]  # fmt: skip
+    early = answered = 0
+    for u in doc["utterances"]:
+        answer = min((a for a in starts if a >= u["end_ms"]), default=None)
+        if u["channel"] == "caller" and answer is not None:
+            answered += 1
+            early += u["decided_ms"] + u["asr"].get("held_ms", 0.0) < answer
+    return early, answered
+
+
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(xs, q)) if xs else float("nan")
 
@@ -107,12 +122,15 @@ def main() -> None:
     instrument()
     work = Path(tempfile.mkdtemp(prefix="turnscope-asrcost-"))
     scenario, log = work / "scenario.yaml", work / "agent.jsonl"
-    scenario.write_text(SCENARIO)
+    # An agent computing 3-7 s per reply needs more than the scenario's 60 s for its call and
+    # its caller a longer wait for each answer than 8 s (or it speaks its next line over it).
+    slow = "timeout_s: 150, reply_timeout_ms: 20000,"
+    scenario.write_text(SCENARIO.replace("timeout_s: 60,", slow))
     sc = load_scenario(scenario)
     agent = start_cpu_bound_agent(scenario, args.work, log)
     url = f"http://127.0.0.1:{PORT}/api/offer"
     rows = {(m, h): {"compute": [], "gaps": [], "agent": [], "caller": [], "late": 0,
-                     "calls": 0, "degraded": 0}
+                     "calls": 0, "degraded": 0, "early": 0, "answered": 0}
             for m in args.modes for h in args.holds}  # fmt: skip
     t0 = time.perf_counter()
     try:
@@ -131,6 +149,9 @@ def main() -> None:
                         row["late"] += c["late"]
                         row["degraded"] += c["degraded"]
                         row["calls"] += 1
+                        early, answered = decoded_before_answer(work / f"r{r}-{mode}-{hold}-{k}")
+                        row["early"] += early
+                        row["answered"] += answered
                     row["compute"] += agent_log(log)[1][before:]
                     for u in RECORDS:
                         row[u["channel"]].append(u["delay_ms"])
@@ -149,9 +170,10 @@ def main() -> None:
         "| ASR priority | caller's turns decoded | calls | replies | agent's computation "
         "median / p95 (ms) | added to it (median) | latency at the caller's ear median / p95 "
         "(ms) | text delay after end of turn, agent / caller turns, median (ms) "
-        "| caller frames > 20 ms late | degraded calls |"
+        "| caller turns decoded while the agent computed | caller frames > 20 ms late "
+        "| degraded calls |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (mode, hold), row in rows.items():
         comp, gaps = row["compute"], row["gaps"]
         name = "SCHED_IDLE, nice 19" if mode == "idle" else f"nice {mode}"
@@ -159,7 +181,8 @@ def main() -> None:
         print(
             f"| {name} | {HOLDS[hold][0]} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
             f"{pct(comp, 95):.0f} | {added:+.0f} ms | {pct(gaps, 50):.0f} / {pct(gaps, 95):.0f}"
-            f" | {pct(row['agent'], 50):.0f} / {pct(row['caller'], 50):.0f} | {row['late']} | "
+            f" | {pct(row['agent'], 50):.0f} / {pct(row['caller'], 50):.0f} | "
+            f"{row['early']} of {row['answered']} | {row['late']} | "
             f"{row['degraded']} |"
         )
 

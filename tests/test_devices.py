@@ -464,6 +464,19 @@ def test_clock_ignores_impossible_delays_and_priming_bursts():
     assert abs(clock.anchor + 40 * BLOCK / RATE - (100.0 + 40 * BLOCK / RATE + 0.120)) < 1e-6
 
 
+def test_a_clock_that_never_settles_says_why():
+    clock = StreamClock(RATE)
+    clock.set_offset(0.0)
+    feed(clock, range(0, 4), ahead=0.1)
+    assert clock.unsettled(100.1) == "4 usable stream times"
+    feed(clock, range(4, 40), ahead=0.1, jump=lambda k: 0.005 * (k % 2))  # 5 ms of jitter
+    assert clock.anchor is None
+    why = clock.unsettled(100.8)
+    assert "never anchored: its last 6 times 5.0 ms apart" in why and "1.00x" in why, why
+    feed(clock, range(40, 50), ahead=0.1)
+    assert clock.unsettled(101.2) == "re-anchored 0 times, the last 0.30 s ago"
+
+
 def test_clock_follows_xruns_fast_and_excursions_never():
     clock = StreamClock(RATE)
     clock.set_offset(0.0)

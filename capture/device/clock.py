@@ -157,6 +157,22 @@ class StreamClock:
         """Anchored, and unchanged for ``hold_s``."""
         return self.committed_at is not None and now - self.committed_at >= hold_s
 
+    def unsettled(self, now: float) -> str:
+        """Why the clock has not settled, for the message of a stream that never did."""
+        if self.anchor is None:
+            recent = list(self._estimates)[-COMMIT_AGREE:]
+            if len(recent) < COMMIT_AGREE:
+                return f"{len(self._estimates)} usable stream times"
+            spread = (max(recent) - min(recent)) * 1000
+            (t0, n0), (t1, n1) = self._spans[0], self._spans[-1]
+            pace = (t1 - t0) / ((n1 - n0) / self.rate) if n1 > n0 else 0.0
+            return (
+                f"never anchored: its last {COMMIT_AGREE} times {spread:.1f} ms apart (agree "
+                f"within {AGREE_S * 1000:.0f}), callbacks at {pace:.2f}x the audio's pace"
+            )
+        since = now - (self.committed_at or now)
+        return f"re-anchored {len(self.reanchors)} times, the last {since:.2f} s ago"
+
     def forget(self) -> None:
         """An over- or underflow: samples may have moved; judge on fresh estimates, quickly."""
         self._estimates.clear()

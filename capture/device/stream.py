@@ -223,7 +223,8 @@ async def settle(
             state = (
                 "no callbacks"
                 if s.callbacks == 0
-                else f"its stream times kept moving; {s.clock.implausible} implausible"
+                else f"its stream times kept moving: {s.clock.unsettled(now)}; "
+                f"{s.clock.implausible} implausible"
             )
             raise CallSetupError(
                 f"{s.option} {s.name!r}: the {s.kind} stream did not settle within "
