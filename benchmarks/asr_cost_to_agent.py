@@ -71,11 +71,14 @@ def set_hold(name: str) -> None:
     pipeline.AnswerHold = HOLDS[name][1]  # type: ignore[assignment,misc]
 
 
-def start_cpu_bound_agent(scenario: Path, work: int, log: Path) -> subprocess.Popen:
+def start_cpu_bound_agent(
+    scenario: Path, work: int, log: Path, stream: float | None = None
+) -> subprocess.Popen:
     script = ROOT / "benchmarks" / "cpu_bound_agent.py"
+    streaming = [] if stream is None else ["--stream", str(stream)]
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(work), str(log), "--", "agent", "--port", str(PORT),
-         "--scenario", str(scenario), "--no-greet"],
+        [sys.executable, str(script), str(work), str(log), *streaming, "--", "agent",
+         "--port", str(PORT), "--scenario", str(scenario), "--no-greet"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -85,10 +88,10 @@ def start_cpu_bound_agent(scenario: Path, work: int, log: Path) -> subprocess.Po
     return proc
 
 
-def agent_log(log: Path) -> tuple[float, list[float]]:
-    """The computation alone (ms) and every reply's since the log began."""
+def agent_log(log: Path) -> tuple[float, list[dict]]:
+    """The computation alone (ms) and every reply's line since the log began."""
     rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
-    return rows[0]["alone_ms"], [r["compute_ms"] for r in rows[1:]]
+    return rows[0]["alone_ms"], rows[1:]
 
 
 def decoded_before_answer(bundle: Path) -> tuple[int, int]:
@@ -117,6 +120,7 @@ def main() -> None:
     parser.add_argument("--work", type=int, default=480, help="matrix products per reply")
     parser.add_argument("--modes", nargs="*", default=["idle", "10", "0"])
     parser.add_argument("--holds", nargs="*", default=list(HOLDS), choices=list(HOLDS))
+    parser.add_argument("--stream", type=float, help="the share of the work before speaking")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     instrument()
@@ -127,10 +131,11 @@ def main() -> None:
     slow = "timeout_s: 150, reply_timeout_ms: 20000,"
     scenario.write_text(SCENARIO.replace("timeout_s: 60,", slow))
     sc = load_scenario(scenario)
-    agent = start_cpu_bound_agent(scenario, args.work, log)
+    agent = start_cpu_bound_agent(scenario, args.work, log, args.stream)
     url = f"http://127.0.0.1:{PORT}/api/offer"
     rows = {(m, h): {"compute": [], "gaps": [], "agent": [], "caller": [], "late": 0,
-                     "calls": 0, "degraded": 0, "early": 0, "answered": 0}
+                     "calls": 0, "degraded": 0, "early": 0, "answered": 0, "agent_late": 0,
+                     "agent_lag": 0.0}
             for m in args.modes for h in args.holds}  # fmt: skip
     t0 = time.perf_counter()
     try:
@@ -152,7 +157,11 @@ def main() -> None:
                         early, answered = decoded_before_answer(work / f"r{r}-{mode}-{hold}-{k}")
                         row["early"] += early
                         row["answered"] += answered
-                    row["compute"] += agent_log(log)[1][before:]
+                    replies = agent_log(log)[1][before:]
+                    row["compute"] += [r["compute_ms"] + r.get("rest_ms", 0.0) for r in replies]
+                    row["agent_late"] += sum(r.get("late", 0) for r in replies)
+                    lags = [r.get("lag_ms", 0.0) for r in replies]
+                    row["agent_lag"] = max([row["agent_lag"], *lags])
                     for u in RECORDS:
                         row[u["channel"]].append(u["delay_ms"])
     finally:
@@ -166,23 +175,27 @@ def main() -> None:
         f"reference agent on 127.0.0.1:{PORT} ({args.work} products per reply: {alone:.0f} ms "
         f"alone, before any call); {os.cpu_count()} cores; {time.perf_counter() - t0:.0f} s"
     )
+    if args.stream is not None:
+        print(f"streaming: {args.stream:.0%} of each reply's work before it is spoken, the rest "
+              "while it is")  # fmt: skip
     print(
         "| ASR priority | caller's turns decoded | calls | replies | agent's computation "
         "median / p95 (ms) | added to it (median) | latency at the caller's ear median / p95 "
         "(ms) | text delay after end of turn, agent / caller turns, median (ms) "
         "| caller turns decoded while the agent computed | caller frames > 20 ms late "
-        "| degraded calls |"
+        "| agent frames > 20 ms late while it spoke and computed (worst, ms) | degraded calls |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (mode, hold), row in rows.items():
         comp, gaps = row["compute"], row["gaps"]
         name = "SCHED_IDLE, nice 19" if mode == "idle" else f"nice {mode}"
         added = statistics.median(comp) - alone if comp else float("nan")
+        agent_late = "-" if args.stream is None else f"{row['agent_late']} ({row['agent_lag']:.0f})"
         print(
             f"| {name} | {HOLDS[hold][0]} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
             f"{pct(comp, 95):.0f} | {added:+.0f} ms | {pct(gaps, 50):.0f} / {pct(gaps, 95):.0f}"
             f" | {pct(row['agent'], 50):.0f} / {pct(row['caller'], 50):.0f} | "
-            f"{row['early']} of {row['answered']} | {row['late']} | "
+            f"{row['early']} of {row['answered']} | {row['late']} | {agent_late} | "
             f"{row['degraded']} |"
         )
 
