@@ -71,7 +71,8 @@ class AnswerHold:
             done.set_result(self._agent_start[1])
         else:
             self._waiting.append((end_ms, done))
-            self._unanswered = max(end_ms, self._unanswered or end_ms)
+            last = self._unanswered
+            self._unanswered = end_ms if last is None else max(last, end_ms)
         return done
 
     def heard(self, event: SpeechEvent) -> None:
