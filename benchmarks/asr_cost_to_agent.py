@@ -17,7 +17,8 @@ pipeline's), real WebRTC calls on 127.0.0.1, the order-status scenario, one call
 agent slower than 3 s, ``--work 3000`` or so, is where the two caps differ):
 
 - the agent's computation per reply, from its own log, against the same computation timed
-  alone before any call: what the ASR (and the call) added to it;
+  alone after each of the row's calls (nothing else running): what the ASR (and the call)
+  added to it;
 - the latency heard at the caller's ear (end of the caller's turn to the start of the agent's,
   from the call's turns): what the harness reports, the computation inside it;
 - the text delay after each end of turn (as benchmarks/text_delay.py measures it), the agent's
@@ -26,7 +27,8 @@ agent slower than 3 s, ``--work 3000`` or so, is where the two caps differ):
 
 Compare rows within one run: this machine's speed moves under it (the same work once took
 1.1 s instead of 0.6 s for minutes, as if one of its two cores were gone), which the alternating
-order spreads over every row; the "alone" time is taken once, at the agent's start.
+order spreads over every row, and which the "alone" times taken beside each row's calls follow
+(one taken once at the agent's start made "added" negative in two runs).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from asr_priority import one_call, set_priority  # noqa: E402
+from cpu_bound_agent import compute  # noqa: E402
 from live import SCENARIO  # noqa: E402
 from text_delay import RECORDS, instrument  # noqa: E402
 
@@ -132,10 +135,11 @@ def main() -> None:
     scenario.write_text(SCENARIO.replace("timeout_s: 60,", slow))
     sc = load_scenario(scenario)
     agent = start_cpu_bound_agent(scenario, args.work, log, args.stream)
+    compute(args.work)  # uncounted: the first products start OpenBLAS's threads here too
     url = f"http://127.0.0.1:{PORT}/api/offer"
     rows = {(m, h): {"compute": [], "gaps": [], "agent": [], "caller": [], "late": 0,
                      "calls": 0, "degraded": 0, "early": 0, "answered": 0, "agent_late": 0,
-                     "agent_lag": 0.0}
+                     "agent_lag": 0.0, "alone": []}
             for m in args.modes for h in args.holds}  # fmt: skip
     t0 = time.perf_counter()
     try:
@@ -157,6 +161,7 @@ def main() -> None:
                         early, answered = decoded_before_answer(work / f"r{r}-{mode}-{hold}-{k}")
                         row["early"] += early
                         row["answered"] += answered
+                        row["alone"].append(compute(args.work))  # the call over, the ASR idle
                     replies = agent_log(log)[1][before:]
                     row["compute"] += [r["compute_ms"] + r.get("rest_ms", 0.0) for r in replies]
                     row["agent_late"] += sum(r.get("late", 0) for r in replies)
@@ -169,11 +174,14 @@ def main() -> None:
         agent.terminate()
         agent.wait(10)
     alone = agent_log(log)[0]
+    between = [a for row in rows.values() for a in row["alone"]]
+    spread = f"{min(between):.0f}-{max(between):.0f} ms" if between else "not timed"
     print()
     print(
         f"{args.rounds} rounds x {args.calls} calls per mode, modes alternating; the CPU-bound "
         f"reference agent on 127.0.0.1:{PORT} ({args.work} products per reply: {alone:.0f} ms "
-        f"alone, before any call); {os.cpu_count()} cores; {time.perf_counter() - t0:.0f} s"
+        f"alone at its start, {spread} between calls); {os.cpu_count()} cores; "
+        f"{time.perf_counter() - t0:.0f} s"
     )
     if args.stream is not None:
         print(f"streaming: {args.stream:.0%} of each reply's work before it is spoken, the rest "
@@ -189,7 +197,7 @@ def main() -> None:
     for (mode, hold), row in rows.items():
         comp, gaps = row["compute"], row["gaps"]
         name = "SCHED_IDLE, nice 19" if mode == "idle" else f"nice {mode}"
-        added = statistics.median(comp) - alone if comp else float("nan")
+        added = statistics.median(comp) - statistics.median(row["alone"]) if comp else float("nan")
         agent_late = "-" if args.stream is None else f"{row['agent_late']} ({row['agent_lag']:.0f})"
         print(
             f"| {name} | {HOLDS[hold][0]} | {row['calls']} | {len(comp)} | {pct(comp, 50):.0f} / "
