@@ -1,6 +1,7 @@
 """Live calls' turn texts with batched ASR: how long after each end of turn its text is back.
 
-    .venv/bin/python benchmarks/text_delay.py [--rounds 3] [--json FILE]
+    .venv/bin/python benchmarks/text_delay.py [--rounds 3] [--sizes 1 8] [--batched-only]
+        [--json FILE]
 
 Real WebRTC calls on 127.0.0.1 against the reference agent (its own process, as in live.py),
 the order-status scenario, 1 call at a time and 8 at once. Each round runs both decodings,
@@ -10,7 +11,9 @@ utterance: from the moment the pipeline dispatches it for transcription (``_Stag
 starts, at the end of turn; this includes waiting for the previous utterance when it is the
 context, not a caller turn's wait for the agent's answer, ``turnscope/answer_hold.py``: its
 ``held_ms`` is taken off) to the moment its text is back, and the batch it was decoded in
-(``Transcription.batch``). Also the caller frames sent more than 20 ms late (the calls' audio).
+(``Transcription.batch``). Also the caller frames sent more than 20 ms late (the calls' audio),
+and apart the agent's turns: the texts a reacting or LLM-driven caller waits for, at most
+``TRANSCRIPT_WAIT_MS`` (actors/caller/conversation.py) before it decides without them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from live import SCENARIO, start_agent  # noqa: E402
 
 from turnscope import pipeline  # noqa: E402
+from turnscope.actors.caller.conversation import TRANSCRIPT_WAIT_MS  # noqa: E402
 from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import Settings, load_settings  # noqa: E402
@@ -112,6 +116,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each setting and size")
     parser.add_argument("--json", type=Path, help="also write every utterance's record here")
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(CONCURRENCY))
+    parser.add_argument("--batched-only", action="store_true", help="the default settings only")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     instrument()
@@ -121,10 +127,12 @@ def main() -> None:
         "one at a time (batch_size 1, as before)": single,
         f"batched (batch_size {batched.asr.batch_size}, default)": batched,
     }
+    if args.batched_only:
+        decodings = dict(list(decodings.items())[1:])
     work, sc, agent, url = agent_and_scenario("turnscope-textdelay-", PORT)
     groups: dict[tuple[int, str], dict] = {
         (n, name): {"utts": [], "late": 0, "calls": 0, "degraded": 0}
-        for n in CONCURRENCY
+        for n in args.sizes
         for name in decodings
     }
     t_start = time.perf_counter()
@@ -132,7 +140,7 @@ def main() -> None:
         # One uncounted call first: the model's first decodes are slower.
         asyncio.run(run_group(url, sc, batched, 1, work / "warmup"))
         for r in range(args.rounds):
-            for n in CONCURRENCY:
+            for n in args.sizes:
                 names = list(decodings) if r % 2 == 0 else list(reversed(decodings))
                 for name in names:
                     RECORDS.clear()
@@ -154,15 +162,16 @@ def main() -> None:
         )
     print()
     print(
-        f"{args.rounds} rounds x (1 call, 8 calls at once) x (batch_size 1, default), "
+        f"{args.rounds} rounds x {args.sizes} calls at once x {len(decodings)} decodings, "
         f"alternating, after 1 warm-up call; reference agent on 127.0.0.1:{PORT}, "
         f"{os.cpu_count()} cores, {wall:.0f} s"
     )
     print(
         "| calls at once | decoding | utterances | text delay after end of turn "
-        "median / p95 / max (ms) | mean batch size | caller frames > 20 ms late |"
+        "median / p95 / max (ms) | mean batch size | agent turns: text delay median / p95 / max "
+        f"(ms), over {TRANSCRIPT_WAIT_MS} ms | caller frames > 20 ms late |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for (n, name), g in groups.items():
         delays = [u["delay_ms"] - u["held_ms"] for u in g["utts"]]
         batches = [u["batch"] for u in g["utts"]]
@@ -171,8 +180,14 @@ def main() -> None:
             b = f"{np.mean(batches):.2f}"
         else:
             d, b = "-", "-"
+        agent = [u["delay_ms"] for u in g["utts"] if u["channel"] == "agent"]
+        a = "-"
+        if agent:
+            over = sum(x > TRANSCRIPT_WAIT_MS for x in agent)
+            a = (f"{np.median(agent):.0f} / {np.percentile(agent, 95):.0f} / {max(agent):.0f}, "
+                 f"{over} of {len(agent)}")  # fmt: skip
         degraded = f" ({g['degraded']} degraded calls)" if g["degraded"] else ""
-        print(f"| {n} | {name}{degraded} | {len(delays)} | {d} | {b} | {g['late']} |")
+        print(f"| {n} | {name}{degraded} | {len(delays)} | {d} | {b} | {a} | {g['late']} |")
 
 
 if __name__ == "__main__":
