@@ -153,19 +153,20 @@ def main() -> None:
                     before = len(agent_log(log)[1])
                     row = rows[(mode, hold)]
                     for k in range(args.calls):
-                        c = asyncio.run(one_call(url, sc, work / f"r{r}-{mode}-{hold}-{k}"))
+                        out = work / f"r{r}-{mode}-{hold}-{k}"
+                        c = asyncio.run(one_call(url, sc, out))
                         row["gaps"] += c["gaps"]
                         row["late"] += c["late"]
                         row["degraded"] += c["degraded"]
                         row["calls"] += 1
-                        early, answered = decoded_before_answer(work / f"r{r}-{mode}-{hold}-{k}")
+                        early, answered = decoded_before_answer(out)
                         row["early"] += early
                         row["answered"] += answered
                         row["alone"].append(compute(args.work))  # the call over, the ASR idle
                     replies = agent_log(log)[1][before:]
-                    row["compute"] += [r["compute_ms"] + r.get("rest_ms", 0.0) for r in replies]
-                    row["agent_late"] += sum(r.get("late", 0) for r in replies)
-                    lags = [r.get("lag_ms", 0.0) for r in replies]
+                    row["compute"] += [x["compute_ms"] + x.get("rest_ms", 0.0) for x in replies]
+                    row["agent_late"] += sum(x.get("late", 0) for x in replies)
+                    lags = [x.get("lag_ms", 0.0) for x in replies]
                     row["agent_lag"] = max([row["agent_lag"], *lags])
                     for u in RECORDS:
                         row[u["channel"]].append(u["delay_ms"])

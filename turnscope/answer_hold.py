@@ -29,7 +29,7 @@ from turnscope.capture.frames import AGENT
 __all__ = ["ANSWER_MARGIN", "HOLD_MS", "MAX_HOLD_MS", "AnswerHold"]
 
 # Most agents answer within 3 s; one that takes longer (or never answers) has its caller turn
-# decoded then, as before, and the live view shows the caller's words no later than this.
+# decoded then, as before, until it has shown it is slower (below).
 HOLD_MS = 3000.0
 # Once an answer came later than that, the turns after it wait for this many times the slowest
 # answer (its own spread: a reply of another length, a longer question), never more than
