@@ -477,6 +477,22 @@ def test_a_clock_that_never_settles_says_why():
     assert clock.unsettled(101.2) == "re-anchored 0 times, the last 0.30 s ago"
 
 
+def test_a_clock_whose_times_keep_jittering_anchors_within_the_wider_band_and_says_so():
+    clock = StreamClock(RATE)
+    clock.set_offset(0.0)
+    feed(clock, range(0, 90), ahead=0.1, jump=lambda k: 0.008 * (k % 2))  # 8 ms apart, 1.8 s
+    assert clock.anchor is None
+    feed(clock, range(90, 110), ahead=0.1, jump=lambda k: 0.008 * (k % 2))  # past 2 s
+    assert clock.anchor is not None and clock.relaxed
+    assert abs(clock.anchor - (100.0 + 0.1 + 0.004)) <= 0.004 + 1e-9
+    assert clock.to_dict()["first_anchor_agreed_within_ms"] == 12
+    feed(clock, range(110, 160), ahead=0.1, jump=lambda k: 0.020 * (k % 2))  # 20 ms: never
+    fresh = StreamClock(RATE)
+    fresh.set_offset(0.0)
+    feed(fresh, range(0, 150), ahead=0.1, jump=lambda k: 0.020 * (k % 2))
+    assert fresh.anchor is None
+
+
 def test_clock_follows_xruns_fast_and_excursions_never():
     clock = StreamClock(RATE)
     clock.set_offset(0.0)
