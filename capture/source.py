@@ -33,6 +33,7 @@ class SourceNote(StrEnum):
     # a call
     CALLER_AUDIO_LATE = "caller_audio_late"  # over MAX_SEND_LAG_MS: latencies off by that
     AGENT_AUDIO_LOST = "agent_audio_lost"  # frames lost in transit
+    AGENT_AUDIO_LATE = "agent_audio_late"  # came after its pause was heard (webrtc/quiet.py)
     NO_AGENT_AUDIO = "no_agent_audio"
     AGENT_DELAY_ROSE = "agent_delay_rose"  # re-anchored: later audio placed where it arrived
     FOREIGN_SESSION = "foreign_session"  # WHIP session on another origin: no DELETE sent

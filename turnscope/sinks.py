@@ -138,6 +138,7 @@ class EventLog(Sink):
     """Every endpointer event, as plain records (timeline markers, transcript, reports)."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
+    _gaps: dict[str, dict[str, Any]] = field(default_factory=dict)  # each channel's last gap
 
     def on_event(self, event: SpeechEvent) -> None:
         if isinstance(event, SpeechStart):
@@ -181,14 +182,15 @@ class EventLog(Sink):
                 }
             )
         elif isinstance(event, StreamGap):
-            self.records.append(
-                {
-                    "type": "gap",
-                    "channel": event.channel,
-                    "start_ms": round(event.start_ms, 1),
-                    "at_ms": round(event.end_ms, 1),
-                }
-            )
+            start, end = round(event.start_ms, 1), round(event.end_ms, 1)
+            last = self._gaps.get(event.channel)
+            if last is not None and last["at_ms"] == start:
+                # A pause heard as it goes on comes as gaps end to end (capture/webrtc/quiet.py)
+                last["at_ms"] = end
+                return
+            gap = {"type": "gap", "channel": event.channel, "start_ms": start, "at_ms": end}
+            self._gaps[event.channel] = gap
+            self.records.append(gap)
 
 
 class LiveVerifier(Sink):

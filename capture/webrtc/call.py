@@ -30,6 +30,7 @@ from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
 from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
+from turnscope.capture.webrtc.quiet import QUIET_MS, QuietFill
 from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
 from turnscope.capture.webrtc.rtvi import Rtvi
 from turnscope.capture.webrtc.signaling import (
@@ -46,6 +47,7 @@ from turnscope.jsonio import loads
 WEBRTC_TIMING = "caller: send time on the call clock; agent: arrival, placed by RTP timestamps"
 
 MAX_LOGGED_MESSAGES = 200
+PAUSE_PACE_S = 0.02  # how often the agent's pause is looked for (webrtc/quiet.py)
 
 
 @dataclass
@@ -84,7 +86,9 @@ class WebRTCCall(CallSource):
             self.clock, on_sent=self._caller_sent, codec=lambda: sending_codec(self.pc)
         )
         self.stats = ReceiveStats()
-        self._placer = Placer(AGENT, self._emit, self.stats)
+        self._placer = Placer(AGENT, self._agent_placed, self.stats)
+        self._quiet = QuietFill(AGENT)
+        self._pacer: asyncio.TimerHandle | None = None
         self.session: SignalingSession | None = None
         self.pc: RTCPeerConnection | None = None
         self.connect_ms: float | None = None
@@ -181,6 +185,7 @@ class WebRTCCall(CallSource):
                 "media stops",
             )
         self.clock.start()
+        self._pacer = loop.call_later(PAUSE_PACE_S, self._hear_pause)
         self._timer = asyncio.ensure_future(self._max_duration(self.options.max_duration_s))
         self._rtt_task = asyncio.ensure_future(self._watch_round_trip())
 
@@ -236,6 +241,27 @@ class WebRTCCall(CallSource):
         if not self._closed:
             self._emit(PcmFrame(CALLER, pts, pcm.copy(), received_at=at))
 
+    def _agent_placed(self, frame: PcmFrame) -> None:
+        self._quiet.placed(frame)
+        self._emit(frame)
+
+    def _hear_pause(self) -> None:
+        """The agent's pause, heard while it sends nothing (webrtc/quiet.py): silence up to
+        where a packet arriving now could be placed (its playout delay on), less QUIET_MS."""
+        self._pacer = asyncio.get_running_loop().call_later(PAUSE_PACE_S, self._hear_pause)
+        buffer, placer = self._buffer, self._placer
+        if buffer is None or buffer.last_packet_at is None or placer.held is not None:
+            return  # no packet yet, or the start is still held to be anchored
+        if placer.flushed:
+            return
+        now = self.clock.now_ms()
+        since = now - self.clock.to_ms(buffer.last_packet_at)
+        if since >= QUIET_MS:
+            placer.drain(time.monotonic())
+        frame = self._quiet.due(now + PLAYOUT_MS - QUIET_MS, since, placer.settled)
+        if frame is not None:
+            self._emit(dataclasses.replace(frame, received_at=time.monotonic()))
+
     async def _receive(self, track: MediaStreamTrack) -> None:
         end = await receive_track(track, self.clock, self._placer, playout_ms=PLAYOUT_MS,
                                   media_timeout_s=self.options.media_timeout_s)  # fmt: skip
@@ -258,6 +284,8 @@ class WebRTCCall(CallSource):
             self._rtt_task.cancel()
         if self._timer is not None:
             self._timer.cancel()
+        if self._pacer is not None:
+            self._pacer.cancel()
         if self.pc is not None:
             await self._last_stats()  # before the close, whichever comes first
             if self.session is not None:
@@ -303,6 +331,16 @@ class WebRTCCall(CallSource):
                 self.info.warn(SourceNote.AGENT_AUDIO_LOST, f"{lost}{where_lost(gaps)}")
             else:
                 self.info.degrade(SourceNote.AGENT_AUDIO_LOST, f"{lost} (where, not known)")
+        late = self._quiet.late
+        if late:
+            # Judged with the lost packets, where it fell (turnscope/lost_audio.py).
+            self.info.lost = [*self.info.lost, *late]
+            self.info.warn(
+                SourceNote.AGENT_AUDIO_LATE,
+                f"{sum(x.lost_ms for x in late):.0f} ms of agent audio came after its pause "
+                f"was heard, in {len(late)} place(s) (delayed over {QUIET_MS:.0f} ms beyond "
+                "the rest): not heard there",
+            )
         if st.late_reanchors:
             self.info.warn(
                 SourceNote.AGENT_DELAY_ROSE,
@@ -348,6 +386,8 @@ class WebRTCCall(CallSource):
                 "agent_lost_ms": round(gaps.lost_ms, 1),
                 # Audio the agent never sent (DTX in its pauses): silence, not a fault.
                 "agent_unsent_ms": round(gaps.unsent_ms, 1),
+                # Of the agent's pauses, heard as silence while it sent nothing (webrtc/quiet.py).
+                "agent_pause_heard_ms": round(self._quiet.given_ms, 1),
                 "agent_gaps": st.gaps,
                 "agent_loss_by_sequence": gaps.known,  # else every gap was counted lost
                 "agent_loss_located": gaps.located,  # every lost packet placed: agent_lost_at

@@ -20,6 +20,8 @@ lost, not only how much (webrtc/gaps.py)."""
 
 from __future__ import annotations
 
+import time
+
 from aiortc import RTCRtpReceiver
 from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.rtp import RtpPacket
@@ -45,8 +47,12 @@ class AudioJitterBuffer(JitterBuffer):
         # Packets given up, by the RTP time of the packet handed on after them, counted from
         # the first one handed on (aiortc's TimestampMapper: the decoded frames' pts).
         self.holes: dict[int, int] = {}
+        # When the last packet came (monotonic s, the event loop's clock): a pause the sender
+        # leaves unsent is heard once none has come for a while (webrtc/quiet.py).
+        self.last_packet_at: float | None = None
 
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
+        self.last_packet_at = time.monotonic()
         seq = self._extend(packet.sequence_number)
         if seq < self._next or seq in self._held:
             return False, None  # too late, or a duplicate

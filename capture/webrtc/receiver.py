@@ -136,6 +136,9 @@ class Placer:
             self._new_run(pts, rate)
         elif pts < self.expected_pts:
             return  # a duplicate or reordered frame: already placed
+        elif self.resampler is None:  # drained in a pause: the stream goes on, in a new run
+            self.anchor += round((pts - self.run_pts0) * SAMPLE_RATE / rate)
+            self._new_run(pts, rate)
         self.expected_pts = pts + len(mono)
         self.stats.end_pts = self.expected_pts
         self.stats.frame_ms = len(mono) * 1000 / rate
@@ -179,6 +182,20 @@ class Placer:
         held, self.held = self.held, None
         for frame in held:
             self.emit(dataclasses.replace(frame, start=frame.start - shift))
+
+    @property
+    def settled(self) -> int:
+        """The call-clock sample nothing more can come before: the current run's start (what
+        is before it was placed, or is a gap no frame will fill: frames from the past are
+        dropped). 0 while the start is held to be anchored."""
+        return 0 if self.held is not None else self.anchor
+
+    def drain(self, at: float | None) -> None:
+        """Place what the resampler still holds (a lone frame, a DTX sender's refresh, is all
+        held until the next one comes), before silence is given after it (webrtc/quiet.py)."""
+        if self.held is None and self.resampler is not None:
+            self._end_run(at)
+            self.resampler = None
 
     def flush(self, at: float | None) -> None:
         """The stream ended: place the resampler's tail and whatever is still held."""
