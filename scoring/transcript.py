@@ -71,5 +71,10 @@ def validate_dialogue(obj: Any, *, source: str | Path | None = None) -> list[dic
 
 
 def load_dialogue(path: str | Path) -> list[dict[str, Any]]:
-    """Read and validate a transcript file."""
+    """Read and validate a transcript file (a run's folder is named with its transcript)."""
+    inside = Path(path) / "transcript.json"
+    if inside.is_file():
+        raise InputError(
+            "is a run's folder, expected a transcript file", path=path, fix=f"give {inside}"
+        )
     return validate_dialogue(read_json(path, what="transcript file"), source=path)

@@ -122,6 +122,14 @@ def test_score_bad_input_is_one_line_exit_2(tmp_path, cli, content, needle):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_score_of_a_runs_folder_names_its_transcript(tmp_path, cli):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "transcript.json").write_text('{"turns": []}')
+    code, _out, err = cli("score", str(tmp_path / "run"))
+    assert code == 2 and f"(give {tmp_path / 'run' / 'transcript.json'})" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_bench_bad_suite(tmp_path, cli):
     other = write(
         tmp_path / "s.json",
