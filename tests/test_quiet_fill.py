@@ -23,6 +23,8 @@ def test_a_pause_after_silence_is_heard_up_to_the_horizon_in_whole_frames():
     fill = QuietFill(AGENT)
     for f in frames(0, 1000, 8000) + frames(1000, 220, 0):  # speech, then a DTX hangover
         fill.placed(f)
+    assert fill.due(1311.0, since_packet_ms=500, settled=0) is None  # not seen to pause yet
+    fill.pausing = True  # it left a pause unsent before
     assert fill.due(1300.0, since_packet_ms=QUIET_MS - 1, settled=0) is None  # a packet just came
     given = fill.due(1311.0, since_packet_ms=QUIET_MS, settled=0)
     assert given is not None and given.start_ms == given.end_ms == 1300  # silence 1220-1300
@@ -33,18 +35,18 @@ def test_a_pause_after_silence_is_heard_up_to_the_horizon_in_whole_frames():
 
 
 def test_a_stall_in_the_middle_of_speech_waits_for_its_packets():
-    fill = QuietFill(AGENT)
+    fill = QuietFill(AGENT, pausing=True)
     for f in frames(0, 1000, 8000) + frames(1000, 80, 0):  # a short pause inside speech
         fill.placed(f)
     assert fill.due(2000.0, since_packet_ms=900, settled=0) is None
-    quiet_room = QuietFill(AGENT)  # a recording's room tone is sound: no silence given in it
+    quiet_room = QuietFill(AGENT, pausing=True)  # a recording's room tone is sound
     for f in frames(0, 1000, 200):  # peak 200: RMS 141, -47 dBFS
         quiet_room.placed(f)
     assert quiet_room.due(2000.0, since_packet_ms=900, settled=0) is None
 
 
 def test_sound_that_comes_after_its_silence_was_given_is_reported_lost_where_it_fell():
-    fill = QuietFill(AGENT)
+    fill = QuietFill(AGENT, pausing=True)
     for f in frames(0, 400, 0):
         fill.placed(f)
     assert fill.due(600.0, since_packet_ms=300, settled=0) is not None  # silence given to 600 ms
@@ -52,7 +54,7 @@ def test_sound_that_comes_after_its_silence_was_given_is_reported_lost_where_it_
     for f in late:
         fill.placed(f)
     assert [(x.start_ms, x.end_ms, x.lost_ms) for x in fill.late] == [(560.0, 600.0, 40.0)]
-    quiet = QuietFill(AGENT)  # silence arriving late over silence given loses nothing
+    quiet = QuietFill(AGENT, pausing=True)  # late silence over silence given: nothing lost
     for f in frames(0, 400, 0):
         quiet.placed(f)
     quiet.due(600.0, since_packet_ms=300, settled=0)

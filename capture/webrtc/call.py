@@ -27,7 +27,7 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
-from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
+from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, left_unsent, split_gaps, where_lost
 from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.quiet import QUIET_MS, QuietFill
@@ -254,11 +254,14 @@ class WebRTCCall(CallSource):
             return  # no packet yet, or the start is still held to be anchored
         if placer.flushed:
             return
+        quiet = self._quiet
+        if not quiet.pausing and self.stats.gap_log:
+            quiet.pausing = left_unsent(self.stats.gap_log[-1], buffer.holes)
         now = self.clock.now_ms()
         since = now - self.clock.to_ms(buffer.last_packet_at)
-        if since >= QUIET_MS:
+        if since >= QUIET_MS and quiet.pausing:
             placer.drain(time.monotonic())
-        frame = self._quiet.due(now + PLAYOUT_MS - QUIET_MS, since, placer.settled)
+        frame = quiet.due(now + PLAYOUT_MS - QUIET_MS, since, placer.settled)
         if frame is not None:
             self._emit(dataclasses.replace(frame, received_at=time.monotonic()))
 

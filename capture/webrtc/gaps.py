@@ -10,9 +10,9 @@ from typing import Any
 
 from turnscope.capture.channels import AGENT
 from turnscope.capture.source import LostAudio
-from turnscope.capture.webrtc.receiver import ReceiveStats
+from turnscope.capture.webrtc.receiver import PlacedGap, ReceiveStats
 
-__all__ = ["MAX_LOST_REPORTED", "AgentGaps", "split_gaps", "where_lost"]
+__all__ = ["MAX_LOST_REPORTED", "AgentGaps", "left_unsent", "split_gaps", "where_lost"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,13 @@ class AgentGaps:
     lost: tuple[LostAudio, ...] = ()
     located: bool = False
     unplaced: int = 0
+
+
+def left_unsent(gap: PlacedGap, holes: dict[int, int]) -> bool:
+    """A gap no packet the receive buffer gave up explains: the sender left that audio unsent
+    (DTX in a pause). Its holes are kept before the frame after them is placed, so this holds
+    from the moment the gap is."""
+    return gap.pts not in holes
 
 
 def _inbound_lost_packets(rtp_stats: list[dict[str, Any]] | None) -> int | None:

@@ -6,7 +6,10 @@ the end of an agent turn was decided at the next refresh frame, up to 400 ms lat
 it its transcript, the live view and a caller that reacts to the agent's words
 (benchmarks/jitter_loss.py --dtx). A listener's playout goes on through the pause; so does the
 agent channel: once no packet has arrived for ``QUIET_MS`` after audio without sound, it gets
-silence up to where a packet arriving now could be placed, less ``QUIET_MS``.
+silence up to where a packet arriving now could be placed, less ``QUIET_MS``. Only a sender
+seen to leave a pause unsent (``pausing``: a jump in its RTP time no lost packet explains)
+is heard so: one that sends its silence has its packets waited for, as before, so a network
+stall can cost it nothing.
 
 Only after audio without sound: a stall in the middle of speech is the network's, and its
 packets are placed where they belong when they come, as before. A packet delayed more than
@@ -52,6 +55,7 @@ class QuietFill:
     given_end: int = 0  # the sample after the last silence given
     given_ms: float = 0.0  # silence given in all
     late: list[LostAudio] = field(default_factory=list)  # sound that came after its silence
+    pausing: bool = False  # the sender left a pause unsent: its pauses are heard as they go
 
     def placed(self, frame: PcmFrame) -> None:
         """A received frame: the part of it silence was already given for is not heard."""
@@ -75,14 +79,14 @@ class QuietFill:
 
     def due(self, horizon_ms: float, since_packet_ms: float, settled: int) -> PcmFrame | None:
         """Silence up to ``settled`` (a sample nothing can now come before: the receiver
-        drops frames from the past), and on to ``horizon_ms`` (where a packet arriving now
-        could at the earliest be placed) when no packet came for ``QUIET_MS`` and the audio
-        before had no sound."""
+        drops frames from the past), and, for a ``pausing`` sender, on to ``horizon_ms``
+        (where a packet arriving now could at the earliest be placed) when no packet came for
+        ``QUIET_MS`` and the audio before had no sound."""
         if self.end == 0:
             return None
         until = settled
         quiet = samples_to_ms(self.end - self.sound_end) >= QUIET_AUDIO_MS
-        if since_packet_ms >= QUIET_MS and quiet:
+        if self.pausing and since_packet_ms >= QUIET_MS and quiet:
             until = max(until, self.end + (round(horizon_ms * SAMPLE_RATE / 1000) - self.end)
                         // _FRAME * _FRAME)  # fmt: skip
         n = until - self.end
