@@ -223,9 +223,12 @@ async def dtx_call(reactive: bool, dtx: bool, folder: Path) -> str:
     gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(turns)
             if (a.speaker, b.speaker) == ("agent", "caller") and b.start_ms > a.end_ms]  # fmt: skip
     shown = " / ".join(f"{g:.0f}" for g in gaps)
+    details = run.result.info.details
     return (f"| {sc.name} ({'reacts to words' if reactive else 'scripted'}) | "
             f"{'DTX' if dtx else 'sends its silence'} | {shown} | "
-            f"{statistics.median(gaps):.0f} ms |")  # fmt: skip
+            f"{statistics.median(gaps):.0f} ms | {details.get('agent_unsent_ms', 0):.0f} / "
+            f"{details.get('agent_pause_heard_ms', 0):.0f} ms | "
+            f"{details.get('agent_most_behind_ms', 0):.0f} ms |")  # fmt: skip
 
 
 def main() -> None:
@@ -255,8 +258,9 @@ def main() -> None:
         print("| " + " | ".join(row) + " |")
     if args.dtx:
         print("\nthe caller's reply gaps (agent end -> caller start) against the reference agent\n")
-        print("| scenario | agent | reply gaps (ms) | median |")
-        print("|---|---|---|---|")
+        print("| scenario | agent | reply gaps (ms) | median | unsent / heard as it went | "
+              "agent channel behind the call, at worst |")  # fmt: skip
+        print("|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory() as tmp:
             for reactive in (False, True):
                 for dtx in (False, True):

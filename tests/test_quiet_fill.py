@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from turnscope.capture.frames import AGENT, PcmFrame
-from turnscope.capture.webrtc.quiet import QUIET_MS, QuietFill
+from turnscope.capture.webrtc.quiet import QUIET_MS, Behind, QuietFill
 
 FRAME = 320  # 20 ms at 16 kHz
 
@@ -72,3 +72,15 @@ def test_silence_goes_up_to_where_the_stream_went_on_at_once():
     given = fill.due(990.0, since_packet_ms=0, settled=16 * 1070)
     assert given is not None and given.start_ms == 1070 and fill.given_ms == 70
     assert fill.due(990.0, since_packet_ms=0, settled=16 * 1070) is None
+
+
+def test_behind_is_the_worst_wait_for_the_next_moment_of_the_channel():
+    behind = Behind()
+    for f in frames(100, 60, 0):  # each had as it arrived (placed 80 ms after, to play)
+        behind.had(f, now_ms=f.end_ms - 80, playout_ms=80)
+    assert behind.worst_ms == 20  # the moment after a frame arrives with the next one
+    behind.had(PcmFrame(AGENT, 16 * 400, frames(0, 20, 0)[0].pcm[:0]), 500.0, playout_ms=80)
+    assert behind.worst_ms == 420  # the moment at 160 ms (arriving at 80) had at 500
+    behind.stopped = True
+    behind.had(frames(400, 20, 0)[0], 5000.0, playout_ms=80)
+    assert behind.worst_ms == 420

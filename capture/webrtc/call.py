@@ -30,8 +30,13 @@ from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, left_unsent, split_gaps, where_lost
 from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
-from turnscope.capture.webrtc.quiet import QUIET_MS, QuietFill
-from turnscope.capture.webrtc.receiver import Placer, ReceiveStats, receive_track
+from turnscope.capture.webrtc.quiet import QUIET_MS, Behind, QuietFill
+from turnscope.capture.webrtc.receiver import (
+    ANCHOR_WINDOW_MS,
+    Placer,
+    ReceiveStats,
+    receive_track,
+)
 from turnscope.capture.webrtc.rtvi import Rtvi
 from turnscope.capture.webrtc.signaling import (
     Signaling,
@@ -88,6 +93,7 @@ class WebRTCCall(CallSource):
         self.stats = ReceiveStats()
         self._placer = Placer(AGENT, self._agent_placed, self.stats)
         self._quiet = QuietFill(AGENT)
+        self._behind = Behind()  # from a second into the agent's audio (its start is held)
         self._pacer: asyncio.TimerHandle | None = None
         self.session: SignalingSession | None = None
         self.pc: RTCPeerConnection | None = None
@@ -243,6 +249,12 @@ class WebRTCCall(CallSource):
 
     def _agent_placed(self, frame: PcmFrame) -> None:
         self._quiet.placed(frame)
+        self._emit_agent(frame)
+
+    def _emit_agent(self, frame: PcmFrame) -> None:
+        first = self.stats.first_frame_ms
+        if not self._closed and first is not None and frame.start_ms > first + 2 * ANCHOR_WINDOW_MS:
+            self._behind.had(frame, self.clock.now_ms(), PLAYOUT_MS)
         self._emit(frame)
 
     def _hear_pause(self) -> None:
@@ -263,7 +275,7 @@ class WebRTCCall(CallSource):
             placer.drain(time.monotonic())
         frame = quiet.due(now + PLAYOUT_MS - QUIET_MS, since, placer.settled)
         if frame is not None:
-            self._emit(dataclasses.replace(frame, received_at=time.monotonic()))
+            self._emit_agent(dataclasses.replace(frame, received_at=time.monotonic()))
 
     async def _receive(self, track: MediaStreamTrack) -> None:
         end = await receive_track(track, self.clock, self._placer, playout_ms=PLAYOUT_MS,
@@ -315,6 +327,7 @@ class WebRTCCall(CallSource):
         return out
 
     def _flush(self) -> None:
+        self._behind.stopped = True  # what the end flushes is not late: the call is over
         self._placer.flush(None)
 
     def _describe(self) -> None:
@@ -391,6 +404,9 @@ class WebRTCCall(CallSource):
                 "agent_unsent_ms": round(gaps.unsent_ms, 1),
                 # Of the agent's pauses, heard as silence while it sent nothing (webrtc/quiet.py).
                 "agent_pause_heard_ms": round(self._quiet.given_ms, 1),
+                # The agent channel's worst lag behind the call (from a second into its audio):
+                # when the pipeline had each moment of it against when it arrived (or would).
+                "agent_most_behind_ms": round(self._behind.worst_ms, 1),
                 "agent_gaps": st.gaps,
                 "agent_loss_by_sequence": gaps.known,  # else every gap was counted lost
                 "agent_loss_located": gaps.located,  # every lost packet placed: agent_lost_at

@@ -27,7 +27,7 @@ import numpy as np
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, samples_to_ms
 from turnscope.capture.source import LostAudio
 
-__all__ = ["QUIET_MS", "QuietFill"]
+__all__ = ["QUIET_MS", "Behind", "QuietFill"]
 
 QUIET_MS = 100.0  # no packet for this long after audio without sound: the pause is heard
 QUIET_AUDIO_MS = 100  # ... when the audio before it had no sound for this long
@@ -97,3 +97,23 @@ class QuietFill:
         # No samples, placed at ``until``: the stream has nothing up to there, a gap heard as
         # silence, as the gap before a late packet always was (and drawn as one: not sent).
         return PcmFrame(self.channel, until, _NO_SAMPLES)
+
+
+@dataclass
+class Behind:
+    """How far a channel fell behind the call at worst: for each moment of it, when the
+    pipeline had it (its audio, or the silence heard for it) against when it arrived, or would
+    have (its place less the playout delay placing added)."""
+
+    reached: int | None = None  # the sample after the furthest one had
+    worst_ms: float = 0.0
+    stopped: bool = False  # the call ended: what its end flushes is not late
+
+    def had(self, frame: PcmFrame, now_ms: float, playout_ms: float) -> None:
+        """``frame`` reached the pipeline at ``now_ms``; placed ``playout_ms`` after arrival."""
+        if self.stopped:
+            return
+        if self.reached is not None and frame.end > self.reached:
+            arrived = samples_to_ms(self.reached) - playout_ms  # the moment after the last had
+            self.worst_ms = max(self.worst_ms, now_ms - arrived)
+        self.reached = frame.end if self.reached is None else max(self.reached, frame.end)
