@@ -27,7 +27,7 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
-from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, left_unsent, split_gaps, where_lost
+from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
 from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.quiet import QUIET_MS, Behind, QuietFill
@@ -258,24 +258,15 @@ class WebRTCCall(CallSource):
         self._emit(frame)
 
     def _hear_pause(self) -> None:
-        """The agent's pause, heard while it sends nothing (webrtc/quiet.py): silence up to
-        where a packet arriving now could be placed (its playout delay on), less QUIET_MS."""
+        """The agent's pause, heard while it sends nothing (webrtc/quiet.py)."""
         self._pacer = asyncio.get_running_loop().call_later(PAUSE_PACE_S, self._hear_pause)
-        buffer, placer = self._buffer, self._placer
-        if buffer is None or buffer.last_packet_at is None or placer.held is not None:
-            return  # no packet yet, or the start is still held to be anchored
-        if placer.flushed:
-            return
-        quiet = self._quiet
-        if not quiet.pausing and self.stats.gap_log:
-            quiet.pausing = left_unsent(self.stats.gap_log[-1], buffer.holes)
-        now = self.clock.now_ms()
-        since = now - self.clock.to_ms(buffer.last_packet_at)
-        if since >= QUIET_MS and quiet.pausing:
-            placer.drain(time.monotonic())
-        frame = quiet.due(now + PLAYOUT_MS - QUIET_MS, since, placer.settled)
-        if frame is not None:
-            self._emit_agent(dataclasses.replace(frame, received_at=time.monotonic()))
+        buffer = self._buffer
+        if buffer is not None and buffer.last_packet_at is not None:
+            now = self.clock.now_ms()
+            since = now - self.clock.to_ms(buffer.last_packet_at)
+            frame = self._quiet.tick(self._placer, buffer.holes, now, since)
+            if frame is not None:
+                self._emit_agent(dataclasses.replace(frame, received_at=time.monotonic()))
 
     async def _receive(self, track: MediaStreamTrack) -> None:
         end = await receive_track(track, self.clock, self._placer, playout_ms=PLAYOUT_MS,

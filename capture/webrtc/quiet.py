@@ -20,12 +20,16 @@ judges what it touched).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, samples_to_ms
 from turnscope.capture.source import LostAudio
+from turnscope.capture.webrtc.gaps import left_unsent
+from turnscope.capture.webrtc.jitter import PLAYOUT_MS
+from turnscope.capture.webrtc.receiver import Placer
 
 __all__ = ["QUIET_MS", "Behind", "QuietFill"]
 
@@ -76,6 +80,20 @@ class QuietFill:
             self.late[-1] = LostAudio(self.channel, start_ms, end_ms, lost_ms)
         else:
             self.late.append(LostAudio(self.channel, start_ms, end_ms, samples_to_ms(end - start)))
+
+    def tick(
+        self, placer: Placer, holes: dict[int, int], now_ms: float, since_packet_ms: float
+    ) -> PcmFrame | None:
+        """Every 20 ms of a call: whether the sender pauses (its latest gap), the frame its
+        resampler holds placed before silence is given after it, then ``due`` up to where a
+        packet arriving now could be placed (its playout delay on), less ``QUIET_MS``."""
+        if placer.held is not None or placer.flushed:
+            return None  # the start is still held to be anchored, or the call is over
+        if not self.pausing and placer.stats.gap_log:
+            self.pausing = left_unsent(placer.stats.gap_log[-1], holes)
+        if since_packet_ms >= QUIET_MS and self.pausing:
+            placer.drain(time.monotonic())
+        return self.due(now_ms + PLAYOUT_MS - QUIET_MS, since_packet_ms, placer.settled)
 
     def due(self, horizon_ms: float, since_packet_ms: float, settled: int) -> PcmFrame | None:
         """Silence up to ``settled`` (a sample nothing can now come before: the receiver
