@@ -252,8 +252,8 @@ class WebRTCCall(CallSource):
         self._emit_agent(frame)
 
     def _emit_agent(self, frame: PcmFrame) -> None:
-        first = self.stats.first_frame_ms
-        if not self._closed and first is not None and frame.start_ms > first + 2 * ANCHOR_WINDOW_MS:
+        first = self.stats.first_frame_ms  # (after the call's end ``_behind`` is stopped)
+        if first is not None and frame.start_ms > first + 2 * ANCHOR_WINDOW_MS:
             self._behind.had(frame, self.clock.now_ms(), PLAYOUT_MS)
         self._emit(frame)
 
