@@ -57,7 +57,7 @@ class QuietFill:
     end: int = 0  # the sample after the last one emitted (received or given)
     sound_end: int = 0  # the sample after the last received frame with sound
     given_end: int = 0  # the sample after the last silence given
-    given_ms: float = 0.0  # silence given in all
+    given_ms: float = 0.0  # silence given for the sender's pauses (not for gaps behind frames)
     late: list[LostAudio] = field(default_factory=list)  # sound that came after its silence
     pausing: bool = False  # the sender left a pause unsent: its pauses are heard as they go
 
@@ -110,8 +110,9 @@ class QuietFill:
         n = until - self.end
         if n <= 0:
             return None
+        # Counted: the pause heard, not a gap behind a frame already placed (a lost packet's)
+        self.given_ms += samples_to_ms(until - max(self.end, settled))
         self.end = self.given_end = until
-        self.given_ms += samples_to_ms(n)
         # No samples, placed at ``until``: the stream has nothing up to there, a gap heard as
         # silence, as the gap before a late packet always was (and drawn as one: not sent).
         return PcmFrame(self.channel, until, _NO_SAMPLES)
