@@ -3,21 +3,25 @@ uses (capture/webrtc/jitter.py), fed the same 20 ms packets of a 60 s call, then
 calls against the reference agent losing packets on the wire.
 
     .venv/bin/python benchmarks/jitter_loss.py [--packets 3000] [--seed 7] [--live] [--dtx]
-        [--located]
+        [--located] [--reordered]
 
-Per loss pattern: received packets the buffer never handed on (they reached the caller and
-were never heard: dropped to catch up or as too late, or still held when the call ended beyond
-its prefetch), and how long a packet waited from its arrival to being handed on (median /
-max, ms: the scripted caller hears the agent that much after its audio arrived; placement
-follows the RTP timestamps, so it does not move the boundaries). ``--live``: the refund call
-against the reference agent losing every Nth RTP packet, with each buffer: agent audio received,
-counted lost, gaps not counted lost, agent turns found, and each reply's start against the
-agent's log (one-way delay included). ``--dtx``: the scripted caller's reply gaps, and a
-caller's that reacts to the agent's words, against the reference agent sending its silence and
-leaving it unsent (DTX). ``--located``: where a call placed each lost packet against where
-the agent's log says it lost it (after the one-way delay of its turns), and what the run made
-of the loss: the evidence whole (lost only in the agent's silence) or degraded naming the turns
-it touched (turnscope/lost_audio.py).
+Per loss pattern: received packets the buffer never handed on (they reached the caller and were
+never heard: dropped to catch up or as too late, or still held when the call ended beyond its
+prefetch), and how long a packet waited from its arrival to being handed on (median / max, ms:
+the scripted caller hears the agent that much after its audio arrived; placement follows the
+RTP timestamps, so it does not move the boundaries); for the buffer without a wait a call had
+until 2026-12-06, and the call's own (the packets after a hole wait for it). ``--live``: the
+refund call against the reference agent losing every Nth RTP packet, with each buffer: agent
+audio received, counted lost, gaps not counted lost, agent turns found, and each reply's start
+against the agent's log (one-way delay included). ``--dtx``: the scripted caller's reply gaps,
+and a caller's that reacts to the agent's words, against the reference agent sending its
+silence and leaving it unsent (DTX). ``--located``: where a call placed each lost packet
+against where the agent's log says it lost it (after the one-way delay of its turns), and what
+the run made of the loss: the evidence whole (lost only in the agent's silence) or degraded
+naming the turns it touched (turnscope/lost_audio.py). ``--reordered``: the refund call against
+the reference agent and the stock pipecat bot sending some packets after their successors (and
+losing some): what the call counted lost, its gaps and how many it took for audio never sent,
+the replies' starts against the agent's log, the evidence.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 from aiortc.jitterbuffer import JitterBuffer
 from aiortc.rtp import RtpPacket
 
-from turnscope.capture.webrtc.jitter import AudioJitterBuffer
+from turnscope.capture.webrtc.jitter import HOLD_MS, AudioJitterBuffer
 
 FRAME_MS = 20
 SAMPLES = 960  # a 20 ms Opus frame at 48 kHz
@@ -74,6 +78,29 @@ def run(buffer: JitterBuffer, order: list[int]) -> tuple[int, list[float]]:
             # wait is the arrivals between, at one per 20 ms.
             waits.append((k - arrived_at[frame.timestamp // SAMPLES]) * FRAME_MS)
     return len(order) - handed - buffer._prefetch, waits  # the prefetch held at the end
+
+
+def run_waiting(order: list[int]) -> tuple[int, list[float]]:
+    """As ``run``, for a call's buffer: packets after a hole wait for it (HOLD_MS), released
+    as the call's 20 ms tick does (between packets, one per 20 ms), then until none is left."""
+    now = [0.0]
+    came: dict[int, float] = {}
+    waits: list[float] = []
+
+    def deliver(frame, _payload_type: int) -> None:  # type: ignore[no-untyped-def]
+        waits.append(round((now[0] - came[frame.timestamp // SAMPLES]) * 1000))
+
+    buffer = AudioJitterBuffer(prefetch=0, deliver=deliver, clock=lambda: now[0])
+    for seq in order:
+        came[seq] = now[0]
+        packet = RtpPacket(payload_type=111, sequence_number=seq % 65536, timestamp=seq * SAMPLES)
+        packet._data = b"\x00"  # type: ignore[attr-defined]
+        buffer.add(packet)
+        now[0] += FRAME_MS / 1000
+        buffer.release()
+    now[0] += 1.0
+    buffer.release()
+    return len(order) - len(waits), waits
 
 
 async def _placed(sc, knobs: dict, folder: Path, ours: bool = True):  # type: ignore[no-untyped-def]
@@ -188,6 +215,42 @@ async def pipecat_located(every: int, folder: Path) -> str:
             f"{', '.join(codes) or 'whole'} | {verdict} |")  # fmt: skip
 
 
+async def reordered_call(swap: int, lose: int | None, pipecat: bool, folder: Path) -> str:
+    """The refund call against the reference agent (or the stock pipecat bot) sending every
+    ``swap``th packet after its successor (and losing every ``lose``th): what reached the
+    caller and what the call counted lost, its turns against the agent's log, the evidence."""
+    knobs = {"swap_every": swap, "drop_every": lose}
+    if pipecat:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.interop.pipecat import call_bot, pipecat_bot
+        from turnscope.configs import config_path
+
+        bot_knobs = {"greeting": True, "reply": "long", "latency_ms": 300, "swap_every": swap,
+                     "lose_every": lose or 0}  # fmt: skip
+        with pipecat_bot(folder / "bot", **bot_knobs) as bot:
+            run, call, _ = await call_bot(bot.url, config_path("scenarios", "refund-call.yaml"),
+                                          folder / "call")  # fmt: skip
+            truth = bot.truth()
+        sent = [r["start_monotonic"] for r in truth if r["event"] == "reply"]
+        logged_lost = sum(1 for r in truth if r["event"] == "packet_lost")
+        details = json.loads((folder / "call" / "result.json").read_text())["source"]["details"]
+    else:
+        run, call, truth, details = await _placed(_refund(), knobs, folder)
+        sent = [u["start_monotonic"] for u in truth["utterances"]]
+        logged_lost = sum(1 for e in truth["events"] if e["event"] == "packet_lost")
+    origin = call.clock.origin
+    found = [t.start_ms for t in run.result.assembly.turns if t.speaker == "agent"]
+    starts = (" / ".join(f"{f - (s - origin) * 1000:.0f}" for f, s in zip(found, sent,
+              strict=True)) if len(found) == len(sent) else "-")  # fmt: skip
+    codes = sorted({n.code_name for n in run.result.findings.notes if n.severity == "degraded"})
+    who = "pipecat bot" if pipecat else "reference agent"
+    wire = f"1 in {swap} swapped" + (f", 1 in {lose} lost" if lose else "")
+    return (f"| {who} | {wire} | {logged_lost} | {details['agent_lost_frames']} | "
+            f"{details['agent_gaps']} ({details['agent_unsent_ms']:.0f} ms) | "
+            f"{len(found)} of {len(sent)} | {starts} | {details.get('agent_most_behind_ms', 0):.0f}"
+            f" ms | {', '.join(codes) or 'whole'} |")  # fmt: skip
+
+
 # A caller that reacts to the agent's words (it waits for the pipeline's transcript of them).
 REACTIVE = """
 name: react
@@ -242,19 +305,26 @@ def main() -> None:
     parser.add_argument(
         "--located", action="store_true", help="where lost packets were placed (2 min)"
     )
+    parser.add_argument(
+        "--reordered", action="store_true", help="calls whose agent swaps packets (3 min)"
+    )
     args = parser.parse_args()
     patterns = ["none", "one lost at 10 s", "0.5% lost", "1% lost", "2% lost", "5% lost",
                 "reordered 1% (neighbours swapped)"]  # fmt: skip
     print(f"{args.packets} packets of 20 ms; never handed on: received, never heard\n")
     print("| loss | aiortc: never handed on | aiortc: wait median / max | "
-          "a call's (prefetch 0): never handed on | a call's: wait median / max |")  # fmt: skip
-    print("|---|---|---|---|---|")
+          "prefetch 0, no wait: never handed on | its wait median / max | "
+          f"a call's (a hole waited for {HOLD_MS:.0f} ms): never handed on | "
+          "its wait median / max |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for pattern in patterns:
         order = arrivals(args.packets, pattern, random.Random(args.seed))
         row = [pattern]
         for buffer in (JitterBuffer(capacity=16, prefetch=4), AudioJitterBuffer(prefetch=0)):
             discarded, waits = run(buffer, order)
             row += [str(discarded), f"{statistics.median(waits):.0f} / {max(waits):.0f} ms"]
+        discarded, waits = run_waiting(order)
+        row += [str(discarded), f"{statistics.median(waits):.0f} / {max(waits):.0f} ms"]
         print("| " + " | ".join(row) + " |")
     if args.dtx:
         print("\nthe caller's reply gaps (agent end -> caller start) against the reference agent\n")
@@ -276,6 +346,17 @@ def main() -> None:
                 folder = Path(tmp) / f"{every}-{in_pauses}"
                 print(asyncio.run(located_call(every, in_pauses, folder)), flush=True)
             print(asyncio.run(pipecat_located(25, Path(tmp) / "pipecat")), flush=True)
+    if args.reordered:
+        print("\nthe refund call with the agent's packets swapped on the wire\n")
+        print("| agent | on the wire | lost by the agent | counted lost | gaps (of them unsent) | "
+              "agent turns found | reply starts vs the agent's log (ms) | behind, at worst | "
+              "evidence |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for swap, lose, pipecat in ((50, None, False), (13, None, False), (13, 25, False),
+                                        (13, None, True), (13, 25, True)):  # fmt: skip
+                folder = Path(tmp) / f"{swap}-{lose}-{pipecat}"
+                print(asyncio.run(reordered_call(swap, lose, pipecat, folder)), flush=True)
     if not args.live:
         return
     print("\nthe refund call against the reference agent losing packets on the wire\n")

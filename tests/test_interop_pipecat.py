@@ -52,8 +52,15 @@ script:
 # The bot's own endpointing (Silero stop plus its turn wait, ~0.9 s) comes before its latency.
 CALLS: dict[str, dict[str, Any]] = {
     "good": {"greeting": True, "reply": "long", "latency_ms": 300},
-    # Every 25th RTP packet it sends lost on the wire (4%).
-    "lossy": {"greeting": True, "reply": "long", "latency_ms": 300, "lose_every": 25},
+    # Every 25th RTP packet it sends lost on the wire (4%), every 13th of the rest sent after
+    # the one after it (neighbours swapped, 7.7%).
+    "lossy": {
+        "greeting": True,
+        "reply": "long",
+        "latency_ms": 300,
+        "lose_every": 25,
+        "swap_every": 13,
+    },
     # Also slower to decide the caller has finished (Silero stop 0.8 s, not 0.2 s).
     "slow": {"greeting": True, "reply": "short", "latency_ms": 2200, "vad_stop_secs": 0.8},
     # Answers "wait" 600 ms after finishing its long reply (as a browser agent was seen to):
@@ -176,11 +183,16 @@ def test_packets_the_bot_lost_on_the_wire_are_the_loss_and_cost_only_themselves(
     where the bot's log says it lost it (its turns still where the bot's log has them, above),
     no other gap (aiortc's own jitter buffer dropped received packets after each: 3.6 s of this
     call), no re-anchor, and the call still passes. The evidence is degraded only for losses
-    that touched a turn (where each fell is chance: 1 packet in 25)."""
+    that touched a turn (where each fell is chance: 1 packet in 25). Packets it sent swapped
+    with the next are waited for and heard: no gap but the lost packets' (dropped, each was
+    20 ms of the agent's audio missing and taken for audio it never sent)."""
     got = calls["lossy"]
     details = _result(got)["source"]["details"]
     lost_by_bot = sum(1 for r in got["truth"] if r["event"] == "packet_lost")
+    swapped = sum(1 for r in got["truth"] if r["event"] == "packet_swapped")
     assert details["agent_loss_by_sequence"] and details["agent_unsent_ms"] == 0, details
+    assert details["agent_gaps"] <= details["agent_lost_frames"], details
+    assert swapped >= 60 and details["reorder_wait_ms"] == 40, (swapped, details)
     # The bot goes on losing packets after the caller hung up, and none before it connected.
     assert lost_by_bot - 3 <= details["agent_lost_frames"] <= lost_by_bot, (lost_by_bot, details)
     assert details["agent_lost_frames"] >= 40 and details["delay_reanchors"] == [], details

@@ -1,12 +1,13 @@
 """The call's receive jitter buffer against aiortc's own (both real, fed RTP packets): a lost
-packet costs only itself, packets out of order go on in order, sequence numbers wrap."""
+packet costs only itself, packets out of order go on in order (a call's: a packet after its
+successor is waited for, by the clock), sequence numbers wrap."""
 
 from __future__ import annotations
 
 from aiortc.jitterbuffer import JitterBuffer
 from aiortc.rtp import RtpPacket
 
-from turnscope.capture.webrtc.jitter import AudioJitterBuffer
+from turnscope.capture.webrtc.jitter import HOLD_MS, AudioJitterBuffer
 
 SAMPLES = 960
 
@@ -58,3 +59,65 @@ def test_the_packets_given_up_are_kept_by_the_rtp_time_after_them():
         packet._data = b"x"
         buffer.add(packet)
     assert buffer.holes == {13 * SAMPLES: 3, 31 * SAMPLES: 1}
+
+
+class _Clock:
+    """Monotonic seconds the test moves: one 20 ms packet comes per step."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _timed(order: list[int], hold_ms: float = HOLD_MS) -> tuple[list[int], list[float], dict]:
+    """Feed ``order`` one packet per 20 ms to a buffer that delivers itself, releasing as the
+    call's 20 ms tick does (after the last, until nothing more is due): the frames delivered
+    in order, how long each waited (ms), and the holes given up."""
+    clock = _Clock()
+    came: dict[int, float] = {}
+    out: list[tuple[int, float]] = []
+    buffer = AudioJitterBuffer(
+        prefetch=0,
+        deliver=lambda f, pt: out.append((f.timestamp // SAMPLES, clock.now)),
+        hold_ms=hold_ms,
+        clock=clock,
+    )
+    for n in order:
+        came[n] = clock.now
+        packet = RtpPacket(payload_type=111, sequence_number=n % 65536, timestamp=n * SAMPLES)
+        packet._data = b"x"
+        buffer.add(packet)
+        clock.now += 0.02
+        buffer.release()  # the tick, between packets
+    clock.now += 1.0
+    buffer.release()
+    return [n for n, _ in out], [round((t - came[n]) * 1000) for n, t in out], buffer.holes
+
+
+def test_a_packet_after_its_successor_goes_on_in_its_place():
+    """Neighbours swapped on the wire (two paths): the late one is heard, not given up as lost
+    (with no wait held it was dropped, and its 20 ms was a gap in the agent's audio)."""
+    order = [0, 1, 2, 4, 3, 5, 6, 8, 7, 9]
+    got, waits, holes = _timed(order)
+    assert got == list(range(10)) and holes == {}
+    assert max(waits) <= 20  # only the one that came first waited, for its predecessor
+    # Without the wait (how a call's buffer was): 3 and 7 dropped, each a hole.
+    dropped = _handed_on(AudioJitterBuffer(prefetch=0), order)
+    assert [f for _, f in dropped] == [0, 1, 2, 4, 5, 6, 8, 9]
+
+
+def test_a_lost_packet_is_given_up_after_the_wait_and_costs_only_itself():
+    order = [n for n in range(30) if n != 10]
+    got, waits, holes = _timed(order)
+    assert got == order and holes == {11 * SAMPLES: 1}
+    # The packets after the hole waited for it (40 ms, given up at the tick after), then none.
+    assert max(waits) <= HOLD_MS + 20 and waits[-5:] == [0] * 5, waits
+
+
+def test_a_packet_later_than_the_wait_is_dropped():
+    """One that comes after its place was given up would be placed in the past: dropped."""
+    order = [0, 1, 2, 4, 5, 6, 7, 3, 8, 9]
+    got, _, holes = _timed(order)
+    assert got == [0, 1, 2, 4, 5, 6, 7, 8, 9] and holes == {4 * SAMPLES: 1}

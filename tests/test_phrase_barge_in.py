@@ -103,9 +103,10 @@ def test_a_barge_in_on_a_phrase_lands_after_it_and_records_its_lag(tmp_path: Pat
     agent = [h for h in run.result.heard if h.channel == "agent" and h.start_ms < hit["sent_ms"]]
     start = agent[-1].start_ms
     phrase_end, length = phrase_offset_ms("refund policy")
-    # Whisper's word times are good to tens of ms: a barge-in sent 3 ms before the phrase's
-    # end by them was seen once under load (two test workers decoding partials).
-    slack = 50
+    # Whisper's word times are good to tens of ms, and a partial cut inside the phrase's last
+    # word may already complete it ("polic" heard as "policy"): a barge-in was sent 63 ms
+    # before the phrase's end by them in one CI run (run 73, under load; 3 ms in another).
+    slack = 100
     assert start + phrase_end - slack < hit["sent_ms"] < start + length - 2000, (start, hit)
     assert abs(hit["spoken_ms"] - (start + phrase_end)) < 400, (start + phrase_end, hit)
     # Partials are not evidence: the transcript has the agent's finals only.

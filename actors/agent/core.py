@@ -63,6 +63,8 @@ class AgentBehaviour(BaseModel):
     # Lose every Nth outgoing frame in transit (WebRTC: its RTP packet; a phone line: its
     # media message).
     drop_every: int | None = Field(default=None, ge=2)
+    # Send every Nth RTP packet after its successor (WebRTC): neighbours swapped on the wire.
+    swap_every: int | None = Field(default=None, ge=2)
     dtx: bool = False  # WebRTC: leave digital silence unsent, as a DTX sender does
     # Lose them only in the agent's pauses, well away from its speech (WebRTC): a loss that
     # moves nothing the caller measures.

@@ -14,7 +14,7 @@ from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
 from turnscope.actors.agent.core import AgentBehaviour, AgentCore
-from turnscope.actors.agent.wire import Dtx, QuietFrames, lose_every
+from turnscope.actors.agent.wire import Dtx, QuietFrames, lose_every, swap_every
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.clock import CallClock
@@ -87,6 +87,8 @@ class AgentSession:
 
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         await self.pc.setLocalDescription(await self.pc.createAnswer())
+        if self.behaviour.swap_every:  # first: the losses below count packets as sent
+            swap_every(sender, self.behaviour.swap_every)
         if self.behaviour.drop_every:
             # Each loss in the agent's own log, as it happened: where the caller should place it.
             only = self._in_pause if self.behaviour.drop_in_pauses else None

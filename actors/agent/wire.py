@@ -1,5 +1,6 @@
 """What the reference agent's WebRTC sender can do to its packets on the wire, for the tests
-of what the caller makes of them: lose some in transit, or leave its pauses unsent (DTX)."""
+of what the caller makes of them: lose some in transit, deliver some out of order, or leave
+its pauses unsent (DTX)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from aiortc import RTCRtpSender
 from aiortc.rtp import is_rtcp
 
-__all__ = ["Dtx", "QuietFrames", "lose_every"]
+__all__ = ["Dtx", "QuietFrames", "lose_every", "swap_every"]
 
 DTX_HANGOVER = 10  # silent frames (200 ms) a DTX encoder still sends before it stops
 DTX_REFRESH = 20  # then one frame every 400 ms (libopus's MAX_CONSECUTIVE_DTX)
@@ -72,3 +73,36 @@ def lose_every(
         await send(data)
 
     transport._send_rtp = lossy  # type: ignore[method-assign]
+
+
+def swap_every(
+    sender: RTCRtpSender, n: int, on_swapped: Callable[[int], None] | None = None
+) -> None:
+    """Send every ``n``th RTP packet ``sender`` hands its transport after the packet that
+    follows it, as a network whose packets take two paths delivers neighbours swapped; the
+    held one waits for the next packet however long that takes. ``on_swapped`` hears each
+    one's count. Installed before ``lose_every`` (which then wraps it), a lost packet's count
+    is its place in the stream, not in the reordered one."""
+    transport = sender.transport
+    send = transport._send_rtp
+    count = 0
+    held: bytes | None = None
+
+    async def swapping(data: bytes) -> None:
+        nonlocal count, held
+        if is_rtcp(data):
+            await send(data)
+            return
+        count += 1
+        if held is not None:
+            first, held = held, None
+            await send(data)
+            await send(first)
+        elif count % n == 0:
+            held = data
+            if on_swapped is not None:
+                on_swapped(count)
+        else:
+            await send(data)
+
+    transport._send_rtp = swapping  # type: ignore[method-assign]

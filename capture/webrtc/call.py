@@ -28,7 +28,7 @@ from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
 from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
-from turnscope.capture.webrtc.jitter import PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
+from turnscope.capture.webrtc.jitter import HOLD_MS, PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.quiet import QUIET_MS, Behind, QuietFill
 from turnscope.capture.webrtc.receiver import (
@@ -122,8 +122,9 @@ class WebRTCCall(CallSource):
         self.pc = RTCPeerConnection(rtc_configuration(self.options.ice_servers))
         transceiver = self.pc.addTransceiver(self.caller_track, direction="sendrecv")
         # A lost packet costs only itself, not the rest of the call's placement (jitter.py).
-        self._buffer = tolerate_loss(transceiver.receiver, prefetch=0)
+        self._buffer = tolerate_loss(transceiver.receiver, prefetch=0, hold_ms=HOLD_MS)
         self.info.details["loss_tolerant_jitter_buffer"] = self._buffer is not None
+        self.info.details["reorder_wait_ms"] = self._buffer.hold_ms if self._buffer else 0.0
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
         channel = self.pc.createDataChannel("turnscope")
@@ -262,6 +263,7 @@ class WebRTCCall(CallSource):
         self._pacer = asyncio.get_running_loop().call_later(PAUSE_PACE_S, self._hear_pause)
         buffer = self._buffer
         if buffer is not None and buffer.last_packet_at is not None:
+            buffer.release()  # packets after a hole, once they waited for it (jitter.py)
             now = self.clock.now_ms()
             since = now - self.clock.to_ms(buffer.last_packet_at)
             frame = self._quiet.tick(self._placer, buffer.holes, now, since)

@@ -4,15 +4,19 @@ keeps the longer wait for the rest of the call: one lost packet cost 4 received 
 later frame waited 14 packets (280 ms) instead of 4 (aiortc 1.16, its JitterBuffer fed 200
 packets with one missing). Over a call to the reference agent losing 1 packet in 25, 5.7 s of
 audio that reached the caller was never heard, a reply's start among it; at 1 in 7, 3 of 5
-replies were not found (benchmarks/jitter_loss.py). This buffer gives a hole up once
-``prefetch`` later packets are in, so a lost packet costs only itself.
+replies were not found (benchmarks/jitter_loss.py). This buffer gives a hole up once the
+packets after it waited long enough, so a lost packet costs only itself.
 
-A call's receiver holds none (``prefetch=0``): a buffer that counts packets instead of time
-holds a DTX sender's last packets until as many more come, one a refresh (400 ms), and the
-call's audio stood still for 1.6 s at every pause. The caller's playout delay aiortc's 4
-packets made (80 ms) is kept as a constant (``PLAYOUT_MS``, added where a frame is placed), so
-the one-way delay and the latency split read as before. The cost: a packet that arrives after
-the one sent after it is dropped (20 ms), where 4 packets of slack kept it.
+A call's receiver holds no packet in sequence (``prefetch=0``): a buffer that counts packets
+instead of time holds a DTX sender's last packets until as many more come, one a refresh (400
+ms), and the call's audio stood still for 1.6 s at every pause. Only the packets after a hole
+wait for it, ``hold_ms`` (40 ms) by the clock: a packet a network delivers after its successor
+(two paths) goes on in its place instead of being dropped and counted lost. The wait is timed,
+not counted in packets, so it needs the buffer to hand frames to the receiver's decoder itself
+(``deliver``: the receiver takes a frame only as a packet comes; the call's 20 ms tick gives
+held ones up, ``release``). The caller's playout delay aiortc's 4 packets made (80 ms) is kept
+as a constant (``PLAYOUT_MS``, added where a frame is placed), so the one-way delay and the
+latency split read as before.
 
 Each hole it gives up is kept (``holes``: how many packets, by the RTP time of the packet after
 them, as the receiver's frames carry it), so the call can say where on its clock audio was
@@ -21,52 +25,99 @@ lost, not only how much (webrtc/gaps.py)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from aiortc import RTCRtpReceiver
 from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.rtp import RtpPacket
 
-__all__ = ["AudioJitterBuffer", "tolerate_loss"]
+__all__ = ["HOLD_MS", "AudioJitterBuffer", "tolerate_loss"]
 
 PREFETCH = 4  # aiortc's audio prefetch: packets held before the oldest is handed on
 PLAYOUT_MS = 80.0  # a call's playout delay, modelled: what aiortc's 4 packets held
-_SLOT = "_RTCRtpReceiver__jitter_buffer"  # aiortc has no way to give a receiver its buffer
+# How long the packets after a hole wait for it: a packet reordered on the wire comes a packet
+# or two (20-40 ms) late; a lost one then delays its successors this much (plus up to the
+# 20 ms tick), the pipeline's view of the agent and nothing placed (frames keep their RTP time).
+HOLD_MS = 40.0
+# aiortc has no way to give a receiver its buffer, nor for a buffer to hand on more than one
+# frame per packet that comes: its private names, looked up, and not used when absent.
+_PRIVATE = "_RTCRtpReceiver__"
+_SLOT = _PRIVATE + "jitter_buffer"
+
+Deliver = Callable[[JitterFrame, int], None]  # a frame and its payload type, to the decoder
 
 
 class AudioJitterBuffer(JitterBuffer):
-    """One packet per frame (audio): each packet waits until ``prefetch`` later ones are in,
-    then goes on in sequence order; a packet that comes after its place was given up is
-    dropped (the receiver would drop it as a frame from the past anyway)."""
+    """One packet per frame (audio), handed on in sequence order. With ``deliver`` a packet
+    after a hole waits up to ``hold_ms`` for it, then the hole is given up; without, a packet
+    waits until ``prefetch`` later ones are in and ``add`` returns it. A packet that comes
+    after its place was given up is dropped (the receiver would drop it as a frame from the
+    past anyway)."""
 
-    def __init__(self, prefetch: int = PREFETCH) -> None:
+    def __init__(
+        self,
+        prefetch: int = PREFETCH,
+        *,
+        deliver: Deliver | None = None,
+        hold_ms: float = HOLD_MS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(capacity=16, prefetch=prefetch)
-        self._held: dict[int, RtpPacket] = {}  # by extended (unwrapped) sequence number
+        # Waiting, by extended (unwrapped) sequence number, each with when it came.
+        self._held: dict[int, tuple[RtpPacket, float]] = {}
         self._last: int | None = None  # the extended number of the latest packet seen
         self._next = 0  # the extended number of the next packet to hand on
         self._origin: int | None = None  # the RTP time of the first packet handed on
+        self._deliver = deliver
+        self._hold_s = hold_ms / 1000
+        self._clock = clock
         # Packets given up, by the RTP time of the packet handed on after them, counted from
         # the first one handed on (aiortc's TimestampMapper: the decoded frames' pts).
         self.holes: dict[int, int] = {}
-        # When the last packet came (monotonic s, the event loop's clock): a pause the sender
-        # leaves unsent is heard once none has come for a while (webrtc/quiet.py).
+        # When the last packet came (``clock``: monotonic s, the event loop's): a pause the
+        # sender leaves unsent is heard once none has come for a while (webrtc/quiet.py).
         self.last_packet_at: float | None = None
 
+    @property
+    def hold_ms(self) -> float:
+        """How long packets after a hole wait for it (0: they do not, ``add`` hands on)."""
+        return self._hold_s * 1000 if self._deliver is not None else 0.0
+
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
-        self.last_packet_at = time.monotonic()
+        now = self.last_packet_at = self._clock()
         seq = self._extend(packet.sequence_number)
         if seq < self._next or seq in self._held:
             return False, None  # too late, or a duplicate
-        self._held[seq] = packet
+        self._held[seq] = (packet, now)
+        if self._deliver is not None:
+            self.release(now)
+            return False, None
         if len(self._held) <= self._prefetch:
             return False, None
-        oldest = min(self._held)
-        ready = self._held.pop(oldest)
+        return False, self._hand_on(min(self._held))
+
+    def release(self, now: float | None = None) -> None:
+        """Deliver every packet due: those in sequence, and those after a hole once the first
+        of them to come has waited ``hold_ms`` (the hole is given up)."""
+        if self._deliver is None:
+            return
+        now = self._clock() if now is None else now
+        while self._held:
+            oldest = min(self._held)
+            waited = now - min(at for _, at in self._held.values())
+            if oldest > self._next and waited < self._hold_s:
+                return
+            payload_type = self._held[oldest][0].payload_type
+            self._deliver(self._hand_on(oldest), payload_type)
+
+    def _hand_on(self, seq: int) -> JitterFrame:
+        ready, _ = self._held.pop(seq)
         if self._origin is None:
             self._origin = ready.timestamp
-        elif oldest > self._next:
-            self.holes[(ready.timestamp - self._origin) % 2**32] = oldest - self._next
-        self._next = oldest + 1
-        return False, JitterFrame(data=ready._data, timestamp=ready.timestamp)  # type: ignore[attr-defined]
+        elif seq > self._next:
+            self.holes[(ready.timestamp - self._origin) % 2**32] = seq - self._next
+        self._next = seq + 1
+        return JitterFrame(data=ready._data, timestamp=ready.timestamp)  # type: ignore[attr-defined]
 
     def _extend(self, seq: int) -> int:
         """``seq`` on a line that does not wrap at 65536 (nearest to the latest seen)."""
@@ -79,11 +130,34 @@ class AudioJitterBuffer(JitterBuffer):
         return ext
 
 
-def tolerate_loss(receiver: RTCRtpReceiver, prefetch: int = PREFETCH) -> AudioJitterBuffer | None:
+def _decoder_inlet(receiver: RTCRtpReceiver) -> Deliver | None:
+    """How ``receiver`` hands a frame to its decoder after its buffer (what it does with the
+    frame ``add`` returns), or None when this aiortc keeps its parts elsewhere."""
+    names = ("decoder_queue", "timestamp_mapper", "codecs")
+    parts = [getattr(receiver, _PRIVATE + name, None) for name in names]
+    if any(part is None for part in parts):
+        return None
+    queue, mapper, codecs = parts
+
+    def deliver(frame: JitterFrame, payload_type: int) -> None:
+        codec = codecs.get(payload_type)  # type: ignore[union-attr]
+        # As the receiver: only while its decoder runs (from the track's start to its stop).
+        if codec is not None and getattr(receiver, _PRIVATE + "decoder_thread", None):
+            frame.timestamp = mapper.map(frame.timestamp)  # type: ignore[union-attr]
+            queue.put((codec, frame))  # type: ignore[union-attr]
+
+    return deliver
+
+
+def tolerate_loss(
+    receiver: RTCRtpReceiver, prefetch: int = PREFETCH, hold_ms: float = 0.0
+) -> AudioJitterBuffer | None:
     """Give an audio ``receiver`` the buffer above, and return it; None (aiortc's own is kept)
-    when this aiortc keeps its buffer elsewhere."""
+    when this aiortc keeps its buffer elsewhere. ``hold_ms``: packets after a hole wait this
+    long for it (when the receiver's decoder can be handed frames; else they do not)."""
     if not isinstance(getattr(receiver, _SLOT, None), JitterBuffer):
         return None
-    buffer = AudioJitterBuffer(prefetch)
+    deliver = _decoder_inlet(receiver) if hold_ms > 0 else None
+    buffer = AudioJitterBuffer(prefetch, deliver=deliver, hold_ms=hold_ms)
     setattr(receiver, _SLOT, buffer)
     return buffer

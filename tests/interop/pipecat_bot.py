@@ -269,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="lose every Nth RTP packet the bot sends, on the wire (its sequence number spent, "
         "as a network that drops it spends it)",
     )
+    p.add_argument(
+        "--swap-every",
+        type=int,
+        default=0,
+        help="send every Nth RTP packet the bot sends after the one that follows it (neighbours "
+        "swapped on the wire)",
+    )
     p.add_argument("--voice", default=VOICE, help="espeak-ng voice of the bot")
     p.add_argument("--truth-log", type=Path, default=None)
     p.add_argument(
@@ -889,10 +896,11 @@ def _prepare_speech(args: argparse.Namespace) -> None:
         SPEECHES.update({c.text: c for c in CLIPS})
 
 
-def _lose_every(pc: Any, n: int) -> None:
-    """Lose every ``n``th RTP packet the audio sender sends, each loss logged: the reference
-    agent's own wire (actors/agent/wire.py, which needs aiortc only), loaded by its path since
-    nothing of the project is installed here."""
+def _wire_faults(pc: Any, lose: int, swap: int) -> None:
+    """Lose every ``lose``th RTP packet the audio sender sends and swap every ``swap``th with
+    the one after it (0: none), each logged: the reference agent's own wire
+    (actors/agent/wire.py, which needs aiortc only), loaded by its path since nothing of the
+    project is installed here."""
     import importlib.util
 
     path = os.path.join(_HERE, "..", "..", "actors", "agent", "wire.py")
@@ -901,7 +909,10 @@ def _lose_every(pc: Any, n: int) -> None:
     wire = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(wire)
     sender = next(t.sender for t in pc.getTransceivers() if t.kind == "audio")
-    wire.lose_every(sender, n, on_lost=lambda count: TRUTH.mark("packet_lost", n=count))
+    if swap:  # first: the losses count the packets as sent (wire.swap_every)
+        wire.swap_every(sender, swap, lambda count: TRUTH.mark("packet_swapped", n=count))
+    if lose:
+        wire.lose_every(sender, lose, on_lost=lambda count: TRUTH.mark("packet_lost", n=count))
 
 
 async def bot(runner_args: SmallWebRTCRunnerArguments):
@@ -963,8 +974,8 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
     @transport.event_handler("on_client_connected")
     async def on_client_connected(transport, client):
         TRUTH.mark("client_connected", session=session)
-        if args.lose_every:
-            _lose_every(connection.pc, args.lose_every)
+        if args.lose_every or args.swap_every:
+            _wire_faults(connection.pc, args.lose_every, args.swap_every)
         ledger = ReplyLedger(TRUTH, session)
         ledger.install(transport._client._audio_output_track)
         replies.ledger = ledger
