@@ -215,18 +215,21 @@ async def pipecat_located(every: int, folder: Path) -> str:
             f"{', '.join(codes) or 'whole'} | {verdict} |")  # fmt: skip
 
 
-async def reordered_call(swap: int, lose: int | None, pipecat: bool, folder: Path) -> str:
+async def reordered_call(
+    swap: int, behind: int, lose: int | None, pipecat: bool, folder: Path
+) -> str:
     """The refund call against the reference agent (or the stock pipecat bot) sending every
-    ``swap``th packet after its successor (and losing every ``lose``th): what reached the
-    caller and what the call counted lost, its turns against the agent's log, the evidence."""
-    knobs = {"swap_every": swap, "drop_every": lose}
+    ``swap``th packet after the ``behind`` after it (and losing every ``lose``th): what reached
+    the caller and what the call counted lost, its turns against the agent's log, the
+    evidence."""
+    knobs = {"swap_every": swap, "swap_behind": behind, "drop_every": lose}
     if pipecat:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests.interop.pipecat import call_bot, pipecat_bot
         from turnscope.configs import config_path
 
         bot_knobs = {"greeting": True, "reply": "long", "latency_ms": 300, "swap_every": swap,
-                     "lose_every": lose or 0}  # fmt: skip
+                     "swap_behind": behind, "lose_every": lose or 0}  # fmt: skip
         with pipecat_bot(folder / "bot", **bot_knobs) as bot:
             run, call, _ = await call_bot(bot.url, config_path("scenarios", "refund-call.yaml"),
                                           folder / "call")  # fmt: skip
@@ -244,8 +247,10 @@ async def reordered_call(swap: int, lose: int | None, pipecat: bool, folder: Pat
               strict=True)) if len(found) == len(sent) else "-")  # fmt: skip
     codes = sorted({n.code_name for n in run.result.findings.notes if n.severity == "degraded"})
     who = "pipecat bot" if pipecat else "reference agent"
-    wire = f"1 in {swap} swapped" + (f", 1 in {lose} lost" if lose else "")
-    return (f"| {who} | {wire} | {logged_lost} | {details['agent_lost_frames']} | "
+    wire = f"1 in {swap} swapped" if behind == 1 else f"1 in {swap} {behind} packets late"
+    wire += f", 1 in {lose} lost" if lose else ""
+    return (f"| {who} | {wire} | {logged_lost} | {details['agent_lost_frames']} "
+            f"({details.get('agent_too_late_frames', '-')}) | "
             f"{details['agent_gaps']} ({details['agent_unsent_ms']:.0f} ms) | "
             f"{len(found)} of {len(sent)} | {starts} | {details.get('agent_most_behind_ms', 0):.0f}"
             f" ms | {', '.join(codes) or 'whole'} |")  # fmt: skip
@@ -348,15 +353,19 @@ def main() -> None:
             print(asyncio.run(pipecat_located(25, Path(tmp) / "pipecat")), flush=True)
     if args.reordered:
         print("\nthe refund call with the agent's packets swapped on the wire\n")
-        print("| agent | on the wire | lost by the agent | counted lost | gaps (of them unsent) | "
+        print("| agent | on the wire | lost by the agent | counted lost (too late) | "
+              "gaps (of them unsent) | "
               "agent turns found | reply starts vs the agent's log (ms) | behind, at worst | "
               "evidence |")  # fmt: skip
         print("|---|---|---|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory() as tmp:
-            for swap, lose, pipecat in ((50, None, False), (13, None, False), (13, 25, False),
-                                        (13, None, True), (13, 25, True)):  # fmt: skip
-                folder = Path(tmp) / f"{swap}-{lose}-{pipecat}"
-                print(asyncio.run(reordered_call(swap, lose, pipecat, folder)), flush=True)
+            for swap, behind, lose, pipecat in ((50, 1, None, False), (13, 1, None, False),
+                                                (13, 1, 25, False), (25, 4, None, False),
+                                                (13, 1, None, True), (13, 1, 25, True),
+                                                (25, 4, None, True)):  # fmt: skip
+                folder = Path(tmp) / f"{swap}-{behind}-{lose}-{pipecat}"
+                print(asyncio.run(reordered_call(swap, behind, lose, pipecat, folder)),
+                      flush=True)  # fmt: skip
     if not args.live:
         return
     print("\nthe refund call against the reference agent losing packets on the wire\n")

@@ -52,3 +52,13 @@ def test_packets_lost_after_the_last_one_are_counted_not_placed():
 def test_without_statistics_every_gap_is_counted_lost():
     gaps = split_gaps(_stats(), None, holes={960 * 51: 1})
     assert not gaps.known and not gaps.located and gaps.lost_ms == 460.0
+
+
+def test_a_packet_that_came_too_late_is_lost_not_unsent():
+    """The receive buffer gave a packet's place up and it came after (webrtc/jitter.py): the
+    RTP statistics count it received, yet no one heard it: lost, said so, not silence the
+    agent never sent."""
+    one_late = [{**INBOUND[0], "packetsLost": 2}]  # the third of the holes came, too late
+    gaps = split_gaps(_stats(), one_late, holes={960 * 51: 1, 960 * 200: 2}, too_late=1)
+    assert gaps.lost_frames == 3 and gaps.unsent_ms == 400.0 and gaps.unplaced == 0
+    assert where_lost(gaps).endswith("; 1 of them came, too late to be heard")

@@ -71,10 +71,12 @@ class _Clock:
         return self.now
 
 
-def _timed(order: list[int], hold_ms: float = HOLD_MS) -> tuple[list[int], list[float], dict]:
+def _timed(
+    order: list[int], hold_ms: float = HOLD_MS
+) -> tuple[list[int], list[float], AudioJitterBuffer]:
     """Feed ``order`` one packet per 20 ms to a buffer that delivers itself, releasing as the
     call's 20 ms tick does (after the last, until nothing more is due): the frames delivered
-    in order, how long each waited (ms), and the holes given up."""
+    in order, how long each waited (ms), and the buffer."""
     clock = _Clock()
     came: dict[int, float] = {}
     out: list[tuple[int, float]] = []
@@ -93,15 +95,15 @@ def _timed(order: list[int], hold_ms: float = HOLD_MS) -> tuple[list[int], list[
         buffer.release()  # the tick, between packets
     clock.now += 1.0
     buffer.release()
-    return [n for n, _ in out], [round((t - came[n]) * 1000) for n, t in out], buffer.holes
+    return [n for n, _ in out], [round((t - came[n]) * 1000) for n, t in out], buffer
 
 
 def test_a_packet_after_its_successor_goes_on_in_its_place():
     """Neighbours swapped on the wire (two paths): the late one is heard, not given up as lost
     (with no wait held it was dropped, and its 20 ms was a gap in the agent's audio)."""
     order = [0, 1, 2, 4, 3, 5, 6, 8, 7, 9]
-    got, waits, holes = _timed(order)
-    assert got == list(range(10)) and holes == {}
+    got, waits, buffer = _timed(order)
+    assert got == list(range(10)) and buffer.holes == {} and buffer.too_late == 0
     assert max(waits) <= 20  # only the one that came first waited, for its predecessor
     # Without the wait (how a call's buffer was): 3 and 7 dropped, each a hole.
     dropped = _handed_on(AudioJitterBuffer(prefetch=0), order)
@@ -110,14 +112,17 @@ def test_a_packet_after_its_successor_goes_on_in_its_place():
 
 def test_a_lost_packet_is_given_up_after_the_wait_and_costs_only_itself():
     order = [n for n in range(30) if n != 10]
-    got, waits, holes = _timed(order)
-    assert got == order and holes == {11 * SAMPLES: 1}
+    got, waits, buffer = _timed(order)
+    assert got == order and buffer.holes == {11 * SAMPLES: 1} and buffer.too_late == 0
     # The packets after the hole waited for it (40 ms, given up at the tick after), then none.
     assert max(waits) <= HOLD_MS + 20 and waits[-5:] == [0] * 5, waits
 
 
 def test_a_packet_later_than_the_wait_is_dropped():
-    """One that comes after its place was given up would be placed in the past: dropped."""
-    order = [0, 1, 2, 4, 5, 6, 7, 3, 8, 9]
-    got, _, holes = _timed(order)
-    assert got == [0, 1, 2, 4, 5, 6, 7, 8, 9] and holes == {4 * SAMPLES: 1}
+    """One that comes after its place was given up would be placed in the past: dropped, and
+    counted as too late (the RTP statistics count it received; to the listener it is lost).
+    A duplicate of one handed on is not."""
+    order = [0, 1, 2, 4, 5, 6, 7, 3, 8, 9, 9, 5]
+    got, _, buffer = _timed(order)
+    assert got == [0, 1, 2, 4, 5, 6, 7, 8, 9] and buffer.holes == {4 * SAMPLES: 1}
+    assert buffer.too_late == 1

@@ -277,7 +277,7 @@ def test_invalid_scenario_is_bad_input(tmp_path, cli):
     assert code == 2 and str(bad) in err and "Traceback" not in err
 
 
-def _lost_where_the_agent_lost_them(run, call, truth) -> None:
+def _lost_where_the_agent_lost_them(run, call, truth, event: str = "packet_lost") -> None:
     """Every stretch of agent audio the call located as lost sits exactly where the agent's
     stream lost a packet (its n-th, 20 ms each), and near where its log says it did, moved by
     the one-way delay its turns show (that estimate carries the turns' boundary errors: in one
@@ -287,7 +287,7 @@ def _lost_where_the_agent_lost_them(run, call, truth) -> None:
     sent = [(u["start_monotonic"] - origin) * 1000 for u in truth["utterances"]]
     network = statistics.median(m - s for m, s in zip(starts, sent, strict=True))
     logged = [((e["monotonic"] - origin) * 1000 + network, e["n"])
-              for e in truth["events"] if e.get("event") == "packet_lost"]  # fmt: skip
+              for e in truth["events"] if e.get("event") == event]  # fmt: skip
     located = call.info.lost
     assert located and len(located) <= len(logged), (located, logged)
     pairs = [(x, min(logged, key=lambda t: abs(x.start_ms - t[0]))) for x in located]
@@ -352,6 +352,25 @@ def test_packets_lost_only_in_the_agents_pauses_leave_the_evidence_whole(scenari
     _lost_where_the_agent_lost_them(run, call, truth)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["source"]["details"]["agent_lost_frames"] >= 20, result["source"]["details"]
+
+
+def test_packets_too_late_to_be_heard_are_lost_not_silence_never_sent(scenario, tmp_path):
+    """Every 25th packet the agent sends goes out 4 packets (80 ms) late: past the 40 ms the
+    packets after a hole wait for it (capture/webrtc/jitter.py). Each is dropped when it comes;
+    the RTP statistics count it received, yet no one heard it: counted lost, said so, and
+    located where the agent sent it (it was taken for audio the agent never sent)."""
+    behaviour = AgentBehaviour.from_scenario(scenario, swap_every=25, swap_behind=4)
+    run, call, _, truth = asyncio.run(_one_call(scenario, behaviour, tmp_path))
+    details = json.loads((tmp_path / "result.json").read_text())["source"]["details"]
+    moved = sum(1 for e in truth["events"] if e["event"] == "packet_swapped")
+    assert details["agent_unsent_ms"] == 0, details
+    late = details["agent_too_late_frames"]
+    # (the agent goes on sending after the caller hung up: its last ones never came)
+    assert moved - 3 <= late <= moved and late >= 15, (moved, details)
+    assert details["agent_lost_frames"] == late == details["agent_gaps"], details
+    (warning,) = [n for n in run.result.findings.notes if n.code_name == "agent_audio_lost"]
+    assert f"{late} of them came, too late to be heard" in warning.message, warning.message
+    _lost_where_the_agent_lost_them(run, call, truth, event="packet_swapped")
 
 
 def test_ctrl_c_ends_the_call_cleanly(tmp_path):

@@ -63,8 +63,10 @@ class AgentBehaviour(BaseModel):
     # Lose every Nth outgoing frame in transit (WebRTC: its RTP packet; a phone line: its
     # media message).
     drop_every: int | None = Field(default=None, ge=2)
-    # Send every Nth RTP packet after its successor (WebRTC): neighbours swapped on the wire.
+    # Send every Nth RTP packet after the swap_behind ones that follow it (WebRTC): on the
+    # wire, 1 is neighbours swapped, more is that many packets late.
     swap_every: int | None = Field(default=None, ge=2)
+    swap_behind: int = Field(default=1, ge=1)
     dtx: bool = False  # WebRTC: leave digital silence unsent, as a DTX sender does
     # Lose them only in the agent's pauses, well away from its speech (WebRTC): a loss that
     # moves nothing the caller measures.

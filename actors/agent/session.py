@@ -88,11 +88,12 @@ class AgentSession:
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         await self.pc.setLocalDescription(await self.pc.createAnswer())
         if self.behaviour.swap_every:  # first: the losses below count packets as sent
-            swap_every(sender, self.behaviour.swap_every)
+            swapped = self._log("packet_swapped")
+            swap_every(sender, self.behaviour.swap_every, swapped, self.behaviour.swap_behind)
         if self.behaviour.drop_every:
             # Each loss in the agent's own log, as it happened: where the caller should place it.
             only = self._in_pause if self.behaviour.drop_in_pauses else None
-            lose_every(sender, self.behaviour.drop_every, self._lost, only)
+            lose_every(sender, self.behaviour.drop_every, self._log("packet_lost"), only)
         return self.pc.localDescription.sdp
 
     def _in_pause(self) -> bool:
@@ -102,8 +103,13 @@ class AgentSession:
         quiet = self.quiet.count if self.quiet is not None else 0
         return self.core.caller_voiced and self.core.idle and quiet >= PAUSE_FRAMES
 
-    def _lost(self, count: int) -> None:
-        self.core.events.append({"event": "packet_lost", "n": count, "monotonic": time.monotonic()})
+    def _log(self, event: str) -> Callable[[int], None]:
+        """What logs each packet the wire loses or moves: its count, when it was sent."""
+
+        def log(count: int) -> None:
+            self.core.events.append({"event": event, "n": count, "monotonic": time.monotonic()})
+
+        return log
 
     @staticmethod
     def _rtvi(channel, kind: str) -> None:  # type: ignore[no-untyped-def]

@@ -76,33 +76,37 @@ def lose_every(
 
 
 def swap_every(
-    sender: RTCRtpSender, n: int, on_swapped: Callable[[int], None] | None = None
+    sender: RTCRtpSender,
+    n: int,
+    on_swapped: Callable[[int], None] | None = None,
+    behind: int = 1,
 ) -> None:
-    """Send every ``n``th RTP packet ``sender`` hands its transport after the packet that
-    follows it, as a network whose packets take two paths delivers neighbours swapped; the
-    held one waits for the next packet however long that takes. ``on_swapped`` hears each
-    one's count. Installed before ``lose_every`` (which then wraps it), a lost packet's count
-    is its place in the stream, not in the reordered one."""
+    """Send every ``n``th RTP packet ``sender`` hands its transport after the ``behind``
+    packets that follow it (1: neighbours swapped, as a network whose packets take two paths
+    delivers them; more: that many packets late); a held one waits for them however long
+    that takes. ``on_swapped`` hears each one's count. Installed before ``lose_every`` (which
+    then wraps it), a lost packet's count is its place in the stream, not in the reordered
+    one."""
     transport = sender.transport
     send = transport._send_rtp
     count = 0
-    held: bytes | None = None
+    held: list[list] = []  # [packet, packets still to go out before it]
 
     async def swapping(data: bytes) -> None:
-        nonlocal count, held
+        nonlocal count
         if is_rtcp(data):
             await send(data)
             return
         count += 1
-        if held is not None:
-            first, held = held, None
-            await send(data)
-            await send(first)
-        elif count % n == 0:
-            held = data
+        if count % n == 0:
+            held.append([data, behind])
             if on_swapped is not None:
                 on_swapped(count)
-        else:
-            await send(data)
+            return
+        await send(data)
+        for item in held:
+            item[1] -= 1
+        while held and held[0][1] <= 0:
+            await send(held.pop(0)[0])
 
     transport._send_rtp = swapping  # type: ignore[method-assign]

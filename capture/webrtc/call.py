@@ -27,7 +27,7 @@ from turnscope.capture.frames import AGENT, CALLER, PcmFrame
 from turnscope.capture.player import MAX_LATE_REPORTED, sent_too_late
 from turnscope.capture.source import SourceInfo, SourceNote
 from turnscope.capture.urls import public_url
-from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, split_gaps, where_lost
+from turnscope.capture.webrtc.gaps import MAX_LOST_REPORTED, rtp_stats, split_gaps, where_lost
 from turnscope.capture.webrtc.jitter import HOLD_MS, PLAYOUT_MS, AudioJitterBuffer, tolerate_loss
 from turnscope.capture.webrtc.opus import sending_codec
 from turnscope.capture.webrtc.quiet import QUIET_MS, Behind, QuietFill
@@ -309,15 +309,7 @@ class WebRTCCall(CallSource):
         # count of lost packets tells loss from DTX in _describe.
         if self.pc is not None and "rtp_stats" not in self.info.details:
             with contextlib.suppress(Exception):
-                self.info.details["rtp_stats"] = await asyncio.wait_for(self._stats(), 2.0)
-
-    async def _stats(self) -> list[dict[str, Any]]:
-        report = await self.pc.getStats()
-        out = []
-        for s in report.values():
-            d = {k: v for k, v in vars(s).items() if isinstance(v, (int, float, str))}
-            out.append(d)
-        return out
+                self.info.details["rtp_stats"] = await asyncio.wait_for(rtp_stats(self.pc), 2.0)
 
     def _flush(self) -> None:
         self._behind.stopped = True  # what the end flushes is not late: the call is over
@@ -326,8 +318,9 @@ class WebRTCCall(CallSource):
     def _describe(self) -> None:
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
-        holes = self._buffer.holes if self._buffer is not None else None
-        gaps = split_gaps(st, self.info.details.get("rtp_stats"), holes)
+        buf = self._buffer
+        gaps = split_gaps(st, self.info.details.get("rtp_stats"), buf and buf.holes,
+                          buf.too_late if buf else 0)  # fmt: skip
         if gaps.lost_frames:
             lost = (
                 f"{gaps.lost_frames} agent audio frames ({gaps.lost_ms:.0f} ms) were lost in "
@@ -393,6 +386,7 @@ class WebRTCCall(CallSource):
                 "agent_frames": st.frames,
                 "agent_lost_frames": gaps.lost_frames,
                 "agent_lost_ms": round(gaps.lost_ms, 1),
+                "agent_too_late_frames": gaps.too_late,  # of the lost: came after their place
                 # Audio the agent never sent (DTX in its pauses): silence, not a fault.
                 "agent_unsent_ms": round(gaps.unsent_ms, 1),
                 # Of the agent's pauses, heard as silence while it sent nothing (webrtc/quiet.py).

@@ -8,11 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aiortc import RTCPeerConnection
+
 from turnscope.capture.channels import AGENT
 from turnscope.capture.source import LostAudio
 from turnscope.capture.webrtc.receiver import PlacedGap, ReceiveStats
 
-__all__ = ["MAX_LOST_REPORTED", "AgentGaps", "left_unsent", "split_gaps", "where_lost"]
+__all__ = [
+    "MAX_LOST_REPORTED", "AgentGaps", "left_unsent", "rtp_stats", "split_gaps", "where_lost",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,8 @@ class AgentGaps:
     way, as a listener hears them). ``known``: the RTP statistics were read; without them
     every gap is counted lost, as before DTX was told apart. ``located``: where each lost
     packet was placed (``lost``); ``unplaced``: lost packets no later one followed (the call
-    ended first: no audio of the call is missing for them)."""
+    ended first: no audio of the call is missing for them); ``too_late``: of the lost, packets
+    that came after the receive buffer had given their place up (webrtc/jitter.py)."""
 
     lost_frames: int
     lost_ms: float
@@ -30,6 +35,7 @@ class AgentGaps:
     lost: tuple[LostAudio, ...] = ()
     located: bool = False
     unplaced: int = 0
+    too_late: int = 0
 
 
 def left_unsent(gap: PlacedGap, holes: dict[int, int]) -> bool:
@@ -37,6 +43,16 @@ def left_unsent(gap: PlacedGap, holes: dict[int, int]) -> bool:
     (DTX in a pause). Its holes are kept before the frame after them is placed, so this holds
     from the moment the gap is."""
     return gap.pts not in holes
+
+
+async def rtp_stats(pc: RTCPeerConnection) -> list[dict[str, Any]]:
+    """The connection's statistics (aiortc's getStats), each as a dict of its plain values:
+    what tells loss from DTX (``split_gaps``) and is written to the call's details."""
+    report = await pc.getStats()
+    return [
+        {k: v for k, v in vars(s).items() if isinstance(v, (int, float, str))}
+        for s in report.values()
+    ]
 
 
 def _inbound_lost_packets(rtp_stats: list[dict[str, Any]] | None) -> int | None:
@@ -73,20 +89,24 @@ def split_gaps(
     stats: ReceiveStats,
     rtp_stats: list[dict[str, Any]] | None,
     holes: dict[int, int] | None = None,
+    too_late: int = 0,
 ) -> AgentGaps:
     """Split the timestamp gaps the receiver placed into lost and unsent audio; ``holes``: the
-    packets the receive buffer gave up (webrtc/jitter.py), to locate the lost ones."""
+    packets the receive buffer gave up (webrtc/jitter.py), to locate the lost ones;
+    ``too_late``: how many of those came after all (lost to the listener, though the RTP
+    statistics count them received)."""
     lost = _inbound_lost_packets(rtp_stats)
     if lost is None:
         return AgentGaps(stats.gap_frames, stats.gap_ms, 0.0, known=False)
+    lost += too_late
     lost_ms = min(stats.gap_ms, lost * stats.frame_ms)
     located = _locate(stats, holes) if holes is not None else None
     if located is None:
-        return AgentGaps(lost, lost_ms, stats.gap_ms - lost_ms, known=True)
+        return AgentGaps(lost, lost_ms, stats.gap_ms - lost_ms, known=True, too_late=too_late)
     where, placed = located
     return AgentGaps(
         lost, lost_ms, stats.gap_ms - lost_ms, known=True,
-        lost=tuple(where), located=True, unplaced=max(0, lost - placed),
+        lost=tuple(where), located=True, unplaced=max(0, lost - placed), too_late=too_late,
     )  # fmt: skip
 
 
@@ -102,4 +122,6 @@ def where_lost(gaps: AgentGaps) -> str:
     out = f", in {n} place{'s' if n > 1 else ''} (the longest {longest:.0f} ms)" if n else ""
     if gaps.unplaced:
         out += f"; {gaps.unplaced} after the agent's last audio"
+    if gaps.too_late:
+        out += f"; {gaps.too_late} of them came, too late to be heard"
     return out

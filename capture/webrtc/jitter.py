@@ -74,6 +74,10 @@ class AudioJitterBuffer(JitterBuffer):
         # Packets given up, by the RTP time of the packet handed on after them, counted from
         # the first one handed on (aiortc's TimestampMapper: the decoded frames' pts).
         self.holes: dict[int, int] = {}
+        self._given_up: set[int] = set()  # their extended sequence numbers, until one comes
+        # Packets that came after their place was given up: never heard, as a lost one (the
+        # receiver's RTP statistics count them received).
+        self.too_late = 0
         # When the last packet came (``clock``: monotonic s, the event loop's): a pause the
         # sender leaves unsent is heard once none has come for a while (webrtc/quiet.py).
         self.last_packet_at: float | None = None
@@ -87,6 +91,9 @@ class AudioJitterBuffer(JitterBuffer):
         now = self.last_packet_at = self._clock()
         seq = self._extend(packet.sequence_number)
         if seq < self._next or seq in self._held:
+            if seq in self._given_up:
+                self._given_up.discard(seq)
+                self.too_late += 1
             return False, None  # too late, or a duplicate
         self._held[seq] = (packet, now)
         if self._deliver is not None:
@@ -116,6 +123,7 @@ class AudioJitterBuffer(JitterBuffer):
             self._origin = ready.timestamp
         elif seq > self._next:
             self.holes[(ready.timestamp - self._origin) % 2**32] = seq - self._next
+            self._given_up.update(range(self._next, seq))
         self._next = seq + 1
         return JitterFrame(data=ready._data, timestamp=ready.timestamp)  # type: ignore[attr-defined]
 

@@ -276,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="send every Nth RTP packet the bot sends after the one that follows it (neighbours "
         "swapped on the wire)",
     )
+    p.add_argument(
+        "--swap-behind",
+        type=int,
+        default=1,
+        help="with --swap-every: send it after this many packets (more than 1: that many late)",
+    )
     p.add_argument("--voice", default=VOICE, help="espeak-ng voice of the bot")
     p.add_argument("--truth-log", type=Path, default=None)
     p.add_argument(
@@ -896,9 +902,9 @@ def _prepare_speech(args: argparse.Namespace) -> None:
         SPEECHES.update({c.text: c for c in CLIPS})
 
 
-def _wire_faults(pc: Any, lose: int, swap: int) -> None:
-    """Lose every ``lose``th RTP packet the audio sender sends and swap every ``swap``th with
-    the one after it (0: none), each logged: the reference agent's own wire
+def _wire_faults(pc: Any, lose: int, swap: int, behind: int) -> None:
+    """Lose every ``lose``th RTP packet the audio sender sends and send every ``swap``th after
+    the ``behind`` ones after it (0: none), each logged: the reference agent's own wire
     (actors/agent/wire.py, which needs aiortc only), loaded by its path since nothing of the
     project is installed here."""
     import importlib.util
@@ -910,7 +916,7 @@ def _wire_faults(pc: Any, lose: int, swap: int) -> None:
     spec.loader.exec_module(wire)
     sender = next(t.sender for t in pc.getTransceivers() if t.kind == "audio")
     if swap:  # first: the losses count the packets as sent (wire.swap_every)
-        wire.swap_every(sender, swap, lambda count: TRUTH.mark("packet_swapped", n=count))
+        wire.swap_every(sender, swap, lambda c: TRUTH.mark("packet_swapped", n=c), behind=behind)
     if lose:
         wire.lose_every(sender, lose, on_lost=lambda count: TRUTH.mark("packet_lost", n=count))
 
@@ -975,7 +981,7 @@ async def bot(runner_args: SmallWebRTCRunnerArguments):
     async def on_client_connected(transport, client):
         TRUTH.mark("client_connected", session=session)
         if args.lose_every or args.swap_every:
-            _wire_faults(connection.pc, args.lose_every, args.swap_every)
+            _wire_faults(connection.pc, args.lose_every, args.swap_every, args.swap_behind)
         ledger = ReplyLedger(TRUTH, session)
         ledger.install(transport._client._audio_output_track)
         replies.ledger = ledger
