@@ -246,3 +246,29 @@ def test_a_suites_llm_caller_is_pinned_or_the_task_says_how(tmp_path: Path, cli)
     code, _, err = cli("bench", "voice_regression_transcripts", "-q", "--runs", str(tmp_path / "t"),
                        "--caller-llm", "http://127.0.0.1:9/v1")  # fmt: skip
     assert code == 0 and "--caller-llm: no live scenario of this suite has an LLM-driven" in err
+
+
+def test_a_replay_speaks_the_recorded_lines_ahead_and_says_when_one_went_out_late():
+    """A recorded LLM caller's lines are known before the replay: spoken ahead, so a line goes
+    out at its recorded offset, not after its synthesis. One later than that (beyond a 20 ms
+    frame) is the caller's warning, with when this machine had the agent's words."""
+    from turnscope.actors.caller.llm_driver import LlmTurn, late_replay, replayed_lines
+
+    recorded = [{"action": {"action": "say", "text": "Four two seven."}},
+                {"action": {"action": "wait"}}, {"action": {"action": "press", "keys": "1"}},
+                {"action": {"action": "barge_in", "text": "Wait."}}]  # fmt: skip
+    assert replayed_lines(recorded) == ["Four two seven.", "Wait."]
+    assert replayed_lines(None) == []
+    say = {"action": "say", "text": "x"}
+    on_time = LlmTurn(1, "heard", 9000.0, say, "replayed", offset_ms=2053.0, sent_offset_ms=2060.0)
+    assert late_replay(on_time) is None
+    late = LlmTurn(1, "heard", 9000.0, say, "replayed", offset_ms=2053.0, sent_offset_ms=4432.0,
+                   heard_offset_ms=3900.0)  # fmt: skip
+    assert late_replay(late) == (
+        "LLM turn 1 was replayed 2379 ms later than recorded (the recorded line went out 2053 "
+        "ms after the agent's turn ended; the agent's words were transcribed 3900 ms after its "
+        "turn ended): this machine heard or spoke slower than the recording's, a caller delay, "
+        "not the agent's"
+    )
+    asked = LlmTurn(1, "heard", 9000.0, say, "llm", offset_ms=2053.0, sent_offset_ms=4432.0)
+    assert late_replay(asked) is None  # the LLM's own line has no recorded time to keep

@@ -215,9 +215,13 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     replayed = two["llm"]["turns"]
     assert [t["action"] for t in replayed] == [t["action"] for t in asked], two["llm"]
     assert two["llm"]["asked"] == 0 and two["llm"]["replayed"] == len(asked), two
+    # (when each had the agent's words: a replay later than the recording says why, below)
+    assert all(t["heard_offset_ms"] >= 0 for t in asked + replayed), (asked, replayed)
     for a, b in zip(asked, replayed, strict=True):
         if a.get("sent_offset_ms") is not None:
             assert abs(b["sent_offset_ms"] - a["sent_offset_ms"]) <= 20, (a, b)
+    warned = json.loads((tmp_path / "second" / "result.json").read_text())
+    assert "replay_late" not in (warned.get("warning_codes") or []), warned["warnings"]
 
 
 PIPECAT_ORDER = """

@@ -12,8 +12,9 @@ from rich.console import Console
 
 from turnscope import __version__, transports
 from turnscope.actors.caller.caller import ScriptedCaller
-from turnscope.actors.caller.lines import CallerLine, caller_lines
+from turnscope.actors.caller.lines import CallerLine, caller_lines, say_ahead
 from turnscope.actors.caller.llm import LlmEndpoint
+from turnscope.actors.caller.llm_driver import replayed_lines
 from turnscope.actors.caller.own_line import spoken_spans
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.asr.settings import Settings
@@ -118,7 +119,7 @@ async def place_call(
         call = transports.open_call(options)
         transcriber = Transcriber(settings.asr, settings.confirm)
         try:
-            lines = await _set_up(call, scenario, transcriber, lines)
+            lines = await _set_up(call, scenario, transcriber, lines, caller_from)
         except CallSetupError as exc:  # whoever placed the call: its bundle says why, here
             write_setup_failure(outdir, options, str(exc), exc.kind)
             raise
@@ -197,16 +198,24 @@ def spoken_reference(contract: Contract, scenario: Scenario, caller: ScriptedCal
 
 
 async def _set_up(
-    call: AnyCall, scenario: Scenario, transcriber: Transcriber, spoken: list[CallerLine] | None
+    call: AnyCall,
+    scenario: Scenario,
+    transcriber: Transcriber,
+    spoken: list[CallerLine] | None,
+    replay: list[dict[str, Any]] | None,
 ) -> list[CallerLine]:
-    """Speak the caller's lines (unless ``spoken``), load the model, connect; the lines. A
-    signal meanwhile is a set-up that did not finish (CallSetupError: the caller writes a bundle
-    saying so)."""
+    """Speak the caller's lines (unless ``spoken``) and a replayed LLM caller's, load the model,
+    connect; the lines. A signal meanwhile is a set-up that did not finish (CallSetupError: the
+    caller writes a bundle saying so)."""
 
     async def go() -> list[CallerLine]:
         # espeak-ng off the event loop: other calls of this process may be live. A signal
         # cancels this task, and the synthesis stops at its next line.
-        lines = spoken if spoken is not None else await offload_stoppable(caller_lines, scenario)
+        texts = replayed_lines(replay)  # a recorded LLM caller's: at their recorded times
+        lines = spoken if spoken is not None else await offload_stoppable(
+            caller_lines, scenario, also=texts)  # fmt: skip
+        if spoken is not None and texts:
+            await offload_stoppable(say_ahead, scenario, [(text, None) for text in texts])
         # The model before the call: importing and loading it mid-call would stall the event
         # loop, and with it the outgoing audio.
         await transcriber.ready()

@@ -4,6 +4,7 @@ delays a barge-in) and the record of what happened to each."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,20 +27,22 @@ CallerLine = tuple[int, Line, np.ndarray]  # script index, the line, its audio
 Status = Literal["spoken", "not spoken"]
 
 
-def caller_lines(scenario: Scenario, *, stop: threading.Event | None = None) -> list[CallerLine]:
+def caller_lines(
+    scenario: Scenario, *, stop: threading.Event | None = None, also: Sequence[str] = ()
+) -> list[CallerLine]:
     """Every caller line of the script with its audio (espeak-ng runs here: call it off the
     event loop when other calls are live). ``stop``, once set, ends the work before the next
-    line (CancelledError): a run cancelled while a long script is spoken stops speaking it."""
+    line (CancelledError): a run cancelled while a long script is spoken stops speaking it.
+    ``also``: more the caller will say in its own voice, spoken now too (``said``): a recorded
+    LLM caller's lines, replayed (their synthesis would delay each past its recorded time)."""
     out: list[CallerLine] = []
     for i, line in enumerate(scenario.script):
         if stop is not None and stop.is_set():
             raise CancelledError(f"stopped before script[{i}]")
         if line.speaker == "caller":
             out.append((i, line, as_sent(scenario, line, line_audio(scenario, line))))
-    for text, voice in spoken_texts(scenario):  # branches and facts: ready before the call too
-        if stop is not None and stop.is_set():
-            raise CancelledError("stopped before the branches and facts")
-        said(scenario, text, voice)
+    extra = [(text, None) for text in also]
+    say_ahead(scenario, [*spoken_texts(scenario), *extra], stop=stop)  # branches, facts too
     prepare(scenario, [audio for _, _, audio in out])  # the caller's background, made now
     return out
 
@@ -47,6 +50,20 @@ def caller_lines(scenario: Scenario, *, stop: threading.Event | None = None) -> 
 # What a reactive caller may say besides its lines, spoken once per process (a load run's
 # calls share them): (text, voice, rate, pitch, acoustics) -> audio.
 _said: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def say_ahead(
+    scenario: Scenario,
+    texts: Sequence[tuple[str, str | None]],
+    *,
+    stop: threading.Event | None = None,
+) -> None:
+    """Speak each (text, voice) now, as ``said`` keeps it: saying it on the call costs nothing.
+    ``stop`` as ``caller_lines``'s."""
+    for text, voice in texts:
+        if stop is not None and stop.is_set():
+            raise CancelledError("stopped before what the caller may say")
+        said(scenario, text, voice)
 
 
 def said(scenario: Scenario, text: str, voice: str | None = None) -> np.ndarray:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # How alike the agent's words must be to the recorded call's for its recorded line to be replayed
 # (difflib's ratio on the normalised text, see ``alike``).
 REPLAY_MATCH = 0.8
+SPOKEN = ("say", "barge_in", "backchannel")  # the actions that are a line the caller says
+FRAME_MS = 20.0  # a replayed line is on time within one frame of the recorded one
 
 
 @dataclass
@@ -46,6 +48,7 @@ class LlmTurn:
     latency_ms: float | None = None  # the LLM's answer time (None: replayed)
     offset_ms: float | None = None  # when to start after heard_end_ms (recorded: as it was)
     sent_offset_ms: float | None = None  # when the line really went out after heard_end_ms
+    heard_offset_ms: float | None = None  # when the caller had the agent's words, after it
     # Spoken while the agent spoke (caller.llm.interrupts): how far into the agent's turn its
     # audio had been decoded when the caller decided (heard_end_ms is that point then).
     upto_offset_ms: float | None = None
@@ -54,6 +57,31 @@ class LlmTurn:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None and v != []}
+
+
+def replayed_lines(replay: list[dict[str, Any]] | None) -> list[str]:
+    """What a recorded LLM caller said (its spoken actions' texts): spoken ahead of a replay,
+    so that each goes out at its recorded time rather than after its synthesis."""
+    actions = [t.get("action") or {} for t in replay or []]
+    return [str(a["text"]) for a in actions if a.get("action") in SPOKEN and a.get("text")]
+
+
+def late_replay(turn: LlmTurn) -> str | None:
+    """Why a replayed line went out later than the recorded one (beyond one 20 ms frame), for
+    the caller's warning; None when it was on time (or not replayed, or not sent)."""
+    if turn.source != "replayed" or turn.offset_ms is None or turn.sent_offset_ms is None:
+        return None
+    late = turn.sent_offset_ms - turn.offset_ms
+    if late <= FRAME_MS:
+        return None
+    heard = "" if turn.heard_offset_ms is None else (
+        f"; the agent's words were transcribed {turn.heard_offset_ms:.0f} ms after its turn "
+        "ended")  # fmt: skip
+    return (
+        f"LLM turn {turn.index} was replayed {late:.0f} ms later than recorded (the recorded "
+        f"line went out {turn.offset_ms:.0f} ms after the agent's turn ended{heard}): this "
+        "machine heard or spoke slower than the recording's, a caller delay, not the agent's"
+    )
 
 
 def alike(a: str, b: str) -> float:
@@ -135,11 +163,13 @@ class LlmDriver:
                 continue
             heard_end = speech.end_ms or self.clock.now_ms()
             heard = await self._heard(last_end)
+            heard_offset = round(self.clock.now_ms() - heard_end, 1)
             if self._until_met(heard, None):
                 break
             turn = await self._next_action(heard, heard_end)
             if turn is None:
                 break  # the caller's LLM failed: said, the caller's part ends here
+            turn.heard_offset_ms = heard_offset
             self.llm_turns.append(turn)
             kind = turn.action["action"]
             if kind in ("hang_up", "goal_reached"):
@@ -244,6 +274,8 @@ class LlmDriver:
             turn.sent_offset_ms = round(rec.sent["start_ms"] - heard_end, 1)
             if turn.offset_ms is None:
                 turn.offset_ms = turn.sent_offset_ms
+        if (late := late_replay(turn)) is not None:
+            self._warn(CallerNote.REPLAY_LATE, late)
         return sent.end_ms if sent and sent.end is not None else self.clock.now_ms()
 
     def llm_report(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ class CallerNote(StrEnum):
     LLM_MAX_TURNS = "llm_max_turns"
     REPLAY_DIVERGED = "replay_diverged"  # the agent left the recorded call: the LLM is asked
     REPLAY_SHORT = "replay_short"  # the recorded call had no more caller turns
+    REPLAY_LATE = "replay_late"  # a replayed line went out later than recorded (its delay)
     LLM_MISSING = "llm_missing"
     LLM_FAILED = "llm_failed"
     LLM_SLOW = "llm_slow"  # over caller.llm.deadline_ms: the caller's delay
