@@ -124,7 +124,7 @@ class WebRTCCall(CallSource):
         # A lost packet costs only itself, not the rest of the call's placement (jitter.py).
         self._buffer = tolerate_loss(transceiver.receiver, prefetch=0, hold_ms=HOLD_MS)
         self.info.details["loss_tolerant_jitter_buffer"] = self._buffer is not None
-        self.info.details["reorder_wait_ms"] = self._buffer.hold_ms if self._buffer else 0.0
+        self.info.details["reorder_wait_ms"] = 0.0 if self._buffer is None else self._buffer.hold_ms
         # A data channel, as pipecat's own client opens one: agents can report their resolved
         # outcome on it ({"type": "outcome", ...}) for the fixture's outcome dimensions.
         channel = self.pc.createDataChannel("turnscope")
@@ -319,8 +319,8 @@ class WebRTCCall(CallSource):
         st = self.stats
         self.info.duration_ms = self.clock.now_ms() if self.clock.origin is not None else None
         buf = self._buffer
-        gaps = split_gaps(st, self.info.details.get("rtp_stats"), buf and buf.holes,
-                          buf.too_late if buf else 0)  # fmt: skip
+        holes, late = (None, 0) if buf is None else (buf.holes, buf.too_late)
+        gaps = split_gaps(st, self.info.details.get("rtp_stats"), holes, late)
         if gaps.lost_frames:
             lost = (
                 f"{gaps.lost_frames} agent audio frames ({gaps.lost_ms:.0f} ms) were lost in "
