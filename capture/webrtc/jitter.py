@@ -44,6 +44,7 @@ HOLD_MS = 40.0
 _PRIVATE = "_RTCRtpReceiver__"
 _SLOT = _PRIVATE + "jitter_buffer"
 
+LATE_TRACKED = 50  # a hole's packets counted if they come too late: holes of up to 1 s
 Deliver = Callable[[JitterFrame, int], None]  # a frame and its payload type, to the decoder
 
 
@@ -111,9 +112,10 @@ class AudioJitterBuffer(JitterBuffer):
         now = self._clock() if now is None else now
         while self._held:
             oldest = min(self._held)
-            waited = now - min(at for _, at in self._held.values())
-            if oldest > self._next and waited < self._hold_s:
-                return
+            if oldest > self._next:  # a hole: waited for since the first packet after it came
+                first_came = min(at for _, at in self._held.values())
+                if now - first_came < self._hold_s:
+                    return
             payload_type = self._held[oldest][0].payload_type
             self._deliver(self._hand_on(oldest), payload_type)
 
@@ -123,7 +125,8 @@ class AudioJitterBuffer(JitterBuffer):
             self._origin = ready.timestamp
         elif seq > self._next:
             self.holes[(ready.timestamp - self._origin) % 2**32] = seq - self._next
-            self._given_up.update(range(self._next, seq))
+            if seq - self._next <= LATE_TRACKED:  # a jump of thousands is no reordering
+                self._given_up.update(range(self._next, seq))
         self._next = seq + 1
         return JitterFrame(data=ready._data, timestamp=ready.timestamp)  # type: ignore[attr-defined]
 
