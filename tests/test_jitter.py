@@ -126,3 +126,12 @@ def test_a_packet_later_than_the_wait_is_dropped():
     got, _, buffer = _timed(order)
     assert got == [0, 1, 2, 4, 5, 6, 7, 8, 9] and buffer.holes == {4 * SAMPLES: 1}
     assert buffer.too_late == 1
+
+
+def test_a_jump_of_thousands_is_a_gap_not_packets_coming_late():
+    """An agent whose sequence numbers jump by thousands (a restarted sender): the hole is
+    given up as any is, but its numbers are not kept to be counted if they come (there were
+    as many to keep as the jump)."""
+    order = [0, 1, 2, 3000, 3001, 3002, 3003, 5, 3004]
+    got, _, buffer = _timed(order)
+    assert got == [0, 1, 2, 3000, 3001, 3002, 3003, 3004] and buffer.too_late == 0
