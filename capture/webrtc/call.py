@@ -53,6 +53,7 @@ WEBRTC_TIMING = "caller: send time on the call clock; agent: arrival, placed by 
 
 MAX_LOGGED_MESSAGES = 200
 PAUSE_PACE_S = 0.02  # how often the agent's pause is looked for (webrtc/quiet.py)
+TICK_LATE_S = 0.01  # a tick this late: the loop was held up, packets may lie unread (jitter.py)
 
 
 @dataclass
@@ -259,11 +260,15 @@ class WebRTCCall(CallSource):
         self._emit(frame)
 
     def _hear_pause(self) -> None:
-        """The agent's pause, heard while it sends nothing (webrtc/quiet.py)."""
-        self._pacer = asyncio.get_running_loop().call_later(PAUSE_PACE_S, self._hear_pause)
+        """The agent's pause, heard while it sends nothing (webrtc/quiet.py); packets after a
+        hole handed on once they waited for it (jitter.py), but not by a tick that ran late."""
+        loop = asyncio.get_running_loop()
+        late = self._pacer is not None and loop.time() - self._pacer.when() > TICK_LATE_S
+        self._pacer = loop.call_later(PAUSE_PACE_S, self._hear_pause)
         buffer = self._buffer
         if buffer is not None and buffer.last_packet_at is not None:
-            buffer.release()  # packets after a hole, once they waited for it (jitter.py)
+            if not late:  # (a packet's own arrival hands on what is due: after those read)
+                buffer.release()
             now = self.clock.now_ms()
             since = now - self.clock.to_ms(buffer.last_packet_at)
             frame = self._quiet.tick(self._placer, buffer.holes, now, since)

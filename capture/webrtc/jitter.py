@@ -14,9 +14,13 @@ wait for it, ``hold_ms`` (40 ms) by the clock: a packet a network delivers after
 (two paths) goes on in its place instead of being dropped and counted lost. The wait is timed,
 not counted in packets, so it needs the buffer to hand frames to the receiver's decoder itself
 (``deliver``: the receiver takes a frame only as a packet comes; the call's 20 ms tick gives
-held ones up, ``release``). The caller's playout delay aiortc's 4 packets made (80 ms) is kept
-as a constant (``PLAYOUT_MS``, added where a frame is placed), so the one-way delay and the
-latency split read as before.
+held ones up, ``release``; a tick that runs late does not: when the event loop was held up, a
+packet that came meanwhile is still unread, asyncio reading one datagram per pass and the
+packet's processing a task queued behind the timers then due, so the tick would give its place
+up before it is seen: a likely cause of one test run under load whose count of lost packets was
+off the agent's, its message not kept). The caller's playout delay aiortc's 4 packets made (80
+ms) is kept as a constant (``PLAYOUT_MS``, added where a frame is placed), so the one-way delay
+and the latency split read as before.
 
 Each hole it gives up is kept (``holes``: how many packets, by the RTP time of the packet after
 them, as the receiver's frames carry it), so the call can say where on its clock audio was
