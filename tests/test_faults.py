@@ -302,7 +302,10 @@ def test_agent_port_out_of_range(cli):
     err = _bad_input(cli, "agent", "--port", "0", "--dtx", "--transport", "twilio")
     assert "--dtx leaves a WebRTC sender's pauses unsent" in err, err
     err = _bad_input(cli, "agent", "--dtx", "--device", "--in", "a", "--out", "b")
-    assert "--drop-every and --dtx shape packets" in err, err
+    assert "--drop-every, --swap-every and --dtx shape packets" in err, err
+    err = _bad_input(cli, "agent", "--port", "0", "--swap-every", "9", "--transport", "exotel")
+    assert "--swap-every reorders a WebRTC sender's packets" in err, err
+    assert "--swap-every" in _bad_input(cli, "agent", "--port", "0", "--swap-every", "1")
     err = _bad_input(cli, "agent", "--port", "0", "--drop-in-pauses")
     assert "--drop-in-pauses loses --drop-every's packets" in err and "give --drop-every N" in err
 

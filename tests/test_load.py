@@ -244,12 +244,13 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
 
 
 def test_calls_whose_agent_lost_audio_in_their_turns_are_said_by_code(scenario, tmp_path):
-    """Two callers against the reference agent losing every 7th packet on the wire: each
-    call's evidence is degraded for audio lost in its turns, and the run says how many calls
-    and why in the terminal and load.html, each call's code in its row (the run's own evidence,
-    the harness's, is whole)."""
+    """Two callers against the reference agent losing every 7th packet on the wire (and sending
+    every 11th after the next): each call's evidence is degraded for audio lost in its turns,
+    and the run says how many calls and why in the terminal and load.html, each call's code in
+    its row (the run's own evidence, the harness's, is whole). The swapped packets are waited
+    for: no gap taken for audio the agent never sent."""
     out = tmp_path / "lossy"
-    with reference_agent(scenario, "--drop-every", "7") as url:
+    with reference_agent(scenario, "--drop-every", "7", "--swap-every", "11") as url:
         cmd = [*turnscope_exe(), "load", url, "--scenario", str(scenario), "-o", str(out),
                "--loopback-only", "--calls", "2", "--rate", "2"]  # fmt: skip
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
@@ -259,6 +260,9 @@ def test_calls_whose_agent_lost_audio_in_their_turns_are_said_by_code(scenario, 
     assert "evidence degraded in 2 of 2 call(s): audio_lost_in_turns 2" in done.stdout
     page = (out / "load.html").read_text()
     assert page.count("<td>audio_lost_in_turns</td>") == 2 and "evidence degraded in 2" in page
+    for c in r["calls"]:
+        details = json.loads((Path(c["bundle"]) / "result.json").read_text())["source"]["details"]
+        assert details["agent_unsent_ms"] == 0 and details["reorder_wait_ms"] == 40, details
 
 
 def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):

@@ -58,6 +58,12 @@ def agent(
     drop_in_pauses: bool = typer.Option(
         False, "--drop-in-pauses", help="WebRTC: lose them only while the caller speaks."
     ),
+    swap_every: int | None = typer.Option(
+        None,
+        "--swap-every",
+        help="WebRTC: send every Nth packet after the next.",
+        callback=number(2),
+    ),
     dtx: bool = typer.Option(False, "--dtx", help="WebRTC: leave silence unsent (DTX)."),
     voice: str | None = typer.Option(
         None,
@@ -98,6 +104,7 @@ def agent(
         "hangup_after_s": hangup_after_s, "silent_after_s": silent_after_s, "voice": voice,
         "never_answer": True if never_answer else None, "greet": False if no_greet else None,
         "dtx": True if dtx else None, "drop_in_pauses": True if drop_in_pauses else None,
+        "swap_every": swap_every,
     }  # fmt: skip
     if ignore_barge_ins and yield_ms is not None:  # one would be dropped without a word
         raise InputError("--ignore-barge-ins and --yield-ms: the agent ignores barge-ins or "
@@ -131,7 +138,7 @@ groups(
     agent,
     {
         "Behaviour": "scenario line latency_ms yield_ms ignore_barge_ins talk_over_ms never_answer "
-        "hangup_after_s silent_after_s drop_every drop_in_pauses dtx voice no_greet",
+        "hangup_after_s silent_after_s drop_every drop_in_pauses swap_every dtx voice no_greet",
         TRANSPORT: "port transport",
         DEVICE: "device in_device out_device loopback_in no_calibrate rate",
         OUTPUT: "truth_log",

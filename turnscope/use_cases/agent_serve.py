@@ -51,11 +51,14 @@ def agent_behaviour(
 
 def wire_knobs_apply(behaviour: AgentBehaviour, *, device: bool, phone: str | None) -> None:
     """InputError for a knob that shapes a call's packets where it has none to shape:
-    ``--drop-every`` and ``--dtx`` on sound devices, ``--dtx`` on a phone line (``phone``: its
-    dialect)."""
-    if device and (behaviour.drop_every is not None or behaviour.dtx):
-        raise InputError("--drop-every and --dtx shape packets on a call's wire; they do not "
-                         "apply to --device")  # fmt: skip
+    ``--drop-every``, ``--swap-every`` and ``--dtx`` on sound devices, ``--swap-every`` and
+    ``--dtx`` on a phone line (``phone``: its dialect)."""
+    if device and (behaviour.drop_every is not None or behaviour.swap_every or behaviour.dtx):
+        raise InputError("--drop-every, --swap-every and --dtx shape packets on a call's wire; "
+                         "they do not apply to --device")  # fmt: skip
+    if phone and behaviour.swap_every:
+        raise InputError(f"--swap-every reorders a WebRTC sender's packets; a phone line's "
+                         f"websocket delivers in order: not with --transport {phone}")  # fmt: skip
     if behaviour.drop_in_pauses and (behaviour.drop_every is None or phone):
         raise InputError("--drop-in-pauses loses --drop-every's packets only in the "
                          "agent's pauses of a WebRTC call: give --drop-every N, not "
