@@ -24,6 +24,7 @@ from turnscope.errors import printable
 from turnscope.jsonio import MESSAGE_LIMITS, ParseError, loads
 
 __all__ = [
+    "SPOKEN_ACTIONS",
     "CallerAction",
     "CallerLlmError",
     "LlmEndpoint",
@@ -38,6 +39,7 @@ MAX_BODY = 1024 * 1024  # a chat completion of a few hundred tokens is a few KB
 ACTIONS = ("say", "wait", "press", "hang_up", "goal_reached", "barge_in", "backchannel")
 # While the agent is still speaking the caller can only let it go on or cut in.
 MID_TURN_ACTIONS = ("wait", "barge_in", "backchannel")
+SPOKEN_ACTIONS = ("say", "barge_in", "backchannel")  # the actions that are a line to say
 
 
 def response_schema(actions: tuple[str, ...] = ACTIONS) -> dict[str, Any]:
@@ -178,7 +180,7 @@ def _action(content: str, refusal: Any) -> CallerAction:
         reason = LlmFailure.UNKNOWN_ACTION if unknown else LlmFailure.MALFORMED
         raise CallerLlmError(reason, printable(content, 200)) from None
     text = " ".join(action.text.split())
-    if action.action in ("say", "barge_in", "backchannel"):
+    if action.action in SPOKEN_ACTIONS:
         if not text:
             raise CallerLlmError(LlmFailure.EMPTY_LINE, "an empty line to say")
         odd = sum(1 for ch in text if not (ch.isalnum() or ch.isspace() or ch in SPOKEN_MARKS))

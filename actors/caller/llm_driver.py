@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 # How alike the agent's words must be to the recorded call's for its recorded line to be replayed
 # (difflib's ratio on the normalised text, see ``alike``).
 REPLAY_MATCH = 0.8
-SPOKEN = ("say", "barge_in", "backchannel")  # the actions that are a line the caller says
 FRAME_MS = 20.0  # a replayed line is on time within one frame of the recorded one
 
 
@@ -63,7 +62,8 @@ def replayed_lines(replay: list[dict[str, Any]] | None) -> list[str]:
     """What a recorded LLM caller said (its spoken actions' texts): spoken ahead of a replay,
     so that each goes out at its recorded time rather than after its synthesis."""
     actions = [t.get("action") or {} for t in replay or []]
-    return [str(a["text"]) for a in actions if a.get("action") in SPOKEN and a.get("text")]
+    spoken = llm.SPOKEN_ACTIONS
+    return [str(a["text"]) for a in actions if a.get("action") in spoken and a.get("text")]
 
 
 def late_replay(turn: LlmTurn) -> str | None:
