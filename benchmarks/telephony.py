@@ -3,6 +3,7 @@ with --pipecat, pipecat's telephony serializers over its FastAPI websocket trans
 
     .venv/bin/python benchmarks/telephony.py [--calls 5] [--concurrency 1 8 32] [--pipecat]
     .venv/bin/python benchmarks/telephony.py --hold-ups [--calls 5]
+    .venv/bin/python benchmarks/telephony.py --busy-greeting [--calls 5]
 
 The agents run in their own processes and log when their audio plays at the carrier (ground
 truth on time.monotonic(), shared by every process). Printed: agent turn start/end error vs that
@@ -94,10 +95,23 @@ def holding_up(hold_s: float):  # type: ignore[no-untyped-def]
     return arm if hold_s else None
 
 
-async def one_call(url: str, sc, outdir: Path, hold_s: float = 0.0) -> dict:
+BUSY_S = (0.015, 0.020, 1.5)  # --busy-greeting: the loop busy 15 ms of every 20 for 1.5 s
+
+
+def busy(call) -> None:  # type: ignore[no-untyped-def]
+    """``on_connected`` for a call whose loop is busy while the greeting begins: from 2 ms
+    before each caller frame is due, so each goes out some 13 ms late (under 20 ms: none is
+    stated late) and the pace never catches up."""
+    loop = asyncio.get_running_loop()
+    length, every, until = BUSY_S
+    for k in range(1, int(until / every)):
+        loop.call_at(call.clock.origin + k * every - 0.002, time.sleep, length)
+
+
+async def one_call(url: str, sc, outdir: Path, hold_s: float = 0.0, arm=None) -> dict:  # type: ignore[no-untyped-def]
     run, call, _ = await place_call(
         TelephonyOptions(url), sc, load_settings(), scenario_contract(sc), outdir, console=None,
-        on_connected=holding_up(hold_s),
+        on_connected=arm or holding_up(hold_s),
     )  # fmt: skip
     d = call.info.details
     return {
@@ -223,6 +237,28 @@ def hold_up_rows(work: Path, sc, calls: int) -> None:
                 print(f"  {o}")
 
 
+def busy_greeting_rows(work: Path, sc, calls: int) -> None:
+    """--busy-greeting: the pipecat bot's greeting, begun while turnscope's loop is busy."""
+    with pipecat_phone_bot(work / "pipecat-busy", reply="short", latency_ms=600) as bot:
+        got = [
+            asyncio.run(one_call(bot.url, sc, work / f"busy-{i}", arm=busy)) for i in range(calls)
+        ]
+        time.sleep(1)
+        replies = bot.replies()
+    print("| call | greeting start / end error (signed) | caller frames stated late |")
+    print("|---|---|---|")
+    starts = []
+    for i, c in enumerate(got):
+        r = next(r for r in replies if r.get("session") == c["stream"])
+        s, e = next((s, e) for sp, s, e in c["turns"] if sp == "agent")
+        ds = s - (r["start_monotonic"] - c["origin"]) * 1000
+        de = e - (r["end_monotonic"] - c["origin"]) * 1000
+        starts.append(ds)
+        print(f"| {i + 1} | {ds:+.1f} / {de:+.1f} ms | {c['late']} |")
+    print(f"| all | start min {min(starts):+.1f}, median {np.median(starts):+.1f}, "
+          f"max {max(starts):+.1f} ms | |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5, help="sequential calls for accuracy")
@@ -240,6 +276,11 @@ def main() -> None:
     parser.add_argument(
         "--hold-ups", action="store_true", help="only the pipecat bot's calls, loop held up"
     )
+    parser.add_argument(
+        "--busy-greeting",
+        action="store_true",
+        help="only the pipecat bot's calls, loop busy as the greeting begins",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="turnscope-phone-"))
@@ -248,6 +289,9 @@ def main() -> None:
     sc = load_scenario(scenario)
     if args.hold_ups:
         hold_up_rows(work, sc, args.calls)
+        return
+    if args.busy_greeting:
+        busy_greeting_rows(work, sc, args.calls)
         return
     truth_log = work / "truth.jsonl"
     agent = start_agent(scenario, truth_log, args.port)

@@ -71,9 +71,11 @@ def test_the_bots_spans_are_kept_placed_and_each_reply_reconciled(tmp_path):
         assert min(abs(r.decided_at_ms - d) for d in decided) <= 15, (r, decided)
         llm.append(hops[("turn_end", "llm_first_token")])
         # the tts first byte where the bot's log has the reply's first sample leaving (its
-        # TTS is instant): the unaccounted rest is the way to the caller's ear
+        # TTS is instant), never after it: the unaccounted rest is the way to the caller's ear.
+        # Between them, the frame's way through the bot's pipeline and the track's next 20 ms
+        # pull: 5.7-14.5 ms here idle, 7.7-27.2 with three CPU burners, 21.8 once in CI.
         sent = min(sent_ms, key=lambda t: abs(t - r.started_at_ms))
-        assert abs(r.started_at_ms - sent) <= 20, (r, sent_ms)
+        assert -2 <= sent - r.started_at_ms <= 40, (r, sent_ms)
         assert r.unaccounted_ms == pytest.approx(r.latency_ms - sum(h.ms for h in r.hops[:-1]))
     # the llm hop is the bot's configured delay (its event loop may wake a little late)
     assert statistics.median(abs(v - 700) for v in llm) <= 15, llm

@@ -170,15 +170,43 @@ def test_audio_read_late_because_turnscope_was_held_up_plays_straight_on():
     early.render(320)
     early.hold(600)
     assert early.push(1000, chunk).start == 1000
-    # An utterance begun while held up: the agent sends in real time, so the audio read before
-    # the last chunk was on its way that long before; never placed before the hold began.
+    # An utterance begun while held up: the agent keeps what it sent its lead ahead of its
+    # playout, so the audio read before the last chunk, less the lead, was on its way that long
+    # before; never placed before the hold began. A real-time agent (read on time before, each
+    # chunk as the last ran out: lead 0):
     fresh = Playout()
-    fresh.render(300)
-    fresh.hold(300)
-    burst = [fresh.push(1000, chunk) for _ in range(3)]
-    assert [c.start for c in burst] == [360, 680, 1000] and fresh.underruns == 0
-    fresh.push(1000, chunk)
-    assert [c.start for c in fresh.queue] == [300, 620, 940, 1260]
+    fresh.push(0, chunk)
+    fresh.push(320, chunk)
+    assert fresh.lead(320) == 0
+    fresh.render(3000)
+    fresh.hold(3000)
+    burst = [fresh.push(3700, chunk) for _ in range(3)]
+    assert [c.start for c in burst] == [3060, 3380, 3700] and fresh.underruns == 0
+    fresh.push(3700, chunk)
+    assert [c.start for c in fresh.queue] == [3000, 3320, 3640, 3960]
+
+    # pipecat sends a reply's first two chunks together, then one each 40 ms: one chunk ahead,
+    # seen or (before any chunk was read on time) assumed. Its two chunks read together after a
+    # short hold-up are placed where they were read, not a chunk early.
+    def pipecat(seen: bool) -> Playout:
+        p = Playout()
+        if seen:
+            p.push(0, chunk)
+            p.push(0, chunk)  # read with the first, played after it: 320 ahead
+            p.push(320, chunk)
+        p.render(3000)
+        p.hold(3500)
+        return p
+
+    for seen in (True, False):
+        two = pipecat(seen)
+        got = [two.push(3700, chunk) for _ in range(2)]
+        assert [c.start for c in got] == [3700, 4020], seen
+        assert two.lead(320) == 320
+        # Six, read after a 200 ms hold-up the reply began in (sent from 3520): 37 ms late.
+        six = pipecat(seen)
+        got = [six.push(5100, chunk) for _ in range(6)]
+        assert got[0].start == 3820, (seen, [c.start for c in got])
 
 
 def test_a_burst_placed_again_moves_its_trace_and_its_marks():
@@ -195,8 +223,9 @@ def test_a_burst_placed_again_moves_its_trace_and_its_marks():
     for _ in range(2):
         inbound.on_text(media, 1000, 125.0, 0.0)
     plays = [e["plays_ms"] for e in inbound.log.traced() if e["event"] == "media"]
-    assert plays == [360 / 8, 680 / 8, 1000 / 8]  # the burst moved 640 samples earlier
-    assert inbound.playout.marks == [(680, "m")]
+    # the burst moved 320 samples earlier (640 read before the last, less a chunk of lead)
+    assert plays == [680 / 8, 1000 / 8, 1320 / 8]
+    assert inbound.playout.marks == [(1000, "m")]
 
 
 # -- real calls against the reference agent ------------------------------------------------------

@@ -10,6 +10,8 @@ line samples (8 kHz) on the call clock.
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +23,8 @@ UNDERRUN_GAP = 1600  # 200 ms at 8 kHz
 # carrier's jitter buffer absorbs that much (an agent pacing itself in real time arrives a few
 # ms late now and then).
 JITTER = 80  # 10 ms
+# How many chunks read on time the agent's lead is judged from (its recent pace, not the call's).
+LEAD_SEEN = 25
 
 
 def plays_from(arrived: float, queued_end: float | None, jitter: float = JITTER) -> float:
@@ -70,6 +74,9 @@ class Playout:
     held_since: int | None = None
     # A new utterance read while held up, chunk by chunk (placed again as each one comes).
     _burst: list[Chunk] = field(default_factory=list, repr=False)
+    # How far ahead of its playout each chunk read on time that continued the queue came (line
+    # samples): the agent's lead, which ``_early`` allows for.
+    _leads: deque[int] = field(default_factory=lambda: deque(maxlen=LEAD_SEEN), repr=False)
 
     def hold(self, since: int) -> None:
         """Turnscope's loop is running late, from ``since`` (line samples) on."""
@@ -104,21 +111,31 @@ class Playout:
         self.queue.append(chunk)
         if self.held_since is not None:
             self._early(chunk, now, self.held_since)  # may move ``chunk`` earlier, in place
+        elif self.last_end and start == tail:
+            self._leads.append(max(0, start - now))
         self.last_end = chunk.end
         self.max_depth = max(self.max_depth, chunk.end - now)
         return chunk
 
+    def lead(self, chunk: int) -> int:
+        """How far ahead of its playout the agent sends (line samples): the median of the chunks
+        read on time that continued the queue; one ``chunk`` before any (pipecat runs one chunk
+        ahead; a real-time agent is then placed up to a chunk late, never early)."""
+        return round(statistics.median(self._leads)) if self._leads else chunk
+
     def _early(self, chunk: Chunk, now: int, held_since: int) -> None:
         """An utterance begun while turnscope's loop was held up, placed as late as the audio
-        read with it allows: an agent sends in real time, so the audio before the last chunk
-        read was on its way that long before ``now``; never before the hold began."""
+        read with it allows: an agent keeps what it has sent ``lead`` ahead of its playout, so
+        the audio before the last chunk read, less that lead, was on its way that long before
+        ``now``; never before the hold began. (Without the lead, pipecat's first two chunks,
+        sent together, put a reply begun in a 25 ms hold-up 25 ms early.)"""
         if chunk.start == now:
             self._burst = [chunk]
         elif self._burst and chunk.start == self._burst[-1].end:
             self._burst.append(chunk)
         else:
             return
-        ahead = sum(len(c.pcm) for c in self._burst[:-1])
+        ahead = sum(len(c.pcm) for c in self._burst[:-1]) - self.lead(len(self._burst[0].pcm))
         start = max(held_since, self.rendered, now - ahead)
         shift = self._burst[0].start - start
         if shift > 0:
