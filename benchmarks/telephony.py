@@ -3,7 +3,7 @@ with --pipecat, pipecat's telephony serializers over its FastAPI websocket trans
 
     .venv/bin/python benchmarks/telephony.py [--calls 5] [--concurrency 1 8 32] [--pipecat]
     .venv/bin/python benchmarks/telephony.py --hold-ups [--calls 5]
-    .venv/bin/python benchmarks/telephony.py --busy-greeting [--calls 5]
+    .venv/bin/python benchmarks/telephony.py --busy [--calls 5]
 
 The agents run in their own processes and log when their audio plays at the carrier (ground
 truth on time.monotonic(), shared by every process). Printed: agent turn start/end error vs that
@@ -95,17 +95,21 @@ def holding_up(hold_s: float):  # type: ignore[no-untyped-def]
     return arm if hold_s else None
 
 
-BUSY_S = (0.015, 0.020, 1.5)  # --busy-greeting: the loop busy 15 ms of every 20 for 1.5 s
+BUSY_S = (0.015, 0.020)  # --busy: the loop busy 15 ms of every 20
 
 
-def busy(call) -> None:  # type: ignore[no-untyped-def]
-    """``on_connected`` for a call whose loop is busy while the greeting begins: from 2 ms
+def busy(until_s: float):  # type: ignore[no-untyped-def]
+    """``on_connected`` for a call whose loop is busy for its first ``until_s``: from 2 ms
     before each caller frame is due, so each goes out some 13 ms late (under 20 ms: none is
     stated late) and the pace never catches up."""
-    loop = asyncio.get_running_loop()
-    length, every, until = BUSY_S
-    for k in range(1, int(until / every)):
-        loop.call_at(call.clock.origin + k * every - 0.002, time.sleep, length)
+
+    def arm(call) -> None:  # type: ignore[no-untyped-def]
+        loop = asyncio.get_running_loop()
+        length, every = BUSY_S
+        for k in range(1, int(until_s / every)):
+            loop.call_at(call.clock.origin + k * every - 0.002, time.sleep, length)
+
+    return arm
 
 
 async def one_call(url: str, sc, outdir: Path, hold_s: float = 0.0, arm=None) -> dict:  # type: ignore[no-untyped-def]
@@ -237,26 +241,31 @@ def hold_up_rows(work: Path, sc, calls: int) -> None:
                 print(f"  {o}")
 
 
-def busy_greeting_rows(work: Path, sc, calls: int) -> None:
-    """--busy-greeting: the pipecat bot's greeting, begun while turnscope's loop is busy."""
+def busy_rows(work: Path, sc, calls: int) -> None:
+    """--busy: the pipecat bot's calls while turnscope's loop is busy, as the greeting begins
+    (1.5 s) and for the whole call (30 s): each call's agent turns against its replies."""
     with pipecat_phone_bot(work / "pipecat-busy", reply="short", latency_ms=600) as bot:
-        got = [
-            asyncio.run(one_call(bot.url, sc, work / f"busy-{i}", arm=busy)) for i in range(calls)
-        ]
+        runs = {}
+        for name, until_s in (("greeting", 1.5), ("whole call", 30.0)):
+            runs[name] = [
+                asyncio.run(one_call(bot.url, sc, work / f"busy{until_s}-{i}", arm=busy(until_s)))
+                for i in range(calls)
+            ]
         time.sleep(1)
         replies = bot.replies()
-    print("| call | greeting start / end error (signed) | caller frames stated late |")
-    print("|---|---|---|")
-    starts = []
-    for i, c in enumerate(got):
-        r = next(r for r in replies if r.get("session") == c["stream"])
-        s, e = next((s, e) for sp, s, e in c["turns"] if sp == "agent")
-        ds = s - (r["start_monotonic"] - c["origin"]) * 1000
-        de = e - (r["end_monotonic"] - c["origin"]) * 1000
-        starts.append(ds)
-        print(f"| {i + 1} | {ds:+.1f} / {de:+.1f} ms | {c['late']} |")
-    print(f"| all | start min {min(starts):+.1f}, median {np.median(starts):+.1f}, "
-          f"max {max(starts):+.1f} ms | |")  # fmt: skip
+    print("| loop busy | call | agent turns / replies | start error (signed) | end error |")
+    print("|---|---|---|---|---|")
+    for name, got in runs.items():
+        for i, c in enumerate(got):
+            mine = [r for r in replies if r.get("session") == c["stream"]]
+            agent = [(s, e) for sp, s, e in c["turns"] if sp == "agent"]
+            pairs = list(zip(agent, mine, strict=False))  # merged turns: paired in order
+            ds = [s - (r["start_monotonic"] - c["origin"]) * 1000 for (s, _), r in pairs]
+            de = [e - (r["end_monotonic"] - c["origin"]) * 1000 for (_, e), r in pairs]
+            print(f"| {name} | {i + 1} | {len(agent)} / {len(mine)} | "
+                  f"{' '.join(f'{x:+.0f}' for x in ds)} ms | "
+                  f"{' '.join(f'{x:+.0f}' for x in de)} ms |")  # fmt: skip
+    print(f"(caller frames stated late: {sum(c['late'] for g in runs.values() for c in g)})")
 
 
 def main() -> None:
@@ -277,9 +286,9 @@ def main() -> None:
         "--hold-ups", action="store_true", help="only the pipecat bot's calls, loop held up"
     )
     parser.add_argument(
-        "--busy-greeting",
+        "--busy",
         action="store_true",
-        help="only the pipecat bot's calls, loop busy as the greeting begins",
+        help="only the pipecat bot's calls, loop busy as the greeting begins / all call",
     )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -290,8 +299,8 @@ def main() -> None:
     if args.hold_ups:
         hold_up_rows(work, sc, args.calls)
         return
-    if args.busy_greeting:
-        busy_greeting_rows(work, sc, args.calls)
+    if args.busy:
+        busy_rows(work, sc, args.calls)
         return
     truth_log = work / "truth.jsonl"
     agent = start_agent(scenario, truth_log, args.port)

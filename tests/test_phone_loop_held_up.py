@@ -77,17 +77,22 @@ def test_a_held_up_loop_leaves_the_bots_reply_where_it_played(tmp_path: Path) ->
         assert near and max(near) >= hold_s * 1000 - 40, (at_s, late)
 
 
-def test_a_greeting_begun_while_the_loop_is_busy_is_not_placed_early(tmp_path: Path) -> None:
-    """The loop busy 15 ms of every 20 as the greeting begins (each caller frame some 13 ms late,
-    none stated late): pipecat's first two chunks, sent together, are read up to 15 ms after
-    they came. Before the agent's lead was allowed for they put the greeting 14-23 ms early
-    (benchmarks/telephony.py --busy-greeting); now it is where it was read, a few ms late."""
+def test_a_loop_late_on_every_frame_leaves_each_reply_where_it_played(tmp_path: Path) -> None:
+    """The loop busy 15 ms of every 20 for the whole call: each caller frame some 13 ms late,
+    none stated late, the pace never caught up.
+
+    Before, the hold-up begun at the first late frame was kept for as long as that lasted: the
+    agent's channel stopped at the end of what was queued and a reply read later was played
+    on straight after the one before (a scratch call to this bot: 3 agent turns for its 5
+    replies, two of them 15-18 s late). Now each frame's hold-up is its own. And pipecat's
+    first two chunks, sent together, put the greeting read a few ms after they came 14-23 ms
+    early before the agent's lead was allowed for (benchmarks/telephony.py --busy)."""
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO)
 
     def busy(call) -> None:  # type: ignore[no-untyped-def]
         loop = asyncio.get_running_loop()
-        for k in range(1, 75):
+        for k in range(1, 500):  # 10 s: past the caller's hang-up
             loop.call_at(call.clock.origin + k * 0.02 - 0.002, time.sleep, 0.015)
 
     with pipecat_phone_bot(tmp_path / "bot", reply="short", latency_ms=300) as bot:
@@ -95,7 +100,14 @@ def test_a_greeting_begun_while_the_loop_is_busy_is_not_placed_early(tmp_path: P
             call_phone_bot(bot.url, scenario, tmp_path / "out", on_connected=busy)
         )
         time.sleep(0.3)
-        greeting = next(r for r in bot.truth(session=call.ids.stream) if r["event"] == "reply")
-    start = (greeting["start_monotonic"] - call.clock.origin) * 1000
-    heard = next(t for t in run.result.assembly.turns if t.speaker == "agent")
-    assert -5 <= heard.start_ms - start <= 20, (heard.start_ms, start)
+        truth = [r for r in bot.truth(session=call.ids.stream) if r["event"] == "reply"]
+
+    def call_ms(monotonic: float) -> float:
+        return (monotonic - call.clock.origin) * 1000
+
+    played = [(call_ms(r["start_monotonic"]), call_ms(r["end_monotonic"])) for r in truth]
+    heard = [(t.start_ms, t.end_ms) for t in run.result.assembly.turns if t.speaker == "agent"]
+    assert len(heard) == len(played) == 2, (heard, played)
+    # read up to a frame's lateness after it came: late by that much at most, never early
+    for (hs, he), (ps, pe) in zip(heard, played, strict=True):
+        assert -5 <= hs - ps <= 25 and -5 <= he - pe <= 25, (heard, played)

@@ -208,15 +208,19 @@ class TelephonyCall(CallSource):
                 return
             now = loop.time()
             lag_ms = max(0.0, -wait * 1000)
-            if now - due > HELD_S:
-                if self.playout.held_since is None:
-                    self.playout.hold(k * FRAME)
-                    await asyncio.sleep(READ_FIRST_S)
-                    if self._closed:
-                        return
-                    now = loop.time()
-            elif wait > 0:  # it had to wait for this frame: caught up (not just less late)
+            held = self.playout.held_since
+            if wait > 0 and (held is None or held < k * FRAME):
+                # It had to wait for this frame: caught up (not just less late), its sockets
+                # read while it waited. A hold-up now is this frame's own, not an older one
+                # kept by a loop late on every frame (which froze the agent's channel); one
+                # the receive task noticed first (_on_text) is this frame's already.
                 self.playout.resume()
+            if now - due > HELD_S and self.playout.held_since is None:
+                self.playout.hold(k * FRAME)
+                await asyncio.sleep(READ_FIRST_S)
+                if self._closed:
+                    return
+                now = loop.time()
             if lag_ms > track.max_lag_ms:
                 track.max_lag_ms, self._worst_lag_at_ms = lag_ms, k * TICK_S * 1000
             count_late(track, k * TICK_S * 1000, lag_ms)
@@ -228,9 +232,11 @@ class TelephonyCall(CallSource):
                 await self._send(msg)
             self._place(CALLER, self._caller_up.push(line), now)
             # What has played by now (not ahead: arrivals place). While held up, not past the
-            # audio queued: what the agent sent meanwhile may still be unread (playout.push).
-            held = self.playout.held_since is not None
-            self._play_to(min(k * FRAME, self.playout.end) if held else k * FRAME, now)
+            # audio queued nor where the hold-up began: what the agent sent meanwhile may
+            # still be unread (playout.push).
+            held = self.playout.held_since
+            until = k * FRAME if held is None else min(k * FRAME, max(self.playout.end, held))
+            self._play_to(until, now)
             if self._agent_closed and not self.playout.queue:
                 if self._agent_died:
                     self._finish(self._agent_closed, degraded=True, kind=self._died_as)
