@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.interop.pipecat import pipecat_phone_bot  # noqa: E402
+from tests.interop.pipecat import loop_busy, pipecat_phone_bot  # noqa: E402
 from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 from turnscope.asr.settings import load_settings  # noqa: E402
@@ -95,27 +95,10 @@ def holding_up(hold_s: float):  # type: ignore[no-untyped-def]
     return arm if hold_s else None
 
 
-BUSY_S = (0.015, 0.020)  # --busy: the loop busy 15 ms of every 20
-
-
-def busy(until_s: float):  # type: ignore[no-untyped-def]
-    """``on_connected`` for a call whose loop is busy for its first ``until_s``: from 2 ms
-    before each caller frame is due, so each goes out some 13 ms late (under 20 ms: none is
-    stated late) and the pace never catches up."""
-
-    def arm(call) -> None:  # type: ignore[no-untyped-def]
-        loop = asyncio.get_running_loop()
-        length, every = BUSY_S
-        for k in range(1, int(until_s / every)):
-            loop.call_at(call.clock.origin + k * every - 0.002, time.sleep, length)
-
-    return arm
-
-
-async def one_call(url: str, sc, outdir: Path, hold_s: float = 0.0, arm=None) -> dict:  # type: ignore[no-untyped-def]
+async def one_call(url: str, sc, outdir: Path, on_connected=None) -> dict:  # type: ignore[no-untyped-def]
     run, call, _ = await place_call(
         TelephonyOptions(url), sc, load_settings(), scenario_contract(sc), outdir, console=None,
-        on_connected=arm or holding_up(hold_s),
+        on_connected=on_connected,
     )  # fmt: skip
     d = call.info.details
     return {
@@ -227,7 +210,7 @@ def hold_up_rows(work: Path, sc, calls: int) -> None:
     with pipecat_phone_bot(work / "pipecat-held", reply="short", latency_ms=600) as bot:
         for hold_s in (0.0, 0.085, 0.2):
             got = [
-                asyncio.run(one_call(bot.url, sc, work / f"held{hold_s}-{i}", hold_s))
+                asyncio.run(one_call(bot.url, sc, work / f"held{hold_s}-{i}", holding_up(hold_s)))
                 for i in range(calls)
             ]
             time.sleep(1)
@@ -248,7 +231,7 @@ def busy_rows(work: Path, sc, calls: int) -> None:
         runs = {}
         for name, until_s in (("greeting", 1.5), ("whole call", 30.0)):
             runs[name] = [
-                asyncio.run(one_call(bot.url, sc, work / f"busy{until_s}-{i}", arm=busy(until_s)))
+                asyncio.run(one_call(bot.url, sc, work / f"busy{until_s}-{i}", loop_busy(until_s)))
                 for i in range(calls)
             ]
         time.sleep(1)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.pipecat import call_phone_bot, pipecat_phone_bot
+from tests.interop.pipecat import call_phone_bot, loop_busy, pipecat_phone_bot
 
 pytestmark = pytest.mark.solo  # its bounds are a few ms: alone, after the rest
 
@@ -89,11 +89,7 @@ def test_a_loop_late_on_every_frame_leaves_each_reply_where_it_played(tmp_path: 
     early before the agent's lead was allowed for (benchmarks/telephony.py --busy)."""
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO)
-
-    def busy(call) -> None:  # type: ignore[no-untyped-def]
-        loop = asyncio.get_running_loop()
-        for k in range(1, 500):  # 10 s: past the caller's hang-up
-            loop.call_at(call.clock.origin + k * 0.02 - 0.002, time.sleep, 0.015)
+    busy = loop_busy(10.0)  # past the caller's hang-up
 
     with pipecat_phone_bot(tmp_path / "bot", reply="short", latency_ms=300) as bot:
         run, call, _caller = asyncio.run(

@@ -16,6 +16,7 @@ this raises, so the tests fail rather than skip.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -224,6 +225,19 @@ async def call_bot(url: str, scenario: Path, outdir: Path) -> tuple[Any, Any, An
         outdir,
         console=None,
     )
+
+
+def loop_busy(until_s: float) -> Callable[[Any], None]:
+    """``on_connected`` for a call whose own event loop is busy 15 ms of every 20 for its first
+    ``until_s``, from 2 ms before each caller frame is due: each goes out some 13 ms late
+    (under the 20 ms that is stated late) and the pace never catches up."""
+
+    def arm(call: Any) -> None:
+        loop = asyncio.get_running_loop()
+        for k in range(1, int(until_s / 0.02)):
+            loop.call_at(call.clock.origin + k * 0.02 - 0.002, time.sleep, 0.015)
+
+    return arm
 
 
 async def call_phone_bot(
