@@ -54,6 +54,17 @@ def test_each_line_of_a_turn_that_says_two_is_judged():
     assert ahead_of_script(REFUND.script, [(600, 9000, two)], {}) is not None
 
 
+def test_two_words_a_short_line_shares_with_an_asr_error_are_no_evidence():
+    """tiny.en heard the reference agent's "Thursday by noon." (quick-exchange's script[6]) as
+    "Thursday afternoon.": two of the three words of "Done, Thursday afternoon." (script[16],
+    ten lines on), which made the shipped scenario's demo "ahead of the script"."""
+    quick = load_scenario(config_path("scenarios", "quick-exchange.yaml")).script
+    heard = [(14871.0, 15970.0, "Thursday afternoon.")]
+    assert ahead_of_script(quick, heard, {5: 13360.0, 15: 40000.0}) is None
+    said = [(14871.0, 15970.0, "Done. Thursday afternoon.")]  # all of it: ahead
+    assert ahead_of_script(quick, said, {5: 13360.0, 15: 40000.0}).said == 16
+
+
 CALLER = """
 name: ahead
 caller: {voice: en-us, timeout_s: 40, hangup_after_ms: 500, reply_timeout_ms: 2500}

@@ -76,6 +76,12 @@ def test_the_demo_and_its_summary(tmp_path):
     assert summary.turns == len(call.run.result.assembly.turns) >= 2 and summary.seconds > 1
     planned = {e.kind: e for e in summary.exercised}
     assert all(e.planned >= 1 for e in planned.values())
+    # quick-exchange's agent says "One moment please." and, 1.5 s on, its answer: the caller
+    # waits for both (it spoke into the pause, and every later reply answered the line before)
+    result = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert result["degraded_codes"] == [], result["degraded"]
+    line = next(r for r in result["script"]["lines"] if r["line"] == 5)
+    assert any("waited for the agent's next line (script[4]" in n for n in line["notes"]), line
 
 
 def test_an_option_a_transport_does_not_take_is_named_as_it_was_given(cli):

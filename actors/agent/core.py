@@ -43,6 +43,10 @@ class AgentLine(BaseModel):
     talk_over_ms: Ms | None = None
     yield_ms: Ms | None = None
     ignore_barge_in: bool = False
+    # Said after the agent line before it, no caller turn between ("One moment please." and
+    # then the answer): spoken its latency after that line ends, not after the caller's next
+    # turn (which would answer each later caller line with the reply meant for the one before).
+    follows_agent: bool = False
 
 
 class AgentBehaviour(BaseModel):
@@ -84,8 +88,11 @@ class AgentBehaviour(BaseModel):
                 talk_over_ms=line.talk_over_ms,
                 yield_ms=line.yield_ms,
                 ignore_barge_in="yield_ms" in line.model_fields_set and line.yield_ms is None,
+                follows_agent=k > 0
+                and scenario.script[k - 1].speaker == "agent"
+                and scenario.rows_said_together,
             )
-            for line in scenario.script
+            for k, line in enumerate(scenario.script)
             if line.speaker == "agent"
         ]
         data: dict[str, Any] = {
@@ -254,8 +261,8 @@ class AgentCore:
             self._answered_by_talk_over = False
             return
         line = self._line()
-        if line is None:
-            return
+        if line is None or (line.follows_agent and self._reply is not None):
+            return  # the line after the agent's own, already on its way
         latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
         self._reply = self._reply_at(ev.at_ms + latency)
 
@@ -310,9 +317,20 @@ class AgentCore:
         def stopped(_: asyncio.Future) -> None:
             if told:
                 self.tell("bot-stopped-speaking")
+            self._follow_on(playback)
 
         self._schedule((at_ms - self.clock.now_ms()) / 1000, started)
         playback.done.add_done_callback(stopped)
+
+    def _follow_on(self, playback: Playback) -> None:
+        """After a line said to its end: the next one, when it follows it in the script."""
+        line, record = self._line(), playback.record
+        if line is None or not line.follows_agent or self._reply is not None or self.closed:
+            return
+        if record is None or record.end_ms is None or record.stopped_early:
+            return  # cut by a barge-in: the caller's turn is what it answers
+        latency = line.latency_ms if line.latency_ms is not None else self.behaviour.latency_ms
+        self._reply = self._reply_at(max(record.end_ms + latency, self.clock.now_ms()))
 
     def _log(self, kind: str, at_ms: float, **more: Any) -> None:
         self.events.append({"event": kind, "at_ms": round(at_ms, 1), **more})

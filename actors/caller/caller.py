@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from turnscope.actors.caller.acoustics import attach
+from turnscope.actors.caller.agent_lines import AgentLines
 from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
@@ -79,7 +80,7 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport):
+class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport, AgentLines):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
     the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
@@ -263,7 +264,8 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
                 )
             else:
                 await self._end_of(speech)
-                last_end = max(last_end, speech.end_ms or last_end)
+                await self._rest_of_row(len(script), said_end, 0, self.records[-1])
+                last_end = max(last_end, *(s.end_ms or 0 for s in self.ear.speeches))
         if not llm_driven and (self.scenario.facts or self.scenario.until is not None):
             last_end = max(last_end, await self._converse_on(said_end))
         self.call.script_done = True
@@ -344,9 +346,10 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             return
         if rec.trigger == "reply_gap_ms":  # from the agent's voice stopping (reply_gap.py)
             await after_stop(self.ear, speech, think_ms)
-            return
-        speech = await self._end_of(speech)
-        await self._quiet_then((speech.decided_ms or self.clock.now_ms()) + think_ms, think_ms, rec)
+        else:
+            at_ms = (await self._end_of(speech)).decided_ms or self.clock.now_ms()
+            await self._quiet_then(at_ms + think_ms, think_ms, rec)
+        await self._rest_of_row(index, last_end, think_ms, rec)
 
     async def _talked_through(self, rec: LineRecord) -> AgentSpeech | None:
         """After a barge-in the agent ignored: its turn that went on through it, which answers

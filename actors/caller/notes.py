@@ -25,6 +25,7 @@ class CallerNote(StrEnum):
     LINE_UNHEARD = "caller_line_unheard"  # a sent line heard as no words: a wordless turn
     LINE_NO_TURN = "caller_line_no_turn"  # a sent line that made no caller turn at all
     UNANSWERED = "line_unanswered"  # the agent did not answer a caller line in time
+    ROW_CUT_SHORT = "agent_lines_cut_short"  # said a row's first lines, not its last
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech
     NOT_EXERCISED = "barge_in_not_exercised"  # the agent's turn ended first: an ordinary reply

@@ -68,7 +68,8 @@ class Line(_Strict):
 
     Caller lines take at most one trigger (default ``after_agent_ms: 500``):
     - ``at_ms``: start at this time on the call clock.
-    - ``after_agent_ms``: start this long after the call goes quiet (the agent's end of turn).
+    - ``after_agent_ms``: start this long after the call goes quiet (the agent's end of turn;
+      after two or more agent lines in a row, the turn that says the last: agent_lines.py).
     - ``barge_in_ms``: start this long after the start of the agent's current line (a barge-in,
       ``interrupt: true`` in ground truth); the agent yields after ``yield_ms``.
     - ``barge_in_at``: ``early`` (EARLY_MS into the agent's line) or ``mid`` (half-way through
@@ -363,6 +364,13 @@ class Scenario(_Strict):
         """Whether the caller must know what the agent said (conditions, branches, facts)."""
         lines = any(line.when is not None or line.choose is not None for line in self.script)
         return lines or bool(self.facts) or self.goal is not None or self.until is not None
+
+    @property
+    def rows_said_together(self) -> bool:
+        """Whether agent lines in a row are said one after the other, the caller silent between
+        them (agent_lines.py); not when the caller has words of its own to put between them (an
+        LLM's, its facts: "What is your order number?" then the answer to the number)."""
+        return self.caller.driver != "llm" and not self.facts
 
     @property
     def needs_partials(self) -> bool:

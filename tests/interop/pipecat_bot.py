@@ -42,7 +42,8 @@ Knobs (`--help`): --latency-ms (pipecat's user-stopped-speaking to the reply's f
 --greeting/--no-greeting (a first line when the client connects); --reply order (asks for the
 order number, answers "not caught" to an answer under 0.8 s, then ships tomorrow, then goodbye);
 --reply short (one sentence,
-1.6 s), long (four sentences, 400 ms apart, 8.2 s), double (two replies 700 ms apart);
+1.6 s), long (four sentences, 400 ms apart, 8.2 s), double (two replies 700 ms apart:
+--double-pause-ms);
 --ignore-barge-ins (interruptions off: the caller's speech does not cut the bot, and a caller turn
 begun while it talks is dropped) and with it --answer-barge-ins (that turn is answered "Yes, go
 ahead." once the bot has finished, after the latency); --mode normal, mute (never speaks: only the
@@ -232,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--greeting", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--reply", choices=["short", "long", "double", "order"], default="short")
     p.add_argument("--ignore-barge-ins", action="store_true", help="interruptions off")
+    p.add_argument(
+        "--double-pause-ms", type=float, default=DOUBLE_PAUSE_MS, help="--reply double's pause"
+    )
     p.add_argument(
         "--answer-barge-ins",
         action="store_true",
@@ -808,7 +812,7 @@ class CannedReplies(FrameProcessor):
         else:
             first = await self.say("reply", DOUBLE[0])
             await first.done.wait()
-            await asyncio.sleep(DOUBLE_PAUSE_MS / 1000)
+            await asyncio.sleep(self.args.double_pause_ms / 1000)
             await self.say("reply", DOUBLE[1])
 
     def _order_reply(self) -> str:
