@@ -56,8 +56,44 @@ async def test_a_caller_line_after_two_replies_waits_for_the_second(tmp_path: Pa
     second = lines[4]
     # The second caller line went out after the bot's second reply ended, not in its pause.
     assert second["sent"]["start_ms"] > ends[2], (second, ends)
-    assert any("waited for the agent's next line (script[3]" in n for n in second["notes"])
+    assert any("waited for the agent's next line (script[3]" in n for n in second.get("notes", []))
     assert result["degraded_codes"] == [] and "agent_lines_cut_short" not in result[
         "warning_codes"], (result["degraded"], result["warnings"])  # fmt: skip
     agent = [t for t in run.result.assembly.turns if t.speaker == "agent"]
     assert len(agent) == 5, [(t.start_ms, t.end_ms, t.text) for t in agent]
+
+
+# A caller line with a pause the bot takes for its end of turn (Silero's 0.2 s stop): its reply
+# begins in the pause and, barge-ins ignored, goes on over the rest of the line and past it.
+OVER = """
+name: answer-begun-over-the-line
+task: {budgets: {max_latency_ms: 3000}}
+caller: {voice: en-us, timeout_s: 60, hangup_after_ms: 600}
+script:
+  - agent: Hello, thanks for calling. How can I help you today?
+  - caller: Hi, I would like to change the delivery address for my order.
+    pauses: [{after_words: 3, ms: 1200}]
+  - agent: Sure, I can help with that.
+  - caller: Thank you very much.
+  - agent: Sure, I can help with that.
+"""
+
+
+async def test_an_answer_begun_over_the_callers_line_is_its_answer(tmp_path: Path):
+    scenario = tmp_path / "over.yaml"
+    scenario.write_text(OVER)
+    with pipecat_bot(tmp_path / "bot", latency_ms=300, ignore_barge_ins=True) as bot:
+        _, call, _ = await call_bot(bot.url, scenario, tmp_path / "call")
+        replies = bot.replies()
+    origin = call.clock.origin
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    lines = {r["line"]: r for r in result["script"]["lines"]}
+    first, second = lines[1]["sent"], lines[3]
+    started = [(r["start_monotonic"] - origin) * 1000 for r in replies]
+    # The bot's reply began inside the first line (its pause) and the second line answered it
+    # after it ended: not an 8 s wait for a turn that began after the line, "unanswered".
+    assert any(first["start_ms"] < s < first["end_ms"] for s in started), (first, started)
+    assert any("began its answer over the end of the caller's line" in n
+               for n in second.get("notes", [])), second  # fmt: skip
+    assert "line_unanswered" not in result["warning_codes"], result["warnings"]
+    assert second["sent"]["start_ms"] - first["end_ms"] < 6000, (first, second)

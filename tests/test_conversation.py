@@ -39,7 +39,7 @@ script:
 
 
 def test_the_caller_waits_for_a_yield_as_long_as_the_verifier_allows_one():
-    from turnscope.actors.caller.caller import YIELD_WAIT_MS
+    from turnscope.actors.caller.overlaps import YIELD_WAIT_MS
     from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
 
     assert YIELD_WAIT_MS == BARGE_IN_YIELD_MS

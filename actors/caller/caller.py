@@ -39,6 +39,7 @@ from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
 from turnscope.actors.caller.llm_listen import LlmListener
 from turnscope.actors.caller.notes import CallerFindings, CallerNote
+from turnscope.actors.caller.overlaps import Overlaps
 from turnscope.actors.caller.pauses import note_sent
 from turnscope.actors.caller.phrase import PhraseTriggers
 from turnscope.actors.caller.reply_gap import after_stop, reply_context
@@ -49,13 +50,6 @@ from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
 from turnscope.capture.source import SourceInfo
 from turnscope.reasons import Note, Severity
-from turnscope.scoring.verifier import BARGE_IN_YIELD_MS
-
-# How long after a barge-in ends the caller looks whether the agent stopped during it: a stop is
-# decided one VAD hangover (100 ms by default) after the agent goes quiet, plus a frame or two.
-STOP_SETTLE_MS = 200
-# How long after a barge-in starts an agent may go on and still have yielded: the verifier's.
-YIELD_WAIT_MS = BARGE_IN_YIELD_MS
 
 
 class CallControl(Protocol):
@@ -80,7 +74,9 @@ class KeypadControl(CallControl, Protocol):
     async def send_dtmf(self, digits: str, gap_ms: int) -> list[dict[str, Any]]: ...
 
 
-class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport, AgentLines):
+class ScriptedCaller(
+    Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport, AgentLines, Overlaps
+):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
     the scenario asks it to (``Reactions``): feed it the agent's transcripts (``transcribed``)."""
@@ -255,7 +251,9 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             last_end = await self._llm_converse(last_end)
         elif self.lines and self.lines[-1][0] < len(script) - 1 and not self.ended_early:
             # The script expects the agent to answer the last caller line: wait for it.
-            speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
+            speech = await self._talked_over(self.records[-1], self.records[-1]) or (
+                await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
+            )
             if speech is None:
                 self._warn(
                     CallerNote.LAST_UNANSWERED,
@@ -322,7 +320,11 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
         greeting = not spoken_any and index > 0 and self.scenario.script[0].speaker == "agent"
         timeout = spec.greeting_timeout_ms if greeting else spec.reply_timeout_ms
         rec.waited_for_agent = True
-        speech = await self._talked_through(rec) or await self._agent_turn(last_end, timeout, rec)
+        speech = (
+            await self._talked_through(rec)
+            or await self._talked_over(self.records[-2] if len(self.records) > 1 else None, rec)
+            or await self._agent_turn(last_end, timeout, rec)
+        )
         if greeting:
             self.greeting = {
                 "expected": True,
@@ -350,36 +352,6 @@ class ScriptedCaller(Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerRe
             at_ms = (await self._end_of(speech)).decided_ms or self.clock.now_ms()
             await self._quiet_then(at_ms + think_ms, think_ms, rec)
         await self._rest_of_row(index, last_end, think_ms, rec)
-
-    async def _talked_through(self, rec: LineRecord) -> AgentSpeech | None:
-        """After a barge-in the agent ignored: its turn that went on through it, which answers
-        the barge-in for a listener once it ends (an agent that queues its next reply straight
-        behind the one it talked through makes one turn of both: waiting for a new turn to
-        start would wait in vain and put the script one reply out of step)."""
-        previous = self.records[-2] if len(self.records) > 1 else None
-        if previous is None:
-            return None
-        speech = await self._answered_through(previous)
-        if speech is not None:
-            rec.agent_answered = True
-            rec.notes.append(
-                f"the agent talked through the barge-in (its turn from {speech.start_ms:.0f} ms "
-                "went on): the end of that turn answers it"
-            )
-        return speech
-
-    async def _answered_through(self, barge: LineRecord) -> AgentSpeech | None:
-        """The agent's turn that went on through the barge-in ``barge``, if it did."""
-        if barge.spoken_as != "barge_in" or not barge.sent:
-            return None
-        start, end = barge.sent["start_ms"], barge.sent.get("end_ms")
-        if end is None:
-            return None
-        # An agent that yields does so up to YIELD_WAIT_MS after the barge-in began (pipecat
-        # takes ~400 ms, often after a short "wait" has ended), and its stop is decided a VAD
-        # hangover later: wait that long to know.
-        await self.ear.until(max(end, start + YIELD_WAIT_MS) + STOP_SETTLE_MS)
-        return self.ear.talked_through(start)
 
     async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;
