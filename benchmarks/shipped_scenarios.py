@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from turnscope.actors.caller.agent_lines import agent_lines_before  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 
 EXE = ROOT / ".venv" / "bin" / "turnscope"
@@ -33,15 +34,8 @@ SCENARIOS = ROOT / "configs" / "scenarios"
 def _after_runs(name: str) -> list[int]:
     """Script indexes of the caller lines placed after two or more agent lines in a row."""
     script = load_scenario(SCENARIOS / f"{name}.yaml").script
-    found, run = [], 0
-    for i, line in enumerate(script):
-        if line.speaker == "agent":
-            run += line.at_pause_ms is None and line.talk_over_ms is None
-        else:
-            if run >= 2 and line.kind == "line":
-                found.append(i)
-            run = 0
-    return found
+    return [i for i, line in enumerate(script) if line.speaker == "caller"
+            and line.kind == "line" and len(agent_lines_before(script, i)) >= 2]  # fmt: skip
 
 
 def _in_step(outdir: Path, name: str) -> str:
