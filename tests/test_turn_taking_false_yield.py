@@ -155,6 +155,7 @@ script:
   - agent: >-
       Open the sign in page and choose the link that says forgot password, then enter the
       email address on your account and we will send you a reset link.
+    backchannel_yield_ms: 250
   - caller: mm-hmm
     backchannel_ms: 2000
   - agent: Sorry, please go on.
@@ -164,14 +165,17 @@ script:
 """
 
 
-def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path):
-    """A real aiortc call against the reference agent, which yields to any caller speech (no
-    backchannel filter, as livekit/livekit#4270 reports of real agents): the caller's "mm-hmm"
-    goes out while the agent talks and is reported with its send times (script.lines);
-    result.json's turn-taking reads one backchannel there, whatever the ASR made of the hum,
-    no barge-in, and the agent's stop as a false yield."""
+@pytest.mark.parametrize("false_yield", [True, False], ids=["yields", "talks-on"])
+def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path, false_yield):
+    """A real aiortc call against the reference agent, its line declaring the false yield
+    (``backchannel_yield_ms``: it stops at the backchannel, as livekit/livekit#4270 reports of
+    real agents) or not (it talks on, as the synthetic call does): the caller's "mm-hmm" goes
+    out while the agent talks and is reported with its send times (script.lines); result.json's
+    turn-taking reads one backchannel there, whatever the ASR made of the hum, no barge-in, and
+    the agent's stop as a false yield, or its talking on as kept talking."""
     path = tmp_path / "s.yaml"
-    path.write_text(HUMMED)
+    declared = "    backchannel_yield_ms: 250\n"
+    path.write_text(HUMMED if false_yield else HUMMED.replace(declared, ""))
     sc = load_scenario(path)
     seen = io.StringIO()
 
@@ -194,6 +198,9 @@ def test_a_live_caller_reports_its_backchannel_and_the_metrics_read_it(tmp_path)
     (bc,) = [e for e in tt["events"] if e["kind"] == "backchannel"]
     assert bc["start_ms"] == pytest.approx(line["sent"]["start_ms"], abs=150)
     assert tt["conditions"]["user_interruption"]["events"] == 0
+    if not false_yield:  # before, the reference agent yielded to any sound over its line
+        assert bc["behaviour"] == "kept_talking" and tt["backchannel_false_yield_rate"] == 0.0
+        return
     assert bc["behaviour"] != "kept_talking" and tt["backchannel_false_yield_rate"] == 1.0
     # The live view read the caller's own report too: the false yield told as it settled.
     told = [x for x in seen.getvalue().splitlines() if "turn-taking: false yield" in x]

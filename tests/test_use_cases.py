@@ -81,7 +81,10 @@ def test_the_demo_and_its_summary(tmp_path):
     result = json.loads((tmp_path / "demo" / "result.json").read_text())
     assert result["degraded_codes"] == [], result["degraded"]
     line = next(r for r in result["script"]["lines"] if r["line"] == 5)
-    assert any("waited for the agent's next line (script[4]" in n for n in line["notes"]), line
+    truth = json.loads((tmp_path / "demo" / "agent_truth.json").read_text())["utterances"]
+    answer = next(u for u in truth if u["text"] == "Okay, it shipped yesterday.")
+    # (its times on the agent's own clock, which starts with the media as the caller's does)
+    assert line["sent"]["start_ms"] > answer["end_ms"], (line, answer)
 
 
 def test_an_option_a_transport_does_not_take_is_named_as_it_was_given(cli):

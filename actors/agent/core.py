@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from turnscope.actors.agent.into import IntoLine, lines_into
 from turnscope.actors.agent.prompts import Prompt, Prompts
 from turnscope.actors.caller.fields import Voice
 from turnscope.actors.caller.scenario import Scenario
@@ -47,6 +48,11 @@ class AgentLine(BaseModel):
     # then the answer): spoken its latency after that line ends, not after the caller's next
     # turn (which would answer each later caller line with the reply meant for the one before).
     follows_agent: bool = False
+    # The caller lines the script puts into this one, in order: a caller speaking over it is
+    # taken for the next of them (a backchannel it talks on through, as a synthetic call does,
+    # unless backchannel_yield_ms: then it stops that long on, a false yield).
+    into: list[IntoLine] = Field(default_factory=list)
+    backchannel_yield_ms: Ms | None = None
 
 
 class AgentBehaviour(BaseModel):
@@ -91,6 +97,8 @@ class AgentBehaviour(BaseModel):
                 follows_agent=k > 0
                 and scenario.script[k - 1].speaker == "agent"
                 and scenario.rows_said_together,
+                into=lines_into(scenario, k),
+                backchannel_yield_ms=line.backchannel_yield_ms,
             )
             for k, line in enumerate(scenario.script)
             if line.speaker == "agent"
@@ -164,6 +172,7 @@ class AgentCore:
         self.tell: Callable[[str], None] = lambda kind: None
         self._tasks: list[asyncio.Task] = []
         self._utt_index = 0
+        self._into_heard: dict[int, int] = {}  # agent line -> caller lines heard over it
 
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
@@ -229,25 +238,46 @@ class AgentCore:
         self.tell("user-started-speaking")
         current = self.player.current
         if current is not None:
-            line = self._line_of(current)
-            yield_ms = (
-                None
-                if line is None or line.ignore_barge_in
-                else (line.yield_ms if line.yield_ms is not None else b.yield_ms)
-            )
-            if yield_ms is None:
-                self._ignored.add(self._utt_index)
-            else:
-                elapsed = self.clock.now_ms() - ev.at_ms
-                current.stop(after_ms=max(0.0, yield_ms - elapsed))
-                self._barged.add(self._utt_index)
-                self._log("yield", ev.at_ms + yield_ms)
+            self._spoken_over(current, ev)
             return
         line = self._line()
         talk_over = None if line is None else (line.talk_over_ms or b.talk_over_ms)
         if talk_over is not None and not b.never_answer and self._reply is None:
             self._answered_by_talk_over = True
             self._reply = self._reply_at(ev.at_ms + talk_over)
+
+    def _spoken_over(self, current: Playback, ev: SpeechStart) -> None:
+        """The caller began speaking over ``current``: a backchannel the script puts there is
+        talked through (or, with backchannel_yield_ms, stopped at and answered only where the
+        script answers it); anything else is a barge-in, yielded to after yield_ms or ignored."""
+        line, into = self._line_of(current), self._next_into(current)
+        if line is not None and into is not None and into.backchannel:
+            yield_ms = line.backchannel_yield_ms
+            if yield_ms is None or not into.answered:
+                self._ignored.add(self._utt_index)
+        else:
+            yield_ms = (
+                None
+                if line is None or line.ignore_barge_in
+                else (line.yield_ms if line.yield_ms is not None else self.behaviour.yield_ms)
+            )
+            if yield_ms is None:
+                self._ignored.add(self._utt_index)
+        if yield_ms is not None:
+            elapsed = self.clock.now_ms() - ev.at_ms
+            current.stop(after_ms=max(0.0, yield_ms - elapsed))
+            self._barged.add(self._utt_index)
+            self._log("yield", ev.at_ms + yield_ms)
+
+    def _next_into(self, current: Playback) -> IntoLine | None:
+        """The next caller line the script puts into the line ``current`` plays, if any."""
+        prompt = self.prompts.of(current)
+        if prompt is None or prompt.index >= len(self.behaviour.lines):
+            return None
+        n = self._into_heard.get(prompt.index, 0)
+        self._into_heard[prompt.index] = n + 1
+        into = self.behaviour.lines[prompt.index].into
+        return into[n] if n < len(into) else None
 
     def _caller_finished(self, ev: EndOfTurn) -> None:
         b = self.behaviour

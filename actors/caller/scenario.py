@@ -91,9 +91,9 @@ class Line(_Strict):
     - ``talk_over_ms``: start this long BEFORE the end of the caller line just before.
     - ``yield_ms``: how this line reacts to a barge-in (overrides ``agent.yield_ms``; null keeps
       talking).
-    - ``backchannel_yield_ms``: synth only: the line stops this long after a caller backchannel
-      starts inside it, as if it were a barge-in (a false yield, exact in truth; default: it
-      keeps talking).
+    - ``backchannel_yield_ms``: the line stops this long after a caller backchannel starts
+      inside it, as if it were a barge-in (a false yield, exact in truth; default: it keeps
+      talking; live, the reference agent does the same: actors/agent/into.py).
     A caller line's ``pauses`` and an agent line's ``at_pause_ms``: see ``pauses.py``.
     A caller line's ``acoustics`` / ``dysfluency``: over ``caller.acoustics`` / ``.dysfluency``
     for this line (acoustic_keys.py).
