@@ -213,8 +213,10 @@ class ScriptedCaller(
             spoken_any = any(r.status == "spoken" for r in self.records)
             self.records.append(rec)
             previous = script[index - 1].speaker if index > 0 else None
+            after_backchannel = index > 0 and script[index - 1].kind == "backchannel"
             spoken_as = line.kind
-            if trigger == "reply_gap_ms":  # answers the agent's turn, not a backchannel before
+            # It answers the agent's turn, not a backchannel of its own said into that turn.
+            if trigger == "reply_gap_ms" or (trigger == "after_agent_ms" and after_backchannel):
                 previous, last_end = reply_context(script, index, self.records)
             if trigger == "at_ms":
                 await self.ear.until(ms)
