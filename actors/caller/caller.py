@@ -213,7 +213,8 @@ class ScriptedCaller(
             spoken_any = any(r.status == "spoken" for r in self.records)
             self.records.append(rec)
             previous = script[index - 1].speaker if index > 0 else None
-            after_backchannel = index > 0 and script[index - 1].kind == "backchannel"
+            last = self.records[-2] if len(self.records) > 1 else None
+            after_backchannel = last is not None and last.spoken_as == "backchannel"
             spoken_as = line.kind
             # It answers the agent's turn, not a backchannel of its own said into that turn.
             if trigger == "reply_gap_ms" or (trigger == "after_agent_ms" and after_backchannel):
