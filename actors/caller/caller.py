@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from turnscope.actors.caller.acoustics import attach
 from turnscope.actors.caller.agent_lines import AgentLines
 from turnscope.actors.caller.caller_report import CallerReport
-from turnscope.actors.caller.conversation import TRANSCRIPT_WAIT_MS, Reactions
+from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
 from turnscope.actors.caller.in_step import ahead_of_script, sent_starts
 from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, line_pauses, quote
@@ -182,9 +182,6 @@ class ScriptedCaller(
                     f"the agent talked without a pause from {talking.start_ms / 1000:.1f} s "
                     "until the call's timeout; the caller could not take its turns as planned",
                 )
-        # The in-step check reads the agent's words: its last turn's, once transcribed.
-        if ends := [s.end_ms for s in self.ear.speeches if s.end_ms is not None]:
-            await self.ear.transcripts_until(max(ends), TRANSCRIPT_WAIT_MS)
         self._conclude()
 
     def _conclude(self) -> None:
