@@ -31,22 +31,21 @@ EXE = ROOT / ".venv" / "bin" / "turnscope"
 SCENARIOS = ROOT / "configs" / "scenarios"
 
 
-def _after_runs(name: str) -> list[int]:
+def _after_runs(script: list[Any]) -> list[int]:
     """Script indexes of the caller lines placed after two or more agent lines in a row."""
-    script = load_scenario(SCENARIOS / f"{name}.yaml").script
     return [i for i, line in enumerate(script) if line.speaker == "caller"
             and line.kind == "line" and len(agent_lines_before(script, i)) >= 2]  # fmt: skip
 
 
 def _in_step(outdir: Path, name: str) -> str:
     """For each caller line after agent lines in a row: sent after the last one ended?"""
-    lines = _after_runs(name)
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml").script
+    lines = _after_runs(scenario)
     if not lines:
         return "-"
     script = json.loads((outdir / "result.json").read_text())["script"]["lines"]
     sent = {r["line"]: (r.get("sent") or {}).get("start_ms") for r in script if "line" in r}
-    agent_lines = [i for i, x in enumerate(load_scenario(SCENARIOS / f"{name}.yaml").script)
-                   if x.speaker == "agent"]  # fmt: skip
+    agent_lines = [i for i, x in enumerate(scenario) if x.speaker == "agent"]
     truth = json.loads((outdir / "agent_truth.json").read_text())
     # Each utterance is labelled "N:text", N its agent line's place among the agent lines;
     # its times are on the agent's own clock (started with the media, as the caller's).

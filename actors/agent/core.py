@@ -293,7 +293,7 @@ class AgentCore:
         line = self._line()
         if line is None or (line.follows_agent and self._reply is not None):
             return  # the line after the agent's own, already on its way
-        latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
+        latency = self._latency(line)
         self._reply = self._reply_at(ev.at_ms + latency)
 
     def keypress(self, digit: str | None, at_ms: float) -> None:
@@ -313,7 +313,7 @@ class AgentCore:
         if line is None or b.never_answer or self._reply is not None:
             return
         self._log("caller_keys_end", at_ms)
-        latency = line.latency_ms if line.latency_ms is not None else b.latency_ms
+        latency = self._latency(line)
         self._reply = self._reply_at(at_ms + latency)
 
     # -- speaking -------------------------------------------------------------------------------
@@ -359,8 +359,12 @@ class AgentCore:
             return
         if record is None or record.end_ms is None or record.stopped_early:
             return  # cut by a barge-in: the caller's turn is what it answers
-        latency = line.latency_ms if line.latency_ms is not None else self.behaviour.latency_ms
+        latency = self._latency(line)
         self._reply = self._reply_at(max(record.end_ms + latency, self.clock.now_ms()))
+
+    def _latency(self, line: AgentLine) -> float:
+        """How long after the call goes quiet ``line`` starts: its own latency, else the agent's."""
+        return line.latency_ms if line.latency_ms is not None else self.behaviour.latency_ms
 
     def _log(self, kind: str, at_ms: float, **more: Any) -> None:
         self.events.append({"event": kind, "at_ms": round(at_ms, 1), **more})

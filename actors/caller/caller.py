@@ -210,7 +210,7 @@ class ScriptedCaller(
             spoken_any = any(r.status == "spoken" for r in self.records)
             self.records.append(rec)
             previous = script[index - 1].speaker if index > 0 else None
-            last = self.records[-2] if len(self.records) > 1 else None
+            last = self._previous
             after_backchannel = last is not None and last.spoken_as == "backchannel"
             spoken_as = line.kind
             # It answers the agent's turn, not a backchannel of its own said into that turn.
@@ -325,7 +325,7 @@ class ScriptedCaller(
         rec.waited_for_agent = True
         speech = (
             await self._talked_through(rec)
-            or await self._talked_over(self.records[-2] if len(self.records) > 1 else None, rec)
+            or await self._talked_over(self._previous, rec)
             or await self._agent_turn(last_end, timeout, rec)
         )
         if greeting:

@@ -29,12 +29,17 @@ YIELD_WAIT_MS = BARGE_IN_YIELD_MS
 class Overlaps:
     """The answers that began before the caller's line ended (a ScriptedCaller mixin)."""
 
+    @property
+    def _previous(self: ScriptedCaller) -> LineRecord | None:
+        """The caller's line before the one now being placed (the last record is its own)."""
+        return self.records[-2] if len(self.records) > 1 else None
+
     async def _talked_through(self: ScriptedCaller, rec: LineRecord) -> AgentSpeech | None:
         """After a barge-in the agent ignored: its turn that went on through it, which answers
         the barge-in for a listener once it ends (an agent that queues its next reply straight
         behind the one it talked through makes one turn of both: waiting for a new turn to
         start would wait in vain and put the script one reply out of step)."""
-        previous = self.records[-2] if len(self.records) > 1 else None
+        previous = self._previous
         if previous is None:
             return None
         speech = await self._answered_through(previous)
