@@ -109,7 +109,7 @@ async def _placed(sc, knobs: dict, folder: Path, ours: bool = True):  # type: ig
     The run, the call, the agent's log of it and the source's details."""
     from unittest import mock
 
-    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.agent.behaviour import AgentBehaviour
     from turnscope.actors.agent.server import AgentServer
     from turnscope.actors.caller.scenario_contract import scenario_contract
     from turnscope.asr.settings import load_settings

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from turnscope.actors.agent.core import AgentBehaviour  # noqa: E402
+from turnscope.actors.agent.behaviour import AgentBehaviour  # noqa: E402
 from turnscope.actors.agent.server import AgentServer  # noqa: E402
 from turnscope.actors.caller.scenario_contract import scenario_contract  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402

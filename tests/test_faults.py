@@ -27,7 +27,7 @@ import soxr
 from aiohttp import web
 
 from tests.conftest import ROOT, serve_offer, turnscope_exe
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.caller.lines import line_audio
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.actors.caller.synth import render

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import ROOT, serve_offer, turnscope_exe
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_contract import scenario_contract
 from turnscope.actors.caller.scenario_file import load_scenario

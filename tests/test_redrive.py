@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_contract import scenario_contract
 from turnscope.actors.caller.scenario_file import load_scenario

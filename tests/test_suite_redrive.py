@@ -17,7 +17,7 @@ import soundfile as sf
 
 from tests.test_redrive import SCENARIO, _call
 from turnscope import fixture_runner
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import load_settings

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from tests.conftest import turnscope_exe
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_contract import scenario_contract
 from turnscope.actors.caller.scenario_file import load_scenario

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import ROOT
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_contract import scenario_contract
 from turnscope.actors.caller.scenario_file import load_scenario

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import ROOT
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_contract import scenario_contract
 from turnscope.actors.caller.scenario_file import load_scenario
@@ -185,16 +185,17 @@ script:
     at_ms: 400
     pauses: [{after_words: 5, ms: 1500}]
   - agent: Sure, which order is it about? Tell me the number.
+    at_pause_ms: 400
   - caller: Thank you, bye.
   - agent: Goodbye.
 """
 
 
 def test_a_live_caller_makes_its_pause_and_the_agent_that_takes_it_is_told(tmp_path):
-    """A real aiortc call: the reference agent ends the caller's turn after 400 ms of silence, so
-    it answers inside the caller's 1.5 s pause. The caller reports the pause as it sent it
-    (exactly 1500 ms, in source.details); result.json's pause handling is that one event, a
-    takeover; the live view says so as it happens."""
+    """A real aiortc call: the reference agent takes the floor 400 ms into the caller's 1.5 s
+    pause (``at_pause_ms``; without it, it waits: test_agent_pauses). The caller reports the
+    pause as it sent it (exactly 1500 ms, in source.details); result.json's pause handling is
+    that one event, a takeover; the live view says so as it happens."""
     sc = _load(tmp_path, PAUSED)
     out = io.StringIO()
 

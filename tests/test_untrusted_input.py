@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.phone import PhoneSession
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.agent.session import AgentSession

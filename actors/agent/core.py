@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-from turnscope.actors.agent.into import IntoLine, lines_into
+from turnscope.actors.agent.behaviour import AgentBehaviour, AgentLine, prompt_audio
+from turnscope.actors.agent.into import IntoLine
+from turnscope.actors.agent.pauses import PausesHeard
 from turnscope.actors.agent.prompts import Prompt, Prompts
-from turnscope.actors.caller.fields import Voice
-from turnscope.actors.caller.scenario import Scenario
-from turnscope.actors.caller.speech import load_clip, speak
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.events import EndOfTurn, SpeechStart, SpeechStop
 from turnscope.asr.settings import Settings
@@ -30,102 +27,6 @@ from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import CALLER, PcmFrame
 from turnscope.capture.player import Playback, Player
 from turnscope.offload import offload
-
-Ms = Annotated[int, Field(ge=0)]
-
-
-class AgentLine(BaseModel):
-    """One prompt, with optional per-prompt overrides of the behaviour."""
-
-    model_config = ConfigDict(extra="forbid")
-    text: str
-    audio: Path | None = None
-    latency_ms: Ms | None = None
-    talk_over_ms: Ms | None = None
-    yield_ms: Ms | None = None
-    ignore_barge_in: bool = False
-    # Said after the agent line before it, no caller turn between ("One moment please." and
-    # then the answer): spoken its latency after that line ends, not after the caller's next
-    # turn (which would answer each later caller line with the reply meant for the one before).
-    follows_agent: bool = False
-    # The caller lines the script puts into this one, in order: a caller speaking over it is
-    # taken for the next of them (a backchannel it talks on through, as a synthetic call does,
-    # unless backchannel_yield_ms: then it stops that long on, a false yield).
-    into: list[IntoLine] = Field(default_factory=list)
-    backchannel_yield_ms: Ms | None = None
-
-
-class AgentBehaviour(BaseModel):
-    """How the reference agent behaves (all times in ms)."""
-
-    model_config = ConfigDict(extra="forbid")
-    lines: list[AgentLine] = Field(min_length=1)
-    greet: bool = True  # speak the first prompt as soon as the call starts
-    greet_delay_ms: Ms = 500
-    voice: Voice = "en-gb"  # espeak-ng's name, piper:joe-us or piper:PATH.onnx
-    rate_wpm: int | None = None
-    latency_ms: Ms = 600  # from the end of the caller's speech to the start of the reply
-    talk_over_ms: Ms | None = None  # reply this long after the caller STARTS (talking over)
-    yield_ms: Ms | None = 250  # stop this long after a caller barge-in starts; None: ignore
-    never_answer: bool = False
-    hangup_after_s: float | None = None  # close the call this long after it started
-    silent_after_s: float | None = None  # stop sending audio (media dies, call stays up)
-    # Lose every Nth outgoing frame in transit (WebRTC: its RTP packet; a phone line: its
-    # media message).
-    drop_every: int | None = Field(default=None, ge=2)
-    # Send every Nth RTP packet after the swap_behind ones that follow it (WebRTC): on the
-    # wire, 1 is neighbours swapped, more is that many packets late.
-    swap_every: int | None = Field(default=None, ge=2)
-    swap_behind: int = Field(default=1, ge=1)
-    dtx: bool = False  # WebRTC: leave digital silence unsent, as a DTX sender does
-    # Lose them only in the agent's pauses, well away from its speech (WebRTC): a loss that
-    # moves nothing the caller measures.
-    drop_in_pauses: bool = False
-    end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
-
-    @classmethod
-    def from_scenario(cls, scenario: Scenario, **overrides: Any) -> AgentBehaviour:
-        """The agent side of a scripted call: its lines, voice, latency and yield behaviour."""
-        lines = [
-            AgentLine(
-                text=line.text,
-                audio=line.audio,  # the scenario resolved it against its own folder
-                latency_ms=line.latency_ms,
-                talk_over_ms=line.talk_over_ms,
-                yield_ms=line.yield_ms,
-                ignore_barge_in="yield_ms" in line.model_fields_set and line.yield_ms is None,
-                follows_agent=k > 0
-                and scenario.script[k - 1].speaker == "agent"
-                and scenario.rows_said_together,
-                into=lines_into(scenario, k),
-                backchannel_yield_ms=line.backchannel_yield_ms,
-            )
-            for k, line in enumerate(scenario.script)
-            if line.speaker == "agent"
-        ]
-        data: dict[str, Any] = {
-            "lines": lines,
-            "greet": scenario.script[0].speaker == "agent",
-            "voice": scenario.agent.voice,
-            "rate_wpm": scenario.agent.rate_wpm,
-            "latency_ms": scenario.agent.latency_ms,
-            "yield_ms": scenario.agent.yield_ms,
-        }
-        data.update(overrides)
-        return cls.model_validate(data)
-
-
-def prompt_audio(behaviour: AgentBehaviour) -> list[np.ndarray]:
-    """Every prompt's audio at 16 kHz: its recording, or its text spoken in the agent's voice
-    (cached per process: `turnscope agent` speaks them once as it starts, so a neural voice's
-    load and a voice that cannot speak are met then, not by the first caller)."""
-    return [
-        load_clip(line.audio, 16000)
-        if line.audio is not None
-        else speak(line.text, voice=behaviour.voice, rate_wpm=behaviour.rate_wpm)
-        for line in behaviour.lines
-    ]
-
 
 WAKE_EARLY_S = 0.1  # a reply is handed to the player this much before it is due
 
@@ -173,6 +74,11 @@ class AgentCore:
         self._tasks: list[asyncio.Task] = []
         self._utt_index = 0
         self._into_heard: dict[int, int] = {}  # agent line -> caller lines heard over it
+        self._pauses = PausesHeard()  # of the caller line being answered (pauses.py)
+        # A reply called off if the caller goes on before it is handed to the player: one
+        # taking the floor in a pause, or the answer after a planned pause that never ended.
+        self._tentative: asyncio.Task | None = None
+        self._held: float | None = None  # a caller's end, answered after the line into its pause
 
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
@@ -221,12 +127,34 @@ class AgentCore:
 
     def hear(self, frame: PcmFrame) -> None:
         for ev in self.endpointer.push(frame):
-            if isinstance(ev, (SpeechStart, SpeechStop)):
-                self.caller_voiced = isinstance(ev, SpeechStart)
+            if isinstance(ev, SpeechStart):
+                self._caller_resumed(ev)
+            elif isinstance(ev, SpeechStop):
+                self._caller_paused(ev)
             if isinstance(ev, SpeechStart) and ev.first_in_utterance:
                 self._caller_started(ev)
             elif isinstance(ev, EndOfTurn):
                 self._caller_finished(ev)
+
+    def _caller_resumed(self, ev: SpeechStart) -> None:
+        self.caller_voiced = True
+        line = self._line()
+        self._pauses.resumed(ev.at_ms, line.caller_pauses if line is not None else ())
+        if self._tentative is not None:  # the caller went on before it was due
+            self._tentative.cancel()
+            self._tentative = self._reply = None
+
+    def _caller_paused(self, ev: SpeechStop) -> None:
+        """The caller stopped, maybe in a planned pause: the next line, when it takes the floor
+        in the line's first pause, is due ``at_pause_ms`` on (unless the caller goes on first)."""
+        self.caller_voiced = False
+        quiet = self.player.idle
+        self._pauses.stopped(ev.at_ms, quiet)
+        line = self._line()
+        if line is None or line.at_pause_ms is None or self.behaviour.never_answer:
+            return
+        if quiet and not self._pauses.heard and self._reply is None:
+            self._tentative = self._reply = self._reply_at(ev.at_ms + line.at_pause_ms)
 
     def _line(self) -> AgentLine | None:
         lines = self.behaviour.lines
@@ -249,8 +177,12 @@ class AgentCore:
     def _spoken_over(self, current: Playback, ev: SpeechStart) -> None:
         """The caller began speaking over ``current``: a backchannel the script puts there is
         talked through (or, with backchannel_yield_ms, stopped at and answered only where the
-        script answers it); anything else is a barge-in, yielded to after yield_ms or ignored."""
-        line, into = self._line_of(current), self._next_into(current)
+        script answers it), as is the caller going on after a pause ``current`` was said into;
+        anything else is a barge-in, yielded to after yield_ms or ignored."""
+        line = self._line_of(current)
+        if line is not None and line.at_pause_ms is not None:
+            return  # the caller going on after the pause this line took: talked on, as planned
+        into = self._next_into(current)
         if line is not None and into is not None and into.backchannel:
             yield_ms = line.backchannel_yield_ms
             if yield_ms is None or not into.answered:
@@ -291,10 +223,23 @@ class AgentCore:
             self._answered_by_talk_over = False
             return
         line = self._line()
+        if line is not None and self._pauses.inside(line.caller_pauses):
+            self._log("caller_pause", ev.at_ms)  # mid-line: waited through, and if it never
+            if self._reply is None:  # ends, answered once the longest planned pause is over
+                at = ev.at_ms + max(line.caller_pauses) + self._latency(line)
+                self._tentative = self._reply = self._reply_at(at)
+            return
+        if line is not None and line.at_pause_ms is not None and self._reply is None:
+            self._log("no_pause_taken", ev.at_ms)  # no pause came to take the floor in
+            self._next_line += 1
+            line = self._line()
         if line is None or (line.follows_agent and self._reply is not None):
             return  # the line after the agent's own, already on its way
-        latency = self._latency(line)
-        self._reply = self._reply_at(ev.at_ms + latency)
+        spoken = None if self.player.current is None else self._line_of(self.player.current)
+        if spoken is not None and spoken.at_pause_ms is not None:
+            self._held = ev.at_ms  # answered once the line said into its pause ends
+            return
+        self._reply = self._reply_at(ev.at_ms + self._latency(line))
 
     def keypress(self, digit: str | None, at_ms: float) -> None:
         """A key the caller pressed (a phone line). Keys end a caller turn once no more come
@@ -325,10 +270,12 @@ class AgentCore:
         return self.behaviour.lines[prompt.index]
 
     def _speak_next(self, at_ms: float) -> None:
-        self._reply = None
+        self._reply = self._tentative = None
         line = self._line()
         if line is None or self.closed:
             return
+        if line.at_pause_ms is None:
+            self._pauses.reset()  # answered: the caller's next line counts its own pauses
         k = self._next_line
         self._next_line += 1
         prompt = Prompt(k, line.text)
@@ -355,6 +302,12 @@ class AgentCore:
     def _follow_on(self, playback: Playback) -> None:
         """After a line said to its end: the next one, when it follows it in the script."""
         line, record = self._line(), playback.record
+        if self._held is not None and line is not None and not self.closed:
+            ended = record.end_ms if record is not None and record.end_ms is not None else 0.0
+            at = max(self._held, ended) + self._latency(line)
+            self._held = None
+            self._reply = self._reply_at(max(at, self.clock.now_ms()))
+            return
         if line is None or not line.follows_agent or self._reply is not None or self.closed:
             return
         if record is None or record.end_ms is None or record.stopped_early:

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from turnscope.actors.agent.core import AgentBehaviour, AgentCore
+from turnscope.actors.agent.behaviour import AgentBehaviour
+from turnscope.actors.agent.core import AgentCore
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.device.calibration import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.phone import PhoneSession
 from turnscope.actors.agent.session import AgentSession
 from turnscope.capture.webrtc.signaling import use_loopback_only

@@ -13,7 +13,8 @@ from typing import Any
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
-from turnscope.actors.agent.core import AgentBehaviour, AgentCore
+from turnscope.actors.agent.behaviour import AgentBehaviour
+from turnscope.actors.agent.core import AgentCore
 from turnscope.actors.agent.wire import Dtx, QuietFrames, lose_every, swap_every
 from turnscope.asr.endpointer import Endpointer
 from turnscope.asr.settings import Settings, load_settings

@@ -11,7 +11,7 @@ from turnscope.cli.exit_codes import ExitCode
 from turnscope.errors import CallSetupError
 
 if TYPE_CHECKING:
-    from turnscope.actors.agent.core import AgentBehaviour
+    from turnscope.actors.agent.behaviour import AgentBehaviour
     from turnscope.actors.agent.device import DeviceAgent, DeviceAgentOptions
 
 

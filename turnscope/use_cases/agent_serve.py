@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from turnscope.actors.agent.core import AgentBehaviour, prompt_audio
+from turnscope.actors.agent.behaviour import AgentBehaviour, prompt_audio
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.configs import config_path

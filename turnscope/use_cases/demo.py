@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from turnscope import transports
-from turnscope.actors.agent.core import AgentBehaviour
+from turnscope.actors.agent.behaviour import AgentBehaviour
 from turnscope.actors.agent.server import AgentServer
 from turnscope.actors.caller.scenario_file import load_scenario
 from turnscope.asr.settings import Settings, load_settings
