@@ -51,6 +51,11 @@ from turnscope.capture.player import Player
 from turnscope.capture.source import SourceInfo
 from turnscope.reasons import Note, Severity
 
+# A caller line into an agent turn that already holds one of the caller's starts at least this
+# long after it ended, so that a listener hears two utterances (the harness ends one after 600
+# ms of silence, the reference agent after 400), not "mm-hmm wait" as one, its barge-in unheard.
+INTO_AGAIN_MS = 1000
+
 
 class CallControl(Protocol):
     """What the caller needs of a live call: its clock, its caller track, its frames as they
@@ -363,7 +368,10 @@ class ScriptedCaller(
         timeout = self.scenario.caller.reply_timeout_ms
         # The agent's current turn: the utterance it is in (a second backchannel into the same
         # line counts from the same start), else the next one it starts.
-        speech = self.ear.current() or await self._agent_turn(last_end, timeout, rec)
+        speech = self.ear.current()
+        if speech is not None and speech.start_ms < last_end and self._into_next_line(index):
+            speech = None  # not the turn its line before went into, stopped or ending
+        speech = speech or await self._agent_turn(last_end, timeout, rec)
         if speech is None:
             self._warn(
                 CallerNote.INTO_SILENCE,
@@ -374,6 +382,10 @@ class ScriptedCaller(
         if line.phrase is not None:  # when the agent says it (``phrase.py``)
             return await self._on_phrase(index, line, speech, rec)
         _, offset = line.placed_trigger(self.ear.typical_turn_ms())
+        if speech.start_ms < last_end and last_end + INTO_AGAIN_MS - speech.start_ms > offset:
+            offset = round(last_end + INTO_AGAIN_MS - speech.start_ms)
+            rec.notes.append(f"placed {INTO_AGAIN_MS} ms after the caller's line before it "
+                             "in the same agent turn, to be heard apart from it")  # fmt: skip
         rec.trigger_ms = offset
         # Until the moment, or the end of the agent's utterance if that comes first.
         await self.ear.wait_for(

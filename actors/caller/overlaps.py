@@ -34,6 +34,16 @@ class Overlaps:
         """The caller's line before the one now being placed (the last record is its own)."""
         return self.records[-2] if len(self.records) > 1 else None
 
+    def _into_next_line(self: ScriptedCaller, index: int) -> bool:
+        """Whether caller line ``index``, said into an agent turn, goes into a later agent line
+        than the caller's line before it, itself said into a turn (an agent line lies between
+        them in the script): the agent's restart after a false yield is a new turn, while the
+        turn its "mm-hmm" stopped may not have ended yet."""
+        previous = self._previous
+        if previous is None or previous.spoken_as in (None, "line"):
+            return False
+        return any(x.speaker == "agent" for x in self.scenario.script[previous.line + 1 : index])
+
     async def _talked_through(self: ScriptedCaller, rec: LineRecord) -> AgentSpeech | None:
         """After a barge-in the agent ignored: its turn that went on through it, which answers
         the barge-in for a listener once it ends (an agent that queues its next reply straight
