@@ -5,7 +5,8 @@ The line is spoken in pieces, one per stretch between pauses, joined by exact di
 so where each pause lies in the line's audio is known to the sample: on a live call the caller
 reports each pause on the call clock as it sent it (``note_sent``), and a rendered call's
 truth.json lists them. An agent line may take the floor inside the caller line's pause on
-purpose (``at_pause_ms``, synthetic calls).
+purpose (``at_pause_ms``: placed there in a synthetic call, and live the reference agent's,
+actors/agent/pauses.py).
 """
 
 from __future__ import annotations
