@@ -224,6 +224,8 @@ class CallerHears(Sink):
 
     def on_finish(self, result: PipelineResult) -> None:
         """The caller's turns it never sent, and the lines it sent that made no turn with words,
-        said among its findings (actors/caller/own_line)."""
+        said among its findings (actors/caller/own_line); whether the agent ran ahead of the
+        script, now that every agent turn is transcribed."""
+        self.caller.judge_in_step()
         warn_own_line(self.caller.found, result.assembly.dialogue(), self.caller.records)
         warn_unheard(self.caller.found, result.assembly, self.caller.records, result.audio_ms)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from turnscope.actors.agent.into import IntoLine, lines_into
 from turnscope.actors.agent.pauses import answered_pauses
+from turnscope.actors.agent.talk_over import OverCaller, over_caller
 from turnscope.actors.caller.fields import Voice
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import load_clip, speak
@@ -45,6 +46,8 @@ class AgentLine(BaseModel):
     caller_pauses: list[Ms] = Field(default_factory=list)
     # ... unless this line takes the floor this long into the first of them.
     at_pause_ms: Ms | None = None
+    # Said this long before the end of the caller's line before it (talk_over.py).
+    over_caller: OverCaller | None = None
 
 
 class AgentBehaviour(BaseModel):
@@ -83,7 +86,6 @@ class AgentBehaviour(BaseModel):
                 text=line.text,
                 audio=line.audio,  # the scenario resolved it against its own folder
                 latency_ms=line.latency_ms,
-                talk_over_ms=line.talk_over_ms,
                 yield_ms=line.yield_ms,
                 ignore_barge_in="yield_ms" in line.model_fields_set and line.yield_ms is None,
                 follows_agent=k > 0
@@ -94,6 +96,7 @@ class AgentBehaviour(BaseModel):
                 backchannel_yield_ms=line.backchannel_yield_ms,
                 caller_pauses=answered_pauses(scenario, k),
                 at_pause_ms=line.at_pause_ms,
+                over_caller=over_caller(scenario, k),
             )
             for k, line in enumerate(scenario.script)
             if line.speaker == "agent"

@@ -200,6 +200,11 @@ class ScriptedCaller(
                 f"the caller never got to speak ({self.finished_reason or 'the call ended'}); "
                 "the script could not be carried out",
             )
+
+    def judge_in_step(self) -> None:
+        """Degrade the call when the agent ran ahead of the script, judged on every agent
+        transcript: called once the pipeline has transcribed the call's last turn (at the
+        caller's own end, under load, a turn's words could still be on their way)."""
         ahead = ahead_of_script(self.scenario.script, self.ear.texts, sent_starts(self.records))
         if ahead is not None:
             self._degrade(CallerNote.AHEAD_OF_SCRIPT, ahead.message)

@@ -88,7 +88,8 @@ class Line(_Strict):
 
     Agent lines take:
     - ``latency_ms``: start this long after the call goes quiet (overrides ``agent.latency_ms``).
-    - ``talk_over_ms``: start this long BEFORE the end of the caller line just before.
+    - ``talk_over_ms``: start this long BEFORE the end of the caller line just before (live,
+      the reference agent too: it knows the line's length, actors/agent/talk_over.py).
     - ``yield_ms``: how this line reacts to a barge-in (overrides ``agent.yield_ms``; null keeps
       talking).
     - ``backchannel_yield_ms``: the line stops this long after a caller backchannel starts

@@ -1,7 +1,9 @@
-"""The reference agent and a caller line's planned pauses (actors/agent/pauses.py): it waits
-through them, as the synthetic call does, and an agent line with ``at_pause_ms`` takes the floor
-in the first of them. A live call through the demo (the shipped pauses and pause-takeover
-scenarios: benchmarks/shipped_scenarios.py)."""
+"""The reference agent times a scenario's agent lines against the caller's as the synthetic call
+does: it waits through a caller line's planned pauses (actors/agent/pauses.py), an agent line
+with ``at_pause_ms`` takes the floor in the first of them, and one with ``talk_over_ms`` starts
+that long before the caller's line ends (actors/agent/talk_over.py). One live call through the
+demo (the shipped pauses, pause-takeover and talk-over scenarios:
+benchmarks/shipped_scenarios.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,14 @@ script:
   - agent: Okay.
     at_pause_ms: 300
   - agent: Thank you, I have found the order.
+  - caller: Can you send it to my office instead of my home address?
+  - agent: Yes, I can do that.
+    talk_over_ms: 600
 """
+
+
+def lines_notes(result: dict, index: int) -> list[str]:
+    return next(r for r in result["script"]["lines"] if r["line"] == index).get("notes", [])
 
 
 def test_a_silence_counts_as_the_planned_pause_by_its_length():
@@ -46,7 +55,7 @@ def test_a_silence_counts_as_the_planned_pause_by_its_length():
     assert heard.inside([900, 600]) and not heard.inside([])
 
 
-def test_the_reference_agent_waits_through_the_callers_pauses(tmp_path: Path):
+def test_the_reference_agent_times_its_lines_as_the_script_does(tmp_path: Path):
     scenario = tmp_path / "pauses.yaml"
     scenario.write_text(SCENARIO)
     turnscope.demo(outdir=tmp_path / "call", scenario=scenario)
@@ -64,7 +73,12 @@ def test_the_reference_agent_waits_through_the_callers_pauses(tmp_path: Path):
     a, b = pauses[1]
     assert a + 300 < said["Okay."]["start_ms"] < b, (pauses, said["Okay."])
     assert [e["event"] for e in truth["events"]].count("caller_pause") == 2, truth["events"]
+    # "Yes, I can do that." started about 600 ms before the caller's line ended (the agent's
+    # clock hears the caller a one-way delay late, ~90 ms), not 600 ms after it began.
+    over = said["Yes, I can do that."]["start_ms"] - lines[5]["end_ms"]
+    assert -600 - 250 < over < -600 + 350, (over, said["Yes, I can do that."], lines[5])
     assert result["degraded_codes"] == [] and result["warning_codes"] == [], result["warnings"]
+    assert any("began its answer over the end" in n for n in lines_notes(result, 5)), result
     handling = result["turn_taking"]["conditions"]["pause_handling"]
     assert (handling["events"], handling["takeovers"]) == (2, 0), handling
     assert result["turn_taking"]["agent_backchannels"] == 1  # the "Okay." in the pause
