@@ -2,12 +2,16 @@
 call against the bundled reference agent speaking the scenario's agent side.
 
     .venv/bin/python benchmarks/shipped_scenarios.py [--jobs 2] [--only quick-exchange ...]
-                                                     [--repeat 1]
+                                                     [--repeat 1] [--exe OTHER/turnscope]
 
 Printed, per scenario and run: the exit code, the verdict, the degraded and warning codes, the
 caller lines spoken of those planned, and, for each caller line the script places after two or
 more agent lines, whether it went out after the last of them ended (the agent's truth, its own
-log of what it said when). The LLM-driven scenario is left out (the demo names no LLM).
+log of what it said when); the turn-taking conditions as scored (pause handling and backchannel
+takeover rates, the false-yield rate, user interruptions yielded to); for each agent line said
+over the end of the caller's (``talk_over_ms``), when it started against that line's end, on the
+agent's log (planned: minus talk_over_ms). The LLM-driven scenario is left out (the demo names
+no LLM). ``--exe``: another checkout's turnscope (a before column), the same scenarios.
 """
 
 from __future__ import annotations
@@ -39,32 +43,62 @@ def _after_runs(script: list[Any]) -> list[int]:
 
 def _in_step(outdir: Path, name: str) -> str:
     """For each caller line after agent lines in a row: sent after the last one ended?"""
+    scenario, sent, said = _agent_lines(outdir, name)
+    marks = []
+    for i in _after_runs(scenario):
+        last = max((k for k in said if k < i), default=None)
+        start = sent.get(i, {}).get("start_ms")
+        if start is None or last is None:
+            marks.append(f"[{i}] ?")
+        else:
+            marks.append(f"[{i}] {start - said[last]['end_ms']:+.0f} ms")
+    return ", ".join(marks) or "-"
+
+
+def _agent_lines(outdir: Path, name: str) -> tuple[list[Any], dict[int, Any], dict[int, Any]]:
+    """The scenario, the caller's sent records and the agent's utterances, by script index."""
     scenario = load_scenario(SCENARIOS / f"{name}.yaml").script
-    lines = _after_runs(scenario)
-    if not lines:
-        return "-"
     script = json.loads((outdir / "result.json").read_text())["script"]["lines"]
-    sent = {r["line"]: (r.get("sent") or {}).get("start_ms") for r in script if "line" in r}
+    sent = {r["line"]: r.get("sent") or {} for r in script if "line" in r}
     agent_lines = [i for i, x in enumerate(scenario) if x.speaker == "agent"]
     truth = json.loads((outdir / "agent_truth.json").read_text())
     # Each utterance is labelled "N:text", N its agent line's place among the agent lines;
     # its times are on the agent's own clock (started with the media, as the caller's).
-    ends = {agent_lines[int(u["label"].split(":")[0])]: u["end_ms"] for u in truth["utterances"]}
+    said = {agent_lines[int(u["label"].split(":")[0])]: u for u in truth["utterances"]}
+    return scenario, sent, said
+
+
+def _talk_over(outdir: Path, name: str) -> str:
+    """Each talk-over line's start against the end of the caller line before it (planned)."""
+    scenario, sent, said = _agent_lines(outdir, name)
     marks = []
-    for i in lines:
-        said = max((k for k in ends if k < i), default=None)
-        start = sent.get(i)
-        if start is None or said is None:
-            marks.append(f"[{i}] ?")
-        else:
-            marks.append(f"[{i}] {start - ends[said]:+.0f} ms")
-    return ", ".join(marks)
+    for i, line in enumerate(scenario):
+        if line.talk_over_ms is None:
+            continue
+        end, start = sent.get(i - 1, {}).get("end_ms"), said.get(i, {}).get("start_ms")
+        got = "?" if end is None or start is None else f"{start - end:+.0f}"
+        marks.append(f"{got} ({-line.talk_over_ms})")
+    return " ".join(marks) or "-"
 
 
-def one(name: str, root: Path, run: int) -> dict[str, Any]:
+def _conditions(result: dict[str, Any]) -> str:
+    """Pause TOR, backchannel TOR, false-yield rate, user-interruption TOR ("-": none)."""
+    tt = result.get("turn_taking") or {}
+    cond = tt.get("conditions") or {}
+
+    def rate(value: Any) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    return " / ".join([rate((cond.get("pause_handling") or {}).get("tor")),
+                       rate((cond.get("backchannel") or {}).get("tor")),
+                       rate(tt.get("backchannel_false_yield_rate")),
+                       rate((cond.get("user_interruption") or {}).get("tor"))])  # fmt: skip
+
+
+def one(name: str, root: Path, run: int, exe: Path) -> dict[str, Any]:
     out = root / f"{name}-{run}"
     done = subprocess.run(
-        [str(EXE), "demo", "--scenario", name, "-o", str(out), "-q"],
+        [str(exe), "demo", "--scenario", name, "-o", str(out), "-q"],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     row: dict[str, Any] = {"scenario": name, "run": run, "code": done.returncode}
@@ -80,6 +114,8 @@ def one(name: str, root: Path, run: int) -> dict[str, Any]:
         warnings=",".join(r["warning_codes"]) or "-",
         spoken=f"{sum(x['status'] == 'spoken' for x in lines)}/{len(lines)}",
         in_step=_in_step(out, name),
+        conditions=_conditions(r),
+        talk_over=_talk_over(out, name),
     )
     return row
 
@@ -89,6 +125,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--exe", type=Path, default=EXE, help="the turnscope to run (default: ours)")
     args = ap.parse_args()
     names = args.only or [
         p.stem for p in sorted(SCENARIOS.glob("*.yaml")) if load_scenario(p).caller.driver != "llm"
@@ -96,16 +133,20 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="shipped-"))
     work = [(n, k) for n in names for k in range(args.repeat)]
     with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda w: one(w[0], root, w[1]), work))
+        rows = list(pool.map(lambda w: one(w[0], root, w[1], args.exe), work))
+    print(f"({args.exe})")
     print("| scenario | exit | verdict | degraded | warnings | caller lines spoken | "
-          "a caller line after agent lines in a row: sent after the last ended |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          "a caller line after agent lines in a row: sent after the last ended | "
+          "TOR pause / backchannel, false yields, TOR interruption | "
+          "talk-over start - caller end, ms (planned) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['scenario']} | {r['code']} | {r['error'][0]} | | | | |")
+            print(f"| {r['scenario']} | {r['code']} | {r['error'][0]} | | | | | | |")
             continue
         print(f"| {r['scenario']} | {r['code']} | {r['verdict']} | {r['degraded']} | "
-              f"{r['warnings']} | {r['spoken']} | {r['in_step']} |")  # fmt: skip
+              f"{r['warnings']} | {r['spoken']} | {r['in_step']} | {r['conditions']} | "
+              f"{r['talk_over']} |")  # fmt: skip
     print(f"(bundles in {root})")
 
 

@@ -1,14 +1,17 @@
 """The reference agent times a scenario's agent lines against the caller's as the synthetic call
 does: it waits through a caller line's planned pauses (actors/agent/pauses.py), an agent line
-with ``at_pause_ms`` takes the floor in the first of them, and one with ``talk_over_ms`` starts
-that long before the caller's line ends (actors/agent/talk_over.py). One live call through the
-demo (the shipped pauses, pause-takeover and talk-over scenarios:
+with ``at_pause_ms`` takes the floor in the first of them, one with ``talk_over_ms`` starts that
+long before the caller's line ends (actors/agent/talk_over.py), and a barge-in it talks through
+(``yield_ms: null``) is answered its latency after the line ends. One live call through the
+demo (the shipped pauses, pause-takeover, talk-over and barge-ins scenarios:
 benchmarks/shipped_scenarios.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 import turnscope
 from turnscope.actors.agent.pauses import PausesHeard
@@ -31,6 +34,14 @@ script:
   - caller: Can you send it to my office instead of my home address?
   - agent: Yes, I can do that.
     talk_over_ms: 600
+  - caller: Thank you.
+  - agent: >-
+      You are welcome. The parcel will go to your office, and the driver will leave it at the
+      front desk.
+    yield_ms: null
+  - caller: no, hold on
+    barge_in_ms: 1000
+  - agent: Sorry, go ahead.
 """
 
 
@@ -77,8 +88,13 @@ def test_the_reference_agent_times_its_lines_as_the_script_does(tmp_path: Path):
     # clock hears the caller a one-way delay late, ~90 ms), not 600 ms after it began.
     over = said["Yes, I can do that."]["start_ms"] - lines[5]["end_ms"]
     assert -600 - 250 < over < -600 + 350, (over, said["Yes, I can do that."], lines[5])
+    # The barge-in it talked through answered 450 ms after the line it was said over ended.
+    long = next(u for u in truth["utterances"] if u["text"].startswith("You are welcome."))
+    answer = said["Sorry, go ahead."]
+    assert not long["stopped_early"] and lines[9]["start_ms"] < long["end_ms"], (long, lines[9])
+    assert answer["start_ms"] - long["end_ms"] == pytest.approx(450, abs=25), (long, answer)
     assert result["degraded_codes"] == [] and result["warning_codes"] == [], result["warnings"]
-    assert any("began its answer over the end" in n for n in lines_notes(result, 5)), result
+    assert any("began its answer over the end" in n for n in lines_notes(result, 7)), result
     handling = result["turn_taking"]["conditions"]["pause_handling"]
     assert (handling["events"], handling["takeovers"]) == (2, 0), handling
     assert result["turn_taking"]["agent_backchannels"] == 1  # the "Okay." in the pause

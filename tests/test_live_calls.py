@@ -131,9 +131,11 @@ def test_bad_behaviour_fails_its_dimension(calls, name, floor):
     run = results[name][0]
     pf = floors(run)
     assert pf["voice"] is False and pf[floor] is False, run.outcome.verifier
-    if name != "talks_over":  # talking over also makes latency negative, hence outside budget
-        others = {k: v for k, v in pf.items() if k not in ("voice", floor)}
-        assert all(others.values()), run.outcome.verifier
+    # Talking over makes latency negative, hence outside budget; an agent that talks through a
+    # barge-in answers it once its line ends, seconds after it (as in a synthetic call).
+    also = {"talks_over": "latency_floor", "ignores_barge_in": "latency_floor"}.get(name)
+    others = {k: v for k, v in pf.items() if k not in ("voice", floor, also)}
+    assert all(others.values()), run.outcome.verifier
 
 
 def _agree_with_the_agents_log(run, call, truth) -> None:

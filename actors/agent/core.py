@@ -65,6 +65,8 @@ class AgentCore:
         self._next_line = 0
         self._barged: set[int] = set()  # caller utterance indices the agent yielded to
         self._ignored: set[int] = set()  # caller utterances spoken over the agent, not answered
+        # Barge-ins it talked through that the script answers: answered once the line ends.
+        self._talked_on: set[int] = set()
         self._answered_by_talk_over = False
         self._reply: asyncio.Task | None = None
         self.caller_voiced = False  # inside a voiced span of the caller's, as the agent hears
@@ -80,7 +82,7 @@ class AgentCore:
         # taking the floor in a pause, or the answer after a planned pause that never ended.
         self._tentative: asyncio.Task | None = None
         self._over_ms: dict[int, float] = {}  # talk-over lines: the caller line's length
-        self._held: float | None = None  # a caller's end, answered after the line into its pause
+        self._held: float | None = None  # a caller's end, answered after the line said over it
 
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
@@ -184,7 +186,8 @@ class AgentCore:
         """The caller began speaking over ``current``: a backchannel the script puts there is
         talked through (or, with backchannel_yield_ms, stopped at and answered only where the
         script answers it), as is the caller going on after a pause ``current`` was said into;
-        anything else is a barge-in, yielded to after yield_ms or ignored."""
+        anything else is a barge-in, yielded to after yield_ms or talked through (and answered
+        after the line, where the script answers it)."""
         line = self._line_of(current)
         if line is not None and line.at_pause_ms is not None:
             return  # the caller going on after the pause this line took: talked on, as planned
@@ -200,7 +203,8 @@ class AgentCore:
                 else (line.yield_ms if line.yield_ms is not None else self.behaviour.yield_ms)
             )
             if yield_ms is None:
-                self._ignored.add(self._utt_index)
+                answered = into is not None and into.answered
+                (self._talked_on if answered else self._ignored).add(self._utt_index)
         if yield_ms is not None:
             elapsed = self.clock.now_ms() - ev.at_ms
             current.stop(after_ms=max(0.0, yield_ms - elapsed))
@@ -241,9 +245,12 @@ class AgentCore:
             line = self._line()
         if line is None or (line.follows_agent and self._reply is not None):
             return  # the line after the agent's own, already on its way
-        spoken = None if self.player.current is None else self._line_of(self.player.current)
-        if spoken is not None and spoken.at_pause_ms is not None:
-            self._held = ev.at_ms  # answered once the line said into its pause ends
+        current = self.player.current
+        spoken = None if current is None else self._line_of(current)
+        if current is not None and (
+            index in self._talked_on or (spoken is not None and spoken.at_pause_ms is not None)
+        ):
+            self._held = ev.at_ms  # answered once the line said over it ends
             return
         self._reply = self._reply_at(ev.at_ms + self._latency(line))
 
