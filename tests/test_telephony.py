@@ -323,7 +323,9 @@ def test_verdicts_follow_the_agents_behaviour(ref_calls):
     ignores = ref_calls["runs"]["ignores"][0].outcome.verifier["result"]["components"]
     assert ok["latency"] == 1.0 and ok["turn_taking"] == 1.0 and ok["barge_in"] == 1.0
     assert slow["latency"] < 0.75 and slow["barge_in"] == 1.0
-    assert ignores["barge_in"] < 0.75 and ignores["latency"] == 1.0
+    # Its answer to the barge-in it talked through comes after its line, seconds after the
+    # barge-in: that reply's latency misses too, as in a rendered call.
+    assert ignores["barge_in"] < 0.75 and ignores["latency"] < 1.0
     ignoring = ref_calls["runs"]["ignores"][1]
     assert ignoring.info.details["clears"] == []  # it never yielded, so it never cleared
 

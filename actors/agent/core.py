@@ -229,11 +229,15 @@ class AgentCore:
         self.tell("user-stopped-speaking")
         if index in self._ignored or b.never_answer:
             return
-        if self._answered_by_talk_over:
+        line = self._line()
+        mid_line = line is not None and self._pauses.inside(line.caller_pauses)
+        if self._answered_by_talk_over:  # its answer is on its way, or said over this line
+            if mid_line and self._reply is not None:  # not begun: a pause, not the line's end
+                self._log("caller_pause", ev.at_ms)
+                return
             self._answered_by_talk_over = False
             return
-        line = self._line()
-        if line is not None and self._pauses.inside(line.caller_pauses):
+        if line is not None and mid_line:
             self._log("caller_pause", ev.at_ms)  # mid-line: waited through, and if it never
             if self._reply is None:  # ends, answered once the longest planned pause is over
                 at = ev.at_ms + max(line.caller_pauses) + self._latency(line)
