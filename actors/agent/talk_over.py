@@ -4,8 +4,9 @@
 Live, the end is not heard until it has come, so the agent speaks the caller's line itself as
 it starts (the same text, voice and pauses, offline like its own prompts) and, when it hears
 the line begin, starts its own that line's length on, less ``talk_over_ms``. Before, it took a
-scenario's ``talk_over_ms`` as ``--talk-over-ms`` takes it, after the caller STARTS: 700 ms into
-a five-second line, talking over nearly all of it where the synthetic call overlaps 700 ms.
+scenario's ``talk_over_ms`` as ``--talk-over-ms`` takes it, after the caller STARTS: the shipped
+talk-over scenario's first reply began 3.0 s before its caller line's end, where the synthetic
+call overlaps 0.7 s.
 """
 
 from __future__ import annotations
