@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from turnscope.actors.agent.into import IntoLine, lines_into
 from turnscope.actors.agent.pauses import answered_pauses
@@ -77,6 +77,13 @@ class AgentBehaviour(BaseModel):
     # moves nothing the caller measures.
     drop_in_pauses: bool = False
     end_of_turn_ms: Ms = 400  # the agent's own endpointing silence
+    # The scenario it was made from (from_scenario): its caller lines, as talk-overs need them.
+    _scenario: Scenario | None = PrivateAttr(default=None)
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """The scenario this behaviour speaks the agent side of, if it was made from one."""
+        return self._scenario
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, **overrides: Any) -> AgentBehaviour:
@@ -110,7 +117,9 @@ class AgentBehaviour(BaseModel):
             "yield_ms": scenario.agent.yield_ms,
         }
         data.update(overrides)
-        return cls.model_validate(data)
+        behaviour = cls.model_validate(data)
+        behaviour._scenario = scenario
+        return behaviour
 
 
 def prompt_audio(behaviour: AgentBehaviour) -> list[np.ndarray]:

@@ -81,15 +81,19 @@ class AgentCore:
         # A reply called off if the caller goes on before it is handed to the player: one
         # taking the floor in a pause, or the answer after a planned pause that never ended.
         self._tentative: asyncio.Task | None = None
-        self._over_ms: dict[int, float] = {}  # talk-over lines: the caller line's length
+        # Talk-over lines: how long after the caller line they talk over begins they start.
+        self._talk_over_at: dict[int, float] = {}
         self._held: float | None = None  # a caller's end, answered after the line said over it
 
     async def prepare(self) -> None:
         """Synthesise every prompt now, in a thread, never on the loop during the call (a
         blocked loop makes the outgoing audio late)."""
         self.clips = await offload(prompt_audio, self.behaviour)
+        sc = self.behaviour.scenario
         over = {k: x.over_caller for k, x in enumerate(self.behaviour.lines) if x.over_caller}
-        self._over_ms = {k: await offload(line_ms, o) for k, o in over.items()}
+        if sc is not None:  # (a talk-over comes only with the scenario it is of)
+            for k, o in over.items():
+                self._talk_over_at[k] = max(0.0, await offload(line_ms, sc, o) - o.before_end_ms)
 
     def start(self) -> None:
         """The call is up: start the clock and the timed behaviours."""
@@ -176,8 +180,8 @@ class AgentCore:
             return
         line = self._line()
         talk_over = None if line is None else (line.talk_over_ms or b.talk_over_ms)
-        if line is not None and line.over_caller is not None:  # before the line's end
-            talk_over = max(0.0, self._over_ms[self._next_line] - line.over_caller.before_end_ms)
+        if self._next_line in self._talk_over_at:  # before the caller line's end
+            talk_over = self._talk_over_at[self._next_line]
         if talk_over is not None and not b.never_answer and self._reply is None:
             self._answered_by_talk_over = True
             self._reply = self._reply_at(ev.at_ms + talk_over)
