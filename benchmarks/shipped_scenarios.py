@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from turnscope.actors.caller.agent_lines import agent_lines_before  # noqa: E402
+from turnscope.actors.caller.mid import MidLines, cut_agent_line  # noqa: E402
 from turnscope.actors.caller.scenario_file import load_scenario  # noqa: E402
 
 EXE = ROOT / ".venv" / "bin" / "turnscope"
@@ -81,6 +82,24 @@ def _talk_over(outdir: Path, name: str) -> str:
     return " ".join(marks) or "-"
 
 
+def _into(outdir: Path, name: str) -> str:
+    """Each barge-in or backchannel placed by the agent's line (``*_at``): how far into that
+    line's utterance it went out, on the agent's log, and (in brackets) where a rendered call
+    puts it."""
+    scenario, sent, said = _agent_lines(outdir, name)
+    sc = load_scenario(SCENARIOS / f"{name}.yaml")
+    lengths = MidLines(sc).lengths
+    marks = []
+    for i, line in enumerate(scenario):
+        if line.barge_in_at is None and line.backchannel_at is None:
+            continue
+        cut = said.get(cut_agent_line(sc, i), {}).get("start_ms")
+        start = sent.get(i, {}).get("start_ms")
+        got = "?" if cut is None or start is None else f"{start - cut:.0f}"
+        marks.append(f"[{i}] {got} ({line.placed_trigger(lengths.get(i, 0) or None)[1]})")
+    return " ".join(marks) or "-"
+
+
 def _conditions(result: dict[str, Any]) -> str:
     """Pause TOR, backchannel TOR, false-yield rate, user-interruption TOR ("-": none)."""
     tt = result.get("turn_taking") or {}
@@ -116,6 +135,7 @@ def one(name: str, root: Path, run: int, exe: Path) -> dict[str, Any]:
         in_step=_in_step(out, name),
         conditions=_conditions(r),
         talk_over=_talk_over(out, name),
+        into=_into(out, name),
     )
     return row
 
@@ -138,15 +158,16 @@ def main() -> None:
     print("| scenario | exit | verdict | degraded | warnings | caller lines spoken | "
           "a caller line after agent lines in a row: sent after the last ended | "
           "TOR pause / backchannel, false yields, TOR interruption | "
-          "talk-over start - caller end, ms (planned) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+          "talk-over start - caller end, ms (planned) | "
+          "into the agent's line, ms (rendered) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['scenario']} | {r['code']} | {r['error'][0]} | | | | | | |")
+            print(f"| {r['scenario']} | {r['code']} | {r['error'][0]} | | | | | | | |")
             continue
         print(f"| {r['scenario']} | {r['code']} | {r['verdict']} | {r['degraded']} | "
               f"{r['warnings']} | {r['spoken']} | {r['in_step']} | {r['conditions']} | "
-              f"{r['talk_over']} |")  # fmt: skip
+              f"{r['talk_over']} | {r['into']} |")  # fmt: skip
     print(f"(bundles in {root})")
 
 

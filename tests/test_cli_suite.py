@@ -4,28 +4,11 @@ every validation problem at once, `turnscope suite init`, and where a first-turn
 from __future__ import annotations
 
 import json
-import textwrap
 
 from tests.conftest import ROOT
 
 RECORDING = ROOT / "recordings" / "refund-call.wav"
 REFERENCE = ROOT / "recordings" / "refund-call.reference.json"
-
-MID_FIRST = textwrap.dedent(
-    """
-    name: mid-first
-    agent:
-      latency_ms: 300
-    script:
-      - caller: Hi, where is my order?
-        at_ms: 300
-      - agent: Sure, I can look that up for you if you give me the order number please.
-      - caller: wait
-        barge_in_at: mid
-      - agent: Yes?
-      - caller: It is four two seven.
-    """
-)
 
 
 def test_suite_kind_matches_the_scoring_stack():
@@ -145,29 +128,3 @@ def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):
     result = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert result["aggregate"]["passed"] == 1
     assert "my-suite" in out
-
-
-def test_first_turn_mid_is_stated(cli, tmp_path):
-    """A live call says where a `mid` on the agent's first turn goes, and why."""
-    scenario = tmp_path / "mid-first.yaml"
-    scenario.write_text(MID_FIRST)
-    code, out, err = cli("demo", "--scenario", str(scenario), "-o", str(tmp_path / "d"), "-q")
-    warning = [x for x in err.splitlines() if "barge_in_at" in x]
-    assert len(warning) == 1, err
-    assert (
-        "script[2].barge_in_at: mid on the agent's first turn is placed 600 ms into it"
-        in (warning[0])
-    )
-    assert "barge_in_ms" in warning[0]  # the fix
-    lines = out.strip().splitlines()
-    assert lines[-1] == f"report: {tmp_path / 'd' / 'report.html'}", out
-    assert lines[-2].startswith("ASR tiny.en (bundled"), out
-    assert code in (0, 1), err
-    # a shipped scenario whose mids all follow a finished agent turn warns of nothing
-    from turnscope.actors.caller.scenario_file import load_scenario
-    from turnscope.cli.placement_notes import first_turn_mid
-
-    assert first_turn_mid(load_scenario("refund-call")) == []
-    assert [n.split(":")[0] for n in first_turn_mid(load_scenario("barge-ins"))] == [
-        "script[2].barge_in_at"
-    ]

@@ -33,7 +33,7 @@ script:
   - caller: mm-hmm
     backchannel_at: early
   - caller: wait
-    barge_in_at: mid
+    barge_in_ms: 1200
   - agent: Yes?
   - caller: Is the postage free?
   - agent: Yes, it is free.
@@ -52,8 +52,8 @@ def test_lines_into_the_agents_speech_go_into_the_turn_the_script_means(tmp_path
     # starts with the media as the caller's does), as a backchannel the agent talked on through.
     assert lines[5]["spoken_as"] == "backchannel", lines[5]
     assert lines[5]["sent"]["start_ms"] > restart["start_ms"], (lines[5], restart)
-    # "wait", placed half the agent's typical turn in (inside the "mm-hmm"), went out apart
-    # from it, and the agent yielded to it.
+    # "wait", placed 1.2 s in (inside the "mm-hmm" or just after it), went out apart from it,
+    # and the agent yielded to it.
     said = lines[6]["sent"]["start_ms"] - lines[5]["sent"]["end_ms"]
     assert lines[6]["spoken_as"] == "barge_in" and said >= INTO_AGAIN_MS - 1, lines[6]
     assert any("to be heard apart from it" in n for n in lines[6].get("notes", [])), lines[6]

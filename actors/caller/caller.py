@@ -38,6 +38,7 @@ from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, 
 from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
 from turnscope.actors.caller.llm_listen import LlmListener
+from turnscope.actors.caller.mid import MidLines
 from turnscope.actors.caller.notes import CallerFindings, CallerNote
 from turnscope.actors.caller.overlaps import Overlaps
 from turnscope.actors.caller.pauses import note_sent
@@ -103,6 +104,7 @@ class ScriptedCaller(
         self.ear = AgentEar(call.clock, settings)
         # Everything is spoken before the call starts: synthesis must not delay a barge-in.
         self.lines = caller_lines(scenario) if lines is None else lines
+        self.mid = MidLines(scenario)  # the agent lines mid lines cut into, spoken (mid.py)
         # The caller's line: its background and the rooms' tails (acoustics.py), made already.
         self.bed = attach(scenario, self.track, [audio for _, _, audio in self.lines])
         self.records: list[LineRecord] = []
@@ -386,7 +388,10 @@ class ScriptedCaller(
             return "line"
         if line.phrase is not None:  # when the agent says it (``phrase.py``)
             return await self._on_phrase(index, line, speech, rec)
-        _, offset = line.placed_trigger(self.ear.typical_turn_ms())
+        heard = [text for _, _, text in self.ear.texts]
+        turn_ms, how = self.mid.turn_ms(index, heard, self.ear.typical_turn_ms())
+        rec.notes += [how] if how else []
+        _, offset = line.placed_trigger(turn_ms)
         if speech.start_ms < last_end and last_end + INTO_AGAIN_MS - speech.start_ms > offset:
             offset = round(last_end + INTO_AGAIN_MS - speech.start_ms)
             rec.notes.append(f"placed {INTO_AGAIN_MS} ms after the caller's line before it "

@@ -73,8 +73,9 @@ class Line(_Strict):
     - ``barge_in_ms``: start this long after the start of the agent's current line (a barge-in,
       ``interrupt: true`` in ground truth); the agent yields after ``yield_ms``.
     - ``barge_in_at``: ``early`` (EARLY_MS into the agent's line) or ``mid`` (half-way through
-      it; live, where the agent's reply length is unknown, half its typical turn so far in the
-      call): a barge-in placed to fit replies of any length.
+      it; live, where the running reply's length is unknown, the script's line in the agent's
+      voice while the agent says the script's words, else half its typical turn so far:
+      ``mid.py``): a barge-in placed to fit replies of any length.
     - ``backchannel_ms`` / ``backchannel_at``: as the barge-in ones, but the agent keeps
       talking; not a turn.
     - ``barge_in_on`` / ``backchannel_on``: a phrase; live, the moment a partial transcript of

@@ -18,7 +18,6 @@ from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.help import ASR, CALLER, DEVICE, OUTPUT, TRANSPORT, groups
 from turnscope.cli.options import PipelineOptions, caller_voice_option
-from turnscope.cli.placement_notes import warn_first_turn_mid
 from turnscope.errors import CallSetupError
 
 LLM_FLAGS = caller_llm_options()
@@ -107,7 +106,6 @@ def call(
     options = call_options(locals())
     voice = voice_named(caller_voice, Path.cwd(), "--caller-voice")
     sc = load_scenario(scenario, caller_voice=voice)
-    warn_first_turn_mid(sc)
     llm = caller_endpoint(sc, caller_llm, caller_llm_model, caller_llm_key_env)
     flag = "--caller-voice" if caller_voice else None  # a voice nothing speaks in: said
     if (voice := default_note(sc, llm=llm is not None, flag=flag)) is not None:

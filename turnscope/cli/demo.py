@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.closing import report_call
-from turnscope.cli.console import fail_line, out, say, warn_line
+from turnscope.cli.console import fail_line, out, say
 from turnscope.cli.exit_codes import ExitCode
 from turnscope.cli.options import PipelineOptions
 from turnscope.errors import CallSetupError
@@ -35,7 +35,7 @@ def demo(
 
     try:
         call = run_demo(outdir=output, force=force, scenario=scenario, signaling=signaling,
-                        settings=settings, console=None if quiet else out, on_warning=warn_line,
+                        settings=settings, console=None if quiet else out,
                         on_listening=listening)  # fmt: skip
     except CallSetupError as exc:
         fail_line(f"the demo call could not be set up: {exc}")

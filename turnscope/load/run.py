@@ -27,7 +27,6 @@ from turnscope.load.record import CallRecord
 from turnscope.load.report import LoadReport, aggregate, missing_slots
 from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.use_cases.checks import as_path
-from turnscope.use_cases.scenario_notes import first_turn_mid
 
 if TYPE_CHECKING:
     from turnscope.otlp.shared import RunReceiver
@@ -95,7 +94,6 @@ def load_test(
     new ``runs/load-NAME-...``).
     InputError for bad input, before any call."""
     tell = observer or LoadObserver()
-    warn = tell.warning
     if ray_address is not None:
         from turnscope.distributed.cluster import check_address
 
@@ -114,8 +112,6 @@ def load_test(
             )
     sc = load_scenario(scenario)
     llm = llm_for_load(sc, caller_llm)
-    for note in first_turn_mid(sc):
-        warn(note)
     if sc.dtmf_lines and not isinstance(options, TelephonyOptions):
         raise InputError(
             f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): that needs a phone line "

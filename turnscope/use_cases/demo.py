@@ -21,7 +21,6 @@ from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.scoring.evidence.bundle import seal
 from turnscope.use_cases.call_run import CallRun, place_scripted_call
 from turnscope.use_cases.checks import as_path
-from turnscope.use_cases.scenario_notes import first_turn_mid
 
 
 def demo(
@@ -32,7 +31,6 @@ def demo(
     signaling: str = "smallwebrtc",
     settings: Settings | None = None,
     console: Console | None = None,
-    on_warning: Callable[[str], None] | None = None,
     on_listening: Callable[[str], None] | None = None,
 ) -> CallRun:
     """Start the reference agent (speaking ``scenario``'s agent side; default the refund call)
@@ -47,8 +45,6 @@ def demo(
             fix=f"turnscope agent --scenario {scenario} & then turnscope call URL --scenario "
             f"{scenario} --caller-llm URL",
         )
-    for note in first_turn_mid(sc):
-        (on_warning or (lambda _line: None))(note)
     settings = settings or load_settings()
     folder, made = claim_output_dir(as_path(outdir), "demo", force=force)
 

@@ -1,0 +1,96 @@
+"""Where a ``barge_in_at: mid`` / ``backchannel_at: mid`` line lands on a live call.
+
+A rendered call puts it half-way through the agent line it cuts into, that line spoken in the
+scenario's agent voice. Live, the caller cannot know the running turn's length, so it uses the
+best it has: while the agent is heard saying the script's words (the reference agent, or an
+agent whose scenario holds its replies), the script's line spoken in the scenario's agent voice,
+as a rendered call has it; once the agent is heard with words of its own, half its typical turn
+so far. Before, a ``mid`` into the agent's first turn (none heard yet) was placed as ``early``
+(600 ms in: the shipped barge-ins scenario's first "wait" went out 1.0 s into a 9 s reply,
+4.5 s in rendered), and into a line longer than the agent's typical turn, early too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from turnscope.actors.caller.in_step import MATCH, words_of
+from turnscope.actors.caller.scenario import Scenario
+from turnscope.actors.caller.speech import read_clip, synthesize
+from turnscope.errors import TurnscopeError
+
+__all__ = ["MidLines", "cut_agent_line"]
+
+SR = 16000
+
+
+def cut_agent_line(scenario: Scenario, index: int) -> int | None:
+    """The script index of the agent line caller line ``index`` cuts into: the last before it."""
+    return next(
+        (k for k in range(index - 1, -1, -1) if scenario.script[k].speaker == "agent"), None
+    )
+
+
+def _line_ms(scenario: Scenario, k: int) -> float | None:
+    """Agent line ``k``'s voiced length as a rendered call has it; None where its voice cannot
+    speak on this machine (the agent is elsewhere: the call goes on, placed by what is heard)."""
+    line = scenario.script[k]
+    spec = scenario.agent
+    try:
+        if line.audio is not None:
+            clip = read_clip(line.audio, SR)
+        else:
+            voice = line.voice or spec.voice
+            clip = synthesize(
+                line.text, voice=voice, rate_wpm=spec.rate_wpm, pitch=spec.pitch, sample_rate=SR
+            )
+    except TurnscopeError:
+        return None
+    return (clip.end - clip.start) * 1000 / SR
+
+
+class MidLines:
+    """A scenario's ``mid`` lines, each with the length of the agent line it cuts into (spoken
+    before the call, as the caller's own lines are: synthesis must not delay a barge-in)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.lengths: dict[int, float] = {}
+        self.mid_lines: set[int] = set()
+        for i, line in enumerate(scenario.script):
+            if "mid" not in (line.barge_in_at, line.backchannel_at):
+                continue
+            self.mid_lines.add(i)
+            k = cut_agent_line(scenario, i)
+            ms = _line_ms(scenario, k) if k is not None else None
+            if ms:
+                self.lengths[i] = ms
+        self._script_words: Counter[str] = Counter()
+        for line in scenario.script:
+            if line.speaker == "agent":
+                self._script_words |= words_of(line.text)
+
+    def says_the_script(self, texts: Sequence[str]) -> bool:
+        """Whether each agent utterance heard so far is mostly the script's agent words (a
+        reply cut by a barge-in too: its words, not the whole line, are judged)."""
+        for text in texts:
+            heard = words_of(text)
+            total = sum(heard.values())
+            if total and sum((heard & self._script_words).values()) < MATCH * total:
+                return False
+        return True
+
+    def turn_ms(
+        self, index: int, texts: Sequence[str], typical_ms: float | None
+    ) -> tuple[float | None, str | None]:
+        """The agent turn length a ``mid`` caller line ``index`` is placed half-way through
+        (its script line's while the agent says the script's words, else its typical turn), and
+        a note saying which, for the line's record."""
+        scripted = self.lengths.get(index)
+        if scripted is not None and self.says_the_script(texts):
+            return scripted, f"mid: half the script's agent line ({scripted / 1000:.1f} s)"
+        if index not in self.mid_lines:
+            return typical_ms, None
+        if typical_ms is None:
+            return None, "mid: placed as early (no agent turn heard yet to learn its length from)"
+        return typical_ms, f"mid: half the agent's typical turn so far ({typical_ms / 1000:.1f} s)"
