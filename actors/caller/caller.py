@@ -388,8 +388,8 @@ class ScriptedCaller(
             return "line"
         if line.phrase is not None:  # when the agent says it (``phrase.py``)
             return await self._on_phrase(index, line, speech, rec)
-        heard = [text for _, _, text in self.ear.texts]
-        turn_ms, how = self.mid.turn_ms(index, heard, self.ear.typical_turn_ms())
+        starts = list(sent_starts(self.records).values())
+        turn_ms, how = self.mid.turn_ms(index, self.ear.texts, starts, self.ear.typical_turn_ms())
         rec.notes += [how] if how else []
         _, offset = line.placed_trigger(turn_ms)
         if speech.start_ms < last_end and last_end + INTO_AGAIN_MS - speech.start_ms > offset:

@@ -2,20 +2,23 @@
 
 A rendered call puts it half-way through the agent line it cuts into, that line spoken in the
 scenario's agent voice. Live, the caller cannot know the running turn's length, so it uses the
-best it has: while the agent is heard saying the script's words (the reference agent, or an
-agent whose scenario holds its replies), the script's line spoken in the scenario's agent voice,
-as a rendered call has it; once the agent is heard with words of its own, half its typical turn
-so far. Before, a ``mid`` into the agent's first turn (none heard yet) was placed as ``early``
-(600 ms in: the shipped barge-ins scenario's first "wait" went out 1.0 s into a 9 s reply,
-4.5 s in rendered), and into a line longer than the agent's typical turn, early too.
+best it has. Into the agent's first turn (none heard yet), and while the agent is heard saying
+the script's lines (two or more of its turns heard, most of them clearly saying a line: the
+reference agent, or an agent whose scenario holds its replies), the script's line spoken in the
+scenario's agent voice, as a rendered call has it. Otherwise half its typical turn so far: an
+agent with replies of its own, or one heard too little to tell (one turn saying the script's
+"Yes, go ahead." does not show that its next reply is the script's 6 s line). Turns the caller
+spoke into are not judged (a reply cut short says only part of its line). Before, a ``mid``
+into the agent's first turn (none heard yet) was placed as ``early`` (600 ms in: the shipped
+barge-ins scenario's first "wait" went out 0.7-1.0 s into a 9 s reply, 4.5 s in rendered), and
+into a line longer than the agent's typical turn, early too.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
-from turnscope.actors.caller.in_step import MATCH, words_of
+from turnscope.actors.caller.in_step import said_lines, words_of
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import read_clip, synthesize
 from turnscope.errors import TurnscopeError
@@ -65,29 +68,41 @@ class MidLines:
             ms = _line_ms(scenario, k) if k is not None else None
             if ms:
                 self.lengths[i] = ms
-        self._script_words: Counter[str] = Counter()
-        for line in scenario.script:
-            if line.speaker == "agent":
-                self._script_words |= words_of(line.text)
+        self._lines = [
+            (k, words_of(line.text))
+            for k, line in enumerate(scenario.script)
+            if line.speaker == "agent"
+        ]
 
-    def says_the_script(self, texts: Sequence[str]) -> bool:
-        """Whether each agent utterance heard so far is mostly the script's agent words (a
-        reply cut by a barge-in too: its words, not the whole line, are judged)."""
-        for text in texts:
-            heard = words_of(text)
-            total = sum(heard.values())
-            if total and sum((heard & self._script_words).values()) < MATCH * total:
-                return False
-        return True
+    def says_the_script(
+        self, heard: Sequence[tuple[float, float, str]], caller_starts: Sequence[float]
+    ) -> bool:
+        """Whether the agent is heard saying the script's lines: before any utterance is heard
+        (start, end, text), or when two or more were and most clearly say a line of the script
+        (``in_step.said_lines``: a few misheard words are allowed), leaving out those a caller
+        line started in (a reply cut short says only part of its line)."""
+        if not any(text.strip() for _, _, text in heard):
+            return True
+        judged = [
+            text
+            for start, end, text in heard
+            if text.strip() and not any(start <= t <= end for t in caller_starts)
+        ]
+        said = sum(bool(said_lines(text, self._lines)) for text in judged)
+        return len(judged) >= 2 and said * 2 > len(judged)
 
     def turn_ms(
-        self, index: int, texts: Sequence[str], typical_ms: float | None
+        self,
+        index: int,
+        heard: Sequence[tuple[float, float, str]],
+        caller_starts: Sequence[float],
+        typical_ms: float | None,
     ) -> tuple[float | None, str | None]:
         """The agent turn length a ``mid`` caller line ``index`` is placed half-way through
-        (its script line's while the agent says the script's words, else its typical turn), and
+        (its script line's while the agent says the script's lines, else its typical turn), and
         a note saying which, for the line's record."""
         scripted = self.lengths.get(index)
-        if scripted is not None and self.says_the_script(texts):
+        if scripted is not None and self.says_the_script(heard, caller_starts):
             return scripted, f"mid: half the script's agent line ({scripted / 1000:.1f} s)"
         if index not in self.mid_lines:
             return typical_ms, None
