@@ -8,7 +8,8 @@ reference agent, or an agent whose scenario holds its replies), the script's lin
 scenario's agent voice, as a rendered call has it. Otherwise half its typical turn so far: an
 agent with replies of its own, or one heard too little to tell (one turn saying the script's
 "Yes, go ahead." does not show that its next reply is the script's 6 s line). Turns the caller
-spoke into are not judged (a reply cut short says only part of its line). Before, a ``mid``
+spoke into count only when they say a line (a reply cut short says only part of its own; the
+pipeline hears a reply cut by a barge-in and the agent's next as one utterance). Before, a ``mid``
 into the agent's first turn (none heard yet) was placed as ``early`` (600 ms in: the shipped
 barge-ins scenario's first "wait" went out 0.7-1.0 s into a 9 s reply, 4.5 s in rendered), and
 into a line longer than the agent's typical turn, early too.
@@ -79,17 +80,18 @@ class MidLines:
     ) -> bool:
         """Whether the agent is heard saying the script's lines: before any utterance is heard
         (start, end, text), or when two or more were and most clearly say a line of the script
-        (``in_step.said_lines``: a few misheard words are allowed), leaving out those a caller
-        line started in (a reply cut short says only part of its line)."""
+        (``in_step.said_lines``: a few misheard words are allowed). One a caller line started
+        in counts only if it says a line: cut short, it says only part of its own."""
         if not any(text.strip() for _, _, text in heard):
             return True
-        judged = [
-            text
-            for start, end, text in heard
-            if text.strip() and not any(start <= t <= end for t in caller_starts)
-        ]
-        said = sum(bool(said_lines(text, self._lines)) for text in judged)
-        return len(judged) >= 2 and said * 2 > len(judged)
+        said = cut = 0
+        for start, end, text in heard:
+            says = bool(said_lines(text, self._lines))
+            if any(start <= t <= end for t in caller_starts) and not says:
+                cut += 1  # cut short before it said its line (or heard as one with the next)
+            said += says
+        judged = sum(bool(text.strip()) for _, _, text in heard) - cut
+        return judged >= 2 and said * 2 > judged
 
     def turn_ms(
         self,
