@@ -62,11 +62,24 @@ def test_a_suite_scored_on_its_references_runs_nothing(tmp_path):
         turnscope.score_suite(STARTER, transcripts=tmp_path / "none")
 
 
+def _first_lines(name: str, lines: int, folder: Path) -> Path:
+    """A shipped scenario cut after its first ``lines`` script lines (its header kept): the
+    part a test needs, in a call a fraction as long."""
+    text = (ROOT / "configs" / "scenarios" / f"{name}.yaml").read_text()
+    head, script = text.split("\nscript:\n")
+    starts = [i for i, row in enumerate(script.splitlines()) if row.startswith("  - ")]
+    kept = script.splitlines()[: starts[lines]] if lines < len(starts) else script.splitlines()
+    path = folder / f"{name}.yaml"
+    path.write_text(head + "\nscript:\n" + "\n".join(kept) + "\n")
+    return path
+
+
 def test_the_demo_and_its_summary(tmp_path):
     heard: list[str] = []
     call = turnscope.demo(
         outdir=tmp_path / "demo",
-        scenario=ROOT / "configs" / "scenarios" / "quick-exchange.yaml",
+        # quick-exchange up to "When will it arrive?" and its answer (the whole is a 56 s call)
+        scenario=_first_lines("quick-exchange", 7, tmp_path),
         on_listening=heard.append,
     )
     assert isinstance(call, turnscope.CallRun) and heard[0].startswith("http://127.0.0.1:")
