@@ -1,7 +1,8 @@
 """``barge_in_at: mid`` on a live call (actors/caller/mid.py): half-way through the script's agent
-line spoken in the scenario's agent voice, as a rendered call places it, while the agent says the
-script's words; half its typical turn once it says words of its own. The shipped barge-ins
-scenario live beside its rendering: benchmarks/shipped_scenarios.py."""
+line spoken in the scenario's agent voice, as a rendered call places it, into the agent's first
+turn and while the agent says the script's lines; half its typical turn otherwise. Against the
+reference agent and the stock pipecat bot; the shipped barge-ins scenario live beside its
+rendering: benchmarks/shipped_scenarios.py."""
 
 from __future__ import annotations
 
@@ -101,3 +102,48 @@ def test_mid_against_a_bot_with_replies_of_its_own_is_half_its_typical_turn(tmp_
     index = max(mid.mid_lines)
     heard = [(1000.0, 2600.0, "Sure, I can help with that."), (3500.0, 4300.0, "Yes, go ahead.")]
     assert mid.turn_ms(index, heard, [1600.0], 1200.0)[0] == 1200.0
+
+
+BOT_LONG = (
+    "Let me explain how it works. First, I look up your account. Then I check your recent "
+    "orders. Finally, I send you a summary by email."
+)
+PIPECAT_MID = f"""
+name: pipecat-mid
+task: {{budgets: {{max_latency_ms: 2500}}}}
+caller: {{voice: en-us, timeout_s: 50, hangup_after_ms: 800}}
+agent: {{voice: en-us}}
+script:
+  - caller: Hi, I would like a refund for my headphones please.
+    at_ms: 500
+  - agent: {BOT_LONG}
+  - caller: wait
+    barge_in_at: mid
+  - agent: Yes, go ahead.
+  - caller: Can I send them back by post?
+"""
+
+
+def test_mid_into_a_stock_pipecat_bots_first_reply(tmp_path: Path):
+    """The stock pipecat bot (no greeting, its four-sentence reply, 8 s) is barged into half-way
+    through the script's line as the scenario's agent voice says it, not 600 ms in; it yields
+    (its own log: the reply interrupted)."""
+    import asyncio
+
+    from tests.interop.pipecat import call_bot, pipecat_bot
+
+    scenario = tmp_path / "mid.yaml"
+    scenario.write_text(PIPECAT_MID)
+    half = into_agent_ms("mid", MidLines(load_scenario(scenario)).lengths[2])
+    with pipecat_bot(tmp_path / "bot", greeting=False, reply="long", latency_ms=300) as bot:
+        _run, call, _caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+        truth = bot.truth()
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    wait = next(r for r in result["script"]["lines"] if r["line"] == 2)
+    assert wait["trigger_ms"] == half > 2000, (wait, half)
+    assert wait["spoken_as"] == "barge_in" and result["script"]["barge_ins"]["exercised"] == 1
+    reply = next(r for r in truth if r["event"] == "reply" and r["kind"] == "reply")
+    assert reply["interrupted"], truth
+    # (the bot's times on time.monotonic(), the call clock's own base)
+    into = wait["sent"]["start_ms"] - (reply["start_monotonic"] - call.clock.origin) * 1000
+    assert half - 50 <= into <= half + 300, (into, half)
