@@ -10,8 +10,10 @@ more agent lines, whether it went out after the last of them ended (the agent's 
 log of what it said when); the turn-taking conditions as scored (pause handling and backchannel
 takeover rates, the false-yield rate, user interruptions yielded to); for each agent line said
 over the end of the caller's (``talk_over_ms``), when it started against that line's end, on the
-agent's log (planned: minus talk_over_ms). The LLM-driven scenario is left out (the demo names
-no LLM). ``--exe``: another checkout's turnscope (a before column), the same scenarios.
+agent's log (planned: minus talk_over_ms); for each barge-in or backchannel placed by time, how
+far into the agent's line it went out, beside where the rendered call puts it. The LLM-driven
+scenario is left out (the demo names no LLM). ``--exe``: another checkout's turnscope (a before
+column), the same scenarios.
 """
 
 from __future__ import annotations
@@ -83,15 +85,15 @@ def _talk_over(outdir: Path, name: str) -> str:
 
 
 def _into(outdir: Path, name: str) -> str:
-    """Each barge-in or backchannel placed by the agent's line (``*_at``): how far into that
-    line's utterance it went out, on the agent's log, and (in brackets) where a rendered call
-    puts it."""
+    """Each barge-in or backchannel placed by time (``*_ms``, ``*_at``): how far into the
+    agent line's utterance it went out, on the agent's log, and (in brackets) where a rendered
+    call puts it."""
     scenario, sent, said = _agent_lines(outdir, name)
     sc = load_scenario(SCENARIOS / f"{name}.yaml")
     lengths = MidLines(sc).lengths
     marks = []
     for i, line in enumerate(scenario):
-        if line.barge_in_at is None and line.backchannel_at is None:
+        if line.kind not in ("barge_in", "backchannel") or line.phrase is not None:
             continue
         cut = said.get(cut_agent_line(sc, i), {}).get("start_ms")
         start = sent.get(i, {}).get("start_ms")
