@@ -72,6 +72,8 @@ def test_mid_follows_the_script_while_the_agent_says_its_lines(tmp_path: Path):
     cut = (4000.0, 5000.0, "Sure, I can")
     assert mid.turn_ms(2, [misheard, cut, yes], [4600.0], 900.0)[0] == script_ms
     assert mid.turn_ms(2, [misheard, cut], [4600.0], 900.0)[0] == 900.0  # cut: not judged
+    wordless = (6000.0, 6500.0, "")  # a turn the ASR heard no words of tells nothing
+    assert mid.turn_ms(2, [misheard, wordless, yes], [6200.0], 900.0)[0] == script_ms
     merged = (4000.0, 5600.0, "Sure, I can. Yes?")  # a cut reply heard as one with the next
     assert mid.turn_ms(2, [misheard, merged], [4600.0], 900.0)[0] == script_ms
     own = [(6000.0, 7000.0, "Let me check our system for that"), (8000.0, 9000.0, "Right.")]

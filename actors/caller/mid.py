@@ -84,13 +84,15 @@ class MidLines:
         in counts only if it says a line: cut short, it says only part of its own."""
         if not any(text.strip() for _, _, text in heard):
             return True
-        said = cut = 0
+        said = judged = 0
         for start, end, text in heard:
+            if not text.strip():
+                continue  # no words heard: nothing to tell by
             says = bool(said_lines(text, self._lines))
-            if any(start <= t <= end for t in caller_starts) and not says:
-                cut += 1  # cut short before it said its line (or heard as one with the next)
+            if not says and any(start <= t <= end for t in caller_starts):
+                continue  # cut short before it said its line (or heard as one with the next)
             said += says
-        judged = sum(bool(text.strip()) for _, _, text in heard) - cut
+            judged += 1
         return judged >= 2 and said * 2 > judged
 
     def turn_ms(
