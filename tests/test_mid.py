@@ -48,6 +48,11 @@ def test_mid_into_the_agents_first_turn_is_half_its_script_line(cli, tmp_path: P
     assert half > 1500 and wait["trigger_ms"] == half, wait
     assert any(n.startswith("mid: half the script's agent line") for n in wait["notes"]), wait
     assert wait["spoken_as"] == "barge_in", wait
+    # Counted from where the caller heard the turn begin (recorded), later by a pause's wait.
+    paused = [n for n in wait["notes"] if n.startswith("due in a pause of the agent's turn")]
+    waited = float(paused[0].rsplit(", ", 1)[1].split(" ms")[0]) if paused else 0.0
+    gone = wait["sent"]["start_ms"] - wait["agent_start_ms"]
+    assert abs(gone - (half + waited)) <= 40, (gone, half, waited, wait)
     # (the agent's times on its own clock, which starts with the media as the caller's does)
     truth = json.loads((tmp_path / "d" / "agent_truth.json").read_text())["utterances"]
     reply = next(u for u in truth if u["text"] == REPLY)

@@ -401,9 +401,10 @@ class ScriptedCaller(
         await self.ear.wait_for(
             lambda: speech.decided_ms is not None, lambda: speech.start_ms + offset
         )  # its start may move past a recording's room tone (asr/room_tone_start.py)
-        if speech.decided_ms is None and not self.ear.speaking:
-            # A pause inside the agent's turn: barge in when it resumes, unless the turn ends.
-            await self.ear.wait_for(lambda: self.ear.speaking or speech.decided_ms is not None)
+        rec.agent_start_ms = round(speech.start_ms, 1)  # what the offset was counted from
+        if (waited := await self.ear.through_pause(speech)) and speech.decided_ms is None:
+            rec.notes.append(f"due in a pause of the agent's turn: went out as it went on, "
+                             f"{waited:.0f} ms later")  # fmt: skip
         if speech.decided_ms is None:
             return line.kind
         rec.agent_turn_ms = round(speech.length_ms, 1)

@@ -178,6 +178,16 @@ class AgentEar:
 
     # -- waiting ------------------------------------------------------------------------------
 
+    async def through_pause(self, speech: AgentSpeech) -> float:
+        """When the agent is in a pause inside ``speech`` (not ended): wait until it speaks
+        again or the utterance ends (a barge-in or backchannel due then goes out as the agent
+        goes on, as a listener would cut in, not into the pause). How long it waited, ms."""
+        if speech.decided_ms is not None or self.speaking:
+            return 0.0
+        due = self.clock.now_ms()
+        await self.wait_for(lambda: self.speaking or speech.decided_ms is not None)
+        return self.clock.now_ms() - due
+
     async def until(self, call_ms: float) -> None:
         delay = (call_ms - self.clock.now_ms()) / 1000
         if delay > 0:

@@ -132,6 +132,7 @@ class LineRecord:
     spoken_as: str | None = None  # barge_in | backchannel | line (an unexercised barge-in: line)
     into_agent_speech: bool | None = None
     agent_turn_ms: float | None = None  # length of the agent turn a barge-in aimed at
+    agent_start_ms: float | None = None  # where the caller heard that turn begin (call ms)
     waited_for_agent: bool | None = None  # None: the line did not wait for the agent
     agent_answered: bool | None = None
     queued_ms: float | None = None
