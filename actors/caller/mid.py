@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from turnscope.actors.caller.in_step import said_lines, words_of
+from turnscope.actors.caller.placement import Renderer
 from turnscope.actors.caller.scenario import Scenario
-from turnscope.actors.caller.speech import read_clip, synthesize
 from turnscope.errors import TurnscopeError
 
 __all__ = ["MidLines", "cut_agent_line"]
@@ -37,18 +37,13 @@ def cut_agent_line(scenario: Scenario, index: int) -> int | None:
 
 
 def _line_ms(scenario: Scenario, k: int) -> float | None:
-    """Agent line ``k``'s voiced length as a rendered call has it; None where its voice cannot
-    speak on this machine (the agent is elsewhere: the call goes on, placed by what is heard)."""
-    line = scenario.script[k]
-    spec = scenario.agent
+    """Agent line ``k``'s voiced length as a rendered call has it (synth's ``Renderer``, no
+    voice given on the command line); None where its voice cannot speak on this machine (the
+    agent is elsewhere: the call goes on, placed by what is heard)."""
     try:
-        if line.audio is not None:
-            clip = read_clip(line.audio, SR)
-        else:
-            voice = line.voice or spec.voice
-            clip = synthesize(
-                line.text, voice=voice, rate_wpm=spec.rate_wpm, pitch=spec.pitch, sample_rate=SR
-            )
+        clip, _ = Renderer(scenario, {"caller": None, "agent": None}, SR).audio_of(
+            k, scenario.script[k]
+        )
     except TurnscopeError:
         return None
     return (clip.end - clip.start) * 1000 / SR
