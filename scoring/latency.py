@@ -166,6 +166,17 @@ def _last_within(times: Sequence[float], lo: float, hi: float) -> float | None:
     return times[i - 1] if i and times[i - 1] >= lo else None
 
 
+def _no_start(started: Sequence[float], heard: float, until: float) -> str:
+    """Why a reply has no start of speaking: none came, or only once the reply was being heard
+    (its message arrived late, as RTVI's can on a busy agent: split at it, the delivery would
+    come out negative)."""
+    i = bisect.bisect_right(started, heard)
+    if i < len(started) and started[i] <= until:
+        late = started[i] - heard
+        return f"the agent's bot-started-speaking came {late:.0f} ms after the reply was heard"
+    return "no bot-started-speaking from the agent for it"
+
+
 def split_latency(
     dialogue: Sequence[Mapping[str, Any]],
     events: Sequence[AgentEvent],
@@ -208,7 +219,7 @@ def split_latency(
             continue
         s = _last_within(started, d, start + tolerance(uncertainty_ms))
         if s is None:
-            split.missing = "no bot-started-speaking from the agent for it"
+            split.missing = _no_start(started, start, int(a["end_ms"]))
             continue
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)

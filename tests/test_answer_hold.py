@@ -137,14 +137,17 @@ def test_a_paced_call_decodes_the_callers_turn_once_the_agent_answers(tmp_path):
     """Paced as a live call is: the caller's line ends, the agent answers 2.5 s later, and the
     line's text comes after the agent was heard to start (not ~1 s after the line); faster than
     real time nothing waits, and the turns are the same either way."""
-    path, line_end_ms, answer_ms = _call_with_a_slow_answer(tmp_path)
+    path, _, answer_ms = _call_with_a_slow_answer(tmp_path)
     settings = load_settings()
     paced, fast = _Order(), _Order()
     live = asyncio.run(run_pipeline(FileSource.stereo(path, realtime=True), settings, [paced]))
     replay = asyncio.run(run_pipeline(FileSource.stereo(path, chunk_ms=200), settings, [fast]))
     assert paced.agent_starts and paced.agent_starts[0] >= answer_ms
     assert paced.texts[CALLER] >= paced.agent_starts[0], (paced.texts, paced.agent_starts)
-    assert paced.texts[CALLER] < line_end_ms + HOLD_MS + 1000  # the agent's answer let it go
+    # The agent's answer let it go, not the cap (on the call's clock: how fast the model then
+    # decodes is the machine's business; beside the suite's other calls it took 1.7 s once).
+    line = next(h for h in live.heard if h.channel == CALLER)
+    assert answer_ms <= line.decided_ms + line.held_ms < line.end_ms + HOLD_MS, line
     held = {h.channel: h.held_ms for h in live.heard}
     assert held[CALLER] >= GAP_MS - 1000 and held[AGENT] == 0, held  # as the result says
     assert all(h.held_ms == 0 for h in replay.heard)

@@ -32,9 +32,8 @@ class _Finals(Sink):
         self.final += [(t.speaker, t.end_ms, self.position_ms) for t in update.new_final]
 
 
-# Its bound counts on the line's decode being done a merge gap after its end: beside the
-# suite's other calls it once took 490 ms more (final at 6.08 s, not by 5.89 s). Alone, after
-# the rest, as the project's other timing-bound tests run.
+# Paced in real time, the text's way back from the model is bounded (150 ms): alone, after the
+# rest, as the project's other timing-bound tests run.
 @pytest.mark.solo
 def test_a_callers_line_is_final_before_the_long_answer_to_it_ends(tmp_path):
     """The recording's caller line (4.9-9.1 s) and the agent's 6.5 s answer 0.4 s after it:
@@ -53,5 +52,8 @@ def test_a_callers_line_is_final_before_the_long_answer_to_it_ends(tmp_path):
     speaker, end_ms, final_at = finals.final[0]
     assert (speaker, end_ms) == (CALLER, line.end_ms)
     gap = settings.assembly.merge_gap_ms
-    assert line.end_ms + gap <= final_at <= line.end_ms + gap + 300, (final_at, line)
+    # Final once the gap has passed and its text is in, whichever is later (the decode's own
+    # time is the machine's: 660 ms alone once, 490 ms more beside the suite's other calls).
+    text_in = line.decided_ms + line.asr_ms
+    assert line.end_ms + gap <= final_at <= max(line.end_ms + gap, text_in) + 150, (final_at, line)
     assert final_at < answer.end_ms - 3000  # printed while the answer was being spoken

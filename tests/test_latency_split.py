@@ -46,6 +46,23 @@ def test_a_reply_without_the_agents_events_is_not_split_and_says_why():
     assert not b.reliable and "bot-started-speaking" in b.reasons[0]
 
 
+def test_a_start_of_speaking_that_came_after_the_reply_was_heard_is_said_late():
+    """A busy agent's RTVI message can arrive after its audio (a load run's reference agent:
+    131 ms): that reply is not split (its delivery would be negative) and says why."""
+    events = [
+        AgentEvent(1650, "user_stopped_speaking"),
+        AgentEvent(1910, "bot_started_speaking"),
+        AgentEvent(5700, "user_stopped_speaking"),
+        AgentEvent(6631, "bot_started_speaking"),
+    ]
+    b = split_latency(DIALOGUE, events, source="rtvi", one_way_ms=10, uncertainty_ms=10)
+    first, second = b.replies
+    assert first.missing is None and first.delivery_ms == 100
+    late = "the agent's bot-started-speaking came 121 ms after the reply was heard"
+    assert second.missing == late
+    assert b.reliable  # one reply split is a split: the other says why it is not
+
+
 def test_names_in_every_spelling():
     for name in ("user-stopped-speaking", "user_stopped_speaking", "UserStoppedSpeaking"):
         assert normal_name(name) == "user_stopped_speaking"

@@ -169,16 +169,28 @@ def _report(out: Path) -> dict:
 def _assert_latency_bounds(r: dict) -> None:
     """The median reply within what the agent was told plus the ear's extra; the tail too, or,
     where the agent itself ran late (the reference agent serving 6 calls on 2 cores beside
-    another test worker: p99 965 ms in a CI run), by its own account: then the last hop (the
-    agent's start of speaking to the caller hearing it: transport and the harness) stays
-    within the ear's extra, so the tail is the agent's, not a mispaired turn."""
+    another test worker: p99 965 ms in a CI run), by its own account: then each reply of the
+    tail is split and its last hop (the agent's start of speaking to the caller hearing it:
+    transport and the harness) stays within the ear's extra, so the tail is the agent's, not a
+    mispaired turn. (A reply under the bound may go unsplit: a busy agent's RTVI message can
+    arrive after its audio, and the reply then says so.)"""
     lat = r["latency_ms"]
     lo, hi = LATENCY_MS + EAR_EXTRA_MS[0], LATENCY_MS + EAR_EXTRA_MS[1]
     assert lo <= lat["p50"] <= hi, lat
     if lat["p99"] <= hi and lat["p99"] - lat["p50"] <= MAX_SPREAD_MS:
         return
-    heard = r["hops"]["unaccounted_ms"]
-    assert r["hops"]["replies"] == lat["n"] and heard["p99"] <= EAR_EXTRA_MS[1], (lat, heard)
+    tail_from = min(hi, lat["p50"] + MAX_SPREAD_MS)
+    replies = [x for c in r["calls"] if c["status"] == "completed"
+               for x in _result(c)["latency_breakdown"]["replies"]]  # fmt: skip
+    tail = [x for x in replies if x["latency_ms"] > tail_from]
+    assert len(replies) == lat["n"] and tail, (lat, tail_from)
+    for x in tail:
+        assert "missing" not in x and x["unaccounted_ms"] <= EAR_EXTRA_MS[1], x
+    assert all("heard" in x["missing"] for x in replies if "missing" in x), replies
+
+
+def _result(call: dict) -> dict:
+    return json.loads((Path(call["bundle"]) / "result.json").read_text())
 
 
 def _assert_failed_only_by_a_late_yield(r: dict) -> None:
@@ -189,7 +201,7 @@ def _assert_failed_only_by_a_late_yield(r: dict) -> None:
     for c in r["calls"]:
         if c["passed"]:
             continue
-        doc = json.loads((Path(c["bundle"]) / "result.json").read_text())
+        doc = _result(c)
         assert doc["failed_floors"] == ["barge_in"] and not doc["failures"], doc["failed_floors"]
         assert max(c["barge_in_yields_ms"]) > YIELD_MS, c
 
