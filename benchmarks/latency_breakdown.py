@@ -1,7 +1,7 @@
 """The latency split against a real agent's own log: WebRTC calls on 127.0.0.1 to the stock
 pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latency varied.
 
-    .venv/bin/python benchmarks/latency_breakdown.py [--calls 3]
+    .venv/bin/python benchmarks/latency_breakdown.py [--calls 3] [--busy N]
     .venv/bin/python benchmarks/latency_breakdown.py --otlp [--calls 2]
     .venv/bin/python benchmarks/latency_breakdown.py --load-otlp [--calls 8] [--rounds 2]
         [--transport webrtc|twilio|telnyx|plivo|exotel|both]
@@ -9,7 +9,10 @@ pipecat bot (RTVI on, as pipecat ships it) with its endpointing and reply latenc
 For every bot setting (Silero VAD stop 0.2 / 0.8 s x reply latency 300 / 1200 ms) and every
 reply the split covers: each part (endpointing, processing, delivery) against the bot's own log
 (when it decided the caller had finished, when its first sample went out), median and p95 of the
-|error|, and whether the parts sum to the ear-measured latency.
+|error|, and whether the parts sum to the ear-measured latency. Also the replies left unsplit as
+a late start (their bot-started-speaking later, against the audio, than the call's others: a
+delayed message) and how far their delivery would have been off, split (the same calls split
+again with that check off). --busy N runs N busy loops beside the bot and the calls.
 
 --otlp: the bot exports pipecat's tracing over OTLP/HTTP (the OpenTelemetry SDK's exporter) to
 turnscope's receiver (--otlp) instead; for llm delay 300 / 1200 ms x tts delay 100 / 500 ms, the
@@ -40,8 +43,10 @@ import asyncio
 import itertools
 import os
 import resource
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -83,10 +88,33 @@ def truth_parts(run, call, truth: list[dict], reply) -> tuple[float, float, floa
     return dec[-1] - end, sent[-1] - dec[-1], start - sent[-1]
 
 
+def _late_start_errors(run, call, truth: list[dict]) -> list[float]:  # type: ignore[no-untyped-def]
+    """The |delivery error| each reply left unsplit as a late start would have had, split."""
+    from turnscope.explain import rtvi_breakdown
+    from turnscope.scoring import latency
+
+    kept = latency.LATE_START_MS
+    latency.LATE_START_MS = float("inf")
+    try:
+        again = rtvi_breakdown(run.result.info.details, run.result.assembly.dialogue())
+    finally:
+        latency.LATE_START_MS = kept
+    late = {
+        r.agent_turn for r in run.breakdown.replies if r.missing and "later, against" in r.missing
+    }
+    out = []
+    for r in again.replies if again else []:
+        t = truth_parts(run, call, truth, r) if r.agent_turn in late and r.missing is None else None
+        if t is not None:
+            out.append(abs(r.delivery_ms - t[2]))
+    return out
+
+
 async def one_setting(work: Path, vad_stop: float, latency: int, calls: int) -> dict:
     scenario = work / "s.yaml"
     errors = {p: [] for p in PARTS}
     measured = {p: [] for p in PARTS}
+    late: list[float] = []
     sums_exact, split, replies = True, 0, 0
     name = f"stop{vad_stop}-lat{latency}"
     with pipecat_bot(work / name, greeting=False, reply="short", latency_ms=latency,
@@ -95,6 +123,7 @@ async def one_setting(work: Path, vad_stop: float, latency: int, calls: int) -> 
             run, call, _ = await call_bot(bot.url, scenario, work / f"{name}-{i}")
             b = run.breakdown
             truth = bot.truth()
+            late += _late_start_errors(run, call, truth)
             for r in b.replies if b else []:
                 replies += 1
                 if r.missing is not None:
@@ -115,6 +144,7 @@ async def one_setting(work: Path, vad_stop: float, latency: int, calls: int) -> 
         "sums": sums_exact,
         "split": split,
         "replies": replies,
+        "late": late,
     }
 
 
@@ -331,6 +361,7 @@ def main() -> None:
         help="the run's receiver's cost on the caller's audio, --calls at once",
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--busy", type=int, default=0, help="busy loops beside the calls")
     parser.add_argument(
         "--transport",
         choices=["webrtc", *CARRIERS, "both"],
@@ -351,18 +382,25 @@ def main() -> None:
         rows = [r for t in transports for r in load_otlp_table(work, calls, args.rounds, t)]
         lateness_table(rows)
         return
-    rows = [
-        asyncio.run(one_setting(work, stop, lat, args.calls))
-        for stop, lat in itertools.product((0.2, 0.8), (300, 1200))
-    ]
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        rows = [
+            asyncio.run(one_setting(work, stop, lat, args.calls))
+            for stop, lat in itertools.product((0.2, 0.8), (300, 1200))
+        ]
+        load = os.getloadavg()[0]
+    finally:
+        for p in busy:
+            p.kill()
     print()
-    print(f"pipecat bot, {args.calls} calls per setting, 3 replies each")
+    print(f"pipecat bot, {args.calls} calls per setting, 3 replies each; {args.busy} busy loops "
+          f"beside (load average {load:.1f}); {time.strftime('%Y-%m-%d')}")  # fmt: skip
     print(
         "| VAD stop | reply latency | replies split | endpointing: measured med, error med / p95 "
         "| processing: measured med, error med / p95 | delivery: measured med, error med / p95 "
-        "| parts sum to the ear latency |"
+        "| parts sum to the ear latency | unsplit as a late start: delivery error if split |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     allerr = {p: [] for p in PARTS}
     for r in rows:
         cells = []
@@ -377,7 +415,7 @@ def main() -> None:
         print(
             f"| {r['vad_stop']} s | {r['latency']} ms | {r['split']} of {r['replies']} | "
             + " | ".join(cells)
-            + f" | {'exactly' if r['sums'] else 'NO'} |"
+            + f" | {'exactly' if r['sums'] else 'NO'} | {_late_cell(r['late'])} |"
         )
     print(
         "| all | | | "
@@ -385,8 +423,14 @@ def main() -> None:
             f"error {np.median(allerr[p]):.1f} / {np.percentile(allerr[p], 95):.1f} ms"
             for p in PARTS
         )
-        + " | |"
+        + f" | | {_late_cell([e for r in rows for e in r['late']])} |"
     )
+
+
+def _late_cell(errors: list[float]) -> str:
+    if not errors:
+        return "0"
+    return f"{len(errors)}: " + ", ".join(f"{e:.0f}" for e in sorted(errors)) + " ms"
 
 
 if __name__ == "__main__":

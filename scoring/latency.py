@@ -79,6 +79,10 @@ class Hop:
 # How far before the caller's speech end a turn decision may be logged and still be this reply's
 # (an agent that decides early, on a pause, then waits it out).
 EARLY_DECISION_MS = 300
+# An RTVI start of speaking that came this much later, against the audio heard, than the call's
+# other replies say it comes: a delayed message (a busy agent's, in a load run: 78-88 ms), not
+# a split (a stock pipecat bot's deliveries sit within ~10 ms of each other on a call).
+LATE_START_MS = 60.0
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,24 @@ def _no_start(started: Sequence[float], heard: float, until: float) -> str:
     return "no bot-started-speaking from the agent for it"
 
 
+def _late_starts_unsplit(replies: list[ReplySplit]) -> list[ReplySplit]:
+    """Over three or more split replies of a call, one whose delivery is LATE_START_MS or more
+    under their median had its start of speaking arrive late: split at it, its processing
+    would be over-stated by that much (and its last hop under-stated), so it is not split."""
+    typical = median([r.delivery_ms for r in replies if r.delivery_ms is not None])
+    if typical is None or sum(r.missing is None for r in replies) < 3:
+        return replies
+    out = []
+    for r in replies:
+        short = typical - (r.delivery_ms if r.delivery_ms is not None else typical)
+        if r.missing is None and short >= LATE_START_MS:
+            r = ReplySplit(r.caller_turn, r.agent_turn, r.latency_ms, missing=(
+                f"the agent's bot-started-speaking came {short:.0f} ms later, against its "
+                "audio, than in the call's other replies (a delayed message)"))  # fmt: skip
+        out.append(r)
+    return out
+
+
 def split_latency(
     dialogue: Sequence[Mapping[str, Any]],
     events: Sequence[AgentEvent],
@@ -231,6 +253,8 @@ def split_latency(
         _hops(split, end, d, s, start, points)
         if source == "rtvi":
             split.estimated = ["endpointing", "delivery"]
+    if source == "rtvi":
+        replies = _late_starts_unsplit(replies)
     reasons = list(problems)
     split_any = any(r.missing is None for r in replies)
     if replies and not split_any:

@@ -63,6 +63,35 @@ def test_a_start_of_speaking_that_came_after_the_reply_was_heard_is_said_late():
     assert b.reliable  # one reply split is a split: the other says why it is not
 
 
+def _pairs(deliveries: list[float]) -> tuple[list[dict], list[AgentEvent]]:
+    """A call of one reply per delivery (caller turn, 500 ms endpointing, 300 ms processing)."""
+    dialogue, events = [], []
+    for k, delivery in enumerate(deliveries):
+        end = 1000 + 5000 * k
+        heard = end + 800 + delivery
+        dialogue += [
+            {"speaker": "caller", "start_ms": end - 1000, "end_ms": end, "text": "x"},
+            {"speaker": "agent", "start_ms": heard, "end_ms": heard + 1000, "text": "y"},
+        ]
+        events += [AgentEvent(end + 500, "user_stopped_speaking"),
+                   AgentEvent(end + 800, "bot_started_speaking")]  # fmt: skip
+    return dialogue, events
+
+
+def test_a_start_of_speaking_later_against_its_audio_than_the_calls_others_is_not_split():
+    """RTVI: one reply whose bot-started-speaking came 80 ms later, against its audio, than in
+    the call's other replies (a delayed message) is not split; 40 ms is the agent's own; an
+    agent's log (its own clock) is taken as it is, and two replies are too few to tell."""
+    dialogue, events = _pairs([85, 90, 5, 88, 45])  # the third's message 80+ ms late
+    b = split_latency(dialogue, events, source="rtvi")
+    assert [r.missing is None for r in b.replies] == [True, True, False, True, True]
+    assert b.replies[2].missing.startswith("the agent's bot-started-speaking came 80 ms later")
+    assert b.replies[2].hops == [] and b.reliable
+    assert all(r.missing is None for r in split_latency(dialogue, events, source="otlp").replies)
+    few, evs = _pairs([85, 5])
+    assert all(r.missing is None for r in split_latency(few, evs, source="rtvi").replies)
+
+
 def test_names_in_every_spelling():
     for name in ("user-stopped-speaking", "user_stopped_speaking", "UserStoppedSpeaking"):
         assert normal_name(name) == "user_stopped_speaking"
