@@ -81,7 +81,7 @@ class Hop:
 EARLY_DECISION_MS = 300
 # An RTVI start of speaking that came this much later, against the audio heard, than the call's
 # other replies say it comes: a delayed message (a busy agent's, in a load run: 78-88 ms), not
-# a split (a stock pipecat bot's deliveries sit within ~10 ms of each other on a call).
+# a split (a stock pipecat bot's sit within ~25 ms of each other, even beside busy loops).
 LATE_START_MS = 60.0
 
 
@@ -241,7 +241,8 @@ def split_latency(
             continue
         s = _last_within(started, d, start + tolerance(uncertainty_ms))
         if s is None:
-            split.missing = _no_start(started, start, int(a["end_ms"]))
+            late = source == "rtvi"  # an agent's own log or spans: its clock, not a message
+            split.missing = _no_start(started, start, int(a["end_ms"]) if late else start)
             continue
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)
