@@ -174,7 +174,13 @@ def test_the_callers_turns_are_transcribed_once_the_bot_has_answered(calls, name
 def test_agent_turns_agree_with_the_bots_own_log(calls, name):
     one_way, errors, stalled = _one_way(calls[name])
     assert 0 <= one_way <= 300, one_way
-    assert statistics.median(errors) <= 15 and max(errors) <= 60, (one_way, errors, stalled)
+    # A lasting rise in the bot's delay is re-anchored (and warned of): the audio after it is
+    # placed that much later, so boundaries either side sit that far apart around the median
+    # (a CI run: a 47 ms step as the bot's loop fell 176 ms off its pace, errors up to 62 ms).
+    steps = calls[name]["run"].result.info.details.get("delay_reanchors") or []
+    moved = sum(r["step_ms"] for r in steps)
+    assert statistics.median(errors) <= 15 and max(errors) <= 60 + moved, (
+        one_way, errors, stalled, steps)  # fmt: skip
     assert len(stalled) <= 1, (one_way, errors, stalled)  # a rare stall, not a slow bot
 
 
