@@ -170,33 +170,35 @@ def _last_within(times: Sequence[float], lo: float, hi: float) -> float | None:
     return times[i - 1] if i and times[i - 1] >= lo else None
 
 
-def _no_start(started: Sequence[float], heard: float, until: float) -> str:
-    """Why a reply has no start of speaking: none came, or only once the reply was being heard
-    (its message arrived late, as RTVI's can on a busy agent: split at it, the delivery would
-    come out negative)."""
+NO_START = "no bot-started-speaking from the agent for it"
+
+
+def _rtvi_no_start(started: Sequence[float], heard: float, until: float) -> str:
+    """Why a reply has no RTVI start of speaking: none came, or only once the reply was being
+    heard (up to ``until``, its turn's end: the message arrived late, as one can from a busy
+    agent; split at it, the delivery would come out negative)."""
     i = bisect.bisect_right(started, heard)
     if i < len(started) and started[i] <= until:
         late = started[i] - heard
         return f"the agent's bot-started-speaking came {late:.0f} ms after the reply was heard"
-    return "no bot-started-speaking from the agent for it"
+    return NO_START
 
 
-def _late_starts_unsplit(replies: list[ReplySplit]) -> list[ReplySplit]:
+def _unsplit_late_starts(replies: list[ReplySplit]) -> None:
     """Over three or more split replies of a call, one whose delivery is LATE_START_MS or more
     under their median had its start of speaking arrive late: split at it, its processing
     would be over-stated by that much (and its last hop under-stated), so it is not split."""
-    typical = median([r.delivery_ms for r in replies if r.delivery_ms is not None])
-    if typical is None or sum(r.missing is None for r in replies) < 3:
-        return replies
-    out = []
-    for r in replies:
-        short = typical - (r.delivery_ms if r.delivery_ms is not None else typical)
-        if r.missing is None and short >= LATE_START_MS:
-            r = ReplySplit(r.caller_turn, r.agent_turn, r.latency_ms, missing=(
+    split = [k for k, r in enumerate(replies) if r.missing is None]
+    if len(split) < 3:
+        return
+    typical = median(replies[k].delivery_ms or 0.0 for k in split) or 0.0
+    for k in split:
+        r = replies[k]
+        short = typical - (r.delivery_ms or 0.0)
+        if short >= LATE_START_MS:
+            replies[k] = ReplySplit(r.caller_turn, r.agent_turn, r.latency_ms, missing=(
                 f"the agent's bot-started-speaking came {short:.0f} ms later, against its "
                 "audio, than in the call's other replies (a delayed message)"))  # fmt: skip
-        out.append(r)
-    return out
 
 
 def split_latency(
@@ -241,8 +243,9 @@ def split_latency(
             continue
         s = _last_within(started, d, start + tolerance(uncertainty_ms))
         if s is None:
-            late = source == "rtvi"  # an agent's own log or spans: its clock, not a message
-            split.missing = _no_start(started, start, int(a["end_ms"]) if late else start)
+            # An agent's own log or spans are its clock, not messages that can come late.
+            rtvi = source == "rtvi"
+            split.missing = _rtvi_no_start(started, start, a["end_ms"]) if rtvi else NO_START
             continue
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)
@@ -255,7 +258,7 @@ def split_latency(
         if source == "rtvi":
             split.estimated = ["endpointing", "delivery"]
     if source == "rtvi":
-        replies = _late_starts_unsplit(replies)
+        _unsplit_late_starts(replies)
     reasons = list(problems)
     split_any = any(r.missing is None for r in replies)
     if replies and not split_any:
