@@ -99,14 +99,16 @@ def _late_start_errors(run, call, truth: list[dict]) -> list[float]:  # type: ig
         again = rtvi_breakdown(run.result.info.details, run.result.assembly.dialogue())
     finally:
         latency.LATE_START_MS = kept
-    late = {
-        r.agent_turn for r in run.breakdown.replies if r.missing and "later, against" in r.missing
-    }
+    if again is None:
+        return []
+    # Split with the check off and not with it on: what it left unsplit as a late start.
+    split = {r.agent_turn for r in run.breakdown.replies if r.missing is None}
     out = []
-    for r in again.replies if again else []:
-        t = truth_parts(run, call, truth, r) if r.agent_turn in late and r.missing is None else None
-        if t is not None:
-            out.append(abs(r.delivery_ms - t[2]))
+    for r in again.replies:
+        if r.missing is None and r.agent_turn not in split:
+            t = truth_parts(run, call, truth, r)
+            if t is not None:
+                out.append(abs(r.delivery_ms - t[2]))
     return out
 
 

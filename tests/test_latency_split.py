@@ -24,14 +24,17 @@ DIALOGUE = [
 ]
 
 
+# The agent's RTVI events for DIALOGUE's two replies.
+EVENTS = [
+    AgentEvent(1650, "user_stopped_speaking"),
+    AgentEvent(1910, "bot_started_speaking"),
+    AgentEvent(5700, "user_stopped_speaking"),
+    AgentEvent(6310, "bot_started_speaking"),
+]
+
+
 def test_parts_sum_to_the_ear_latency_and_say_which_carry_the_estimate():
-    events = [
-        AgentEvent(1650, "user_stopped_speaking"),
-        AgentEvent(1910, "bot_started_speaking"),
-        AgentEvent(5700, "user_stopped_speaking"),
-        AgentEvent(6310, "bot_started_speaking"),
-    ]
-    b = split_latency(DIALOGUE, events, source="rtvi", one_way_ms=10, uncertainty_ms=10)
+    b = split_latency(DIALOGUE, EVENTS, source="rtvi", one_way_ms=10, uncertainty_ms=10)
     assert b.reliable and [r.latency_ms for r in b.replies] == [1000, 1500]
     first, second = b.replies
     assert (first.endpointing_ms, first.processing_ms, first.delivery_ms) == (640, 260, 100)
@@ -49,12 +52,7 @@ def test_a_reply_without_the_agents_events_is_not_split_and_says_why():
 def test_a_start_of_speaking_that_came_after_the_reply_was_heard_is_said_late():
     """A busy agent's RTVI message can arrive after its audio (a load run's reference agent:
     131 ms): that reply is not split (its delivery would be negative) and says why."""
-    events = [
-        AgentEvent(1650, "user_stopped_speaking"),
-        AgentEvent(1910, "bot_started_speaking"),
-        AgentEvent(5700, "user_stopped_speaking"),
-        AgentEvent(6631, "bot_started_speaking"),
-    ]
+    events = [*EVENTS[:-1], AgentEvent(6631, "bot_started_speaking")]  # the second one late
     b = split_latency(DIALOGUE, events, source="rtvi", one_way_ms=10, uncertainty_ms=10)
     first, second = b.replies
     assert first.missing is None and first.delivery_ms == 100
