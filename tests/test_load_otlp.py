@@ -22,7 +22,13 @@ import pytest
 from tests.conftest import ROOT, turnscope_exe
 from tests.interop.pipecat import free_port, pipecat_bot
 from turnscope.errors import InputError
-from turnscope.load.hops import hops_report, not_separable_line
+from turnscope.load.hops import (
+    GROWTH_MIN_MS,
+    growth_line,
+    hops_report,
+    levels_cell,
+    not_separable_line,
+)
 from turnscope.load.record import CallRecord, Reply, ReplyHop
 from turnscope.otlp.records import SpansBy
 from turnscope.otlp.shared import RunReceiver, SpanBatch
@@ -77,10 +83,12 @@ def _record(slot: int, up: float, down: float, hops: list[list[float]], **kw) ->
 
 
 def test_the_hops_across_calls_and_the_one_that_grows_under_load():
-    # call 0 alone for its first reply, then call 1 joins: the tts hop grows, the rest do not
+    # call 0 alone for its first three replies (2, 4, 6 s), then call 1 joins (7 s): the tts
+    # hop grows, the rest do not
+    alone, joined = [600, 300, 40, 120], [600, 300, 240, 120]
     records = [
-        _record(0, 0.0, 20.0, [[600, 300, 40, 120], [600, 300, 240, 120]]),
-        _record(1, 3.0, 20.0, [[600, 300, 250, 120]]),
+        _record(0, 0.0, 20.0, [alone, alone, alone, joined, joined]),
+        _record(1, 7.0, 20.0, [[600, 300, 250, 120]]),
         CallRecord(
             slot=2,
             status="completed",
@@ -94,19 +102,49 @@ def test_the_hops_across_calls_and_the_one_that_grows_under_load():
     unsplit = "no turn decision (user-stopped-speaking) from the agent for it"
     records[1].replies.append(Reply(at_ms=9000, latency_ms=950, no_hops=unsplit))
     h = hops_report(records)
-    assert h is not None and h.calls == 2 and h.replies == 3 and h.sources == {"otlp": 2}
+    assert h is not None and h.calls == 2 and h.replies == 6 and h.sources == {"otlp": 2}
     assert h.replies_without == 1
     names = [x.name for x in h.hops]
     assert names == ["caller end -> turn end", "turn end -> llm first token",
                      "llm first token -> tts first byte",
                      "tts first byte -> heard (unaccounted)"]  # fmt: skip
     tts = h.hops[2]
-    assert [(v.calls_up, v.n, v.p50) for v in tts.by_calls_up] == [(1, 1, 40.0), (2, 2, 245.0)]
-    assert tts.growth_ms == 205.0 and h.grows_most == tts.name
+    assert [(v.calls_up, v.n, v.p50) for v in tts.by_calls_up] == [(1, 3, 40.0), (2, 3, 240.0)]
+    assert tts.growth_ms == 200.0 and tts.compared == [1, 2] and h.grows_most == tts.name
+    assert growth_line(h) == (
+        "grew most under load: llm first token -> tts first byte, p50 40 ms at 1 call(s) up "
+        "-> 240 ms at 2"
+    )
+    assert levels_cell(tts) == "1: 40 (3) · 2: 240 (3)"
     assert h.unaccounted_ms.p50 == 120.0 and h.calls_without == 1 and h.not_separable == 1
     line = not_separable_line(records)
     assert line is not None and "1 of 3 call(s) are not separable" in line
     assert not_separable_line(records[:2]) is None
+
+
+def test_a_rise_within_the_splits_error_or_over_too_few_replies_is_not_named_as_growth():
+    # A 6-call run of the reference agent said its endpointing "grew most under load" for
+    # 540 -> 544 ms, the 540 one reply at 4 calls up. Now: one reply is no median, and a rise
+    # under GROWTH_MIN_MS is within what the split measures under load.
+    lone = [
+        _record(0, 0.0, 30.0, [[540, 1, 40, 98]]),
+        _record(1, 3.0, 30.0, [[544, 1, 40, 99]] * 5),
+    ]
+    h = hops_report(lone)
+    assert h is not None and h.grows_most is None and growth_line(h) is None
+    assert all(x.growth_ms is None and not x.compared for x in h.hops)
+    rise = GROWTH_MIN_MS - 1
+    steady = [
+        _record(0, 0.0, 30.0, [[540, 1, 40, 98]] * 3 + [[540 + rise, 1, 40, 99]] * 3),
+        _record(1, 7.0, 30.0, [[540 + rise, 1, 40, 99]]),
+    ]
+    h = hops_report(steady)
+    assert h is not None and h.grows_most is None
+    assert [x.growth_ms for x in h.hops] == [rise, 0.0, 0.0, 1.0]
+    assert (
+        growth_line(h)
+        == "no hop grew under load (by 20 ms or more of its p50 from 1 to 2 calls up)"
+    )
 
 
 def test_the_runs_receiver_says_a_port_in_use_in_one_line(tmp_path):

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
-from turnscope.load.hops import not_separable_line
+from turnscope.load.hops import growth_line, levels_cell, not_separable_line
 from turnscope.load.report import (
     LoadReport,
     Percentiles,
@@ -54,21 +54,18 @@ def hop_table(r: LoadReport) -> None:
     t = Table(title=f"reply latency by hop (ms; {h.replies} replies of {h.calls} calls, "
               + ", ".join(f"{k} {n}" for k, n in h.sources.items()) + ")",
               title_justify="left")  # fmt: skip
-    for col in ("hop", "n", "p50", "p90", "p99", "max", "p50 by calls up"):
+    for col in ("hop", "n", "p50", "p90", "p99", "max", "p50 by calls up (replies)"):
         t.add_column(col, justify="left" if col.startswith(("hop", "p50 by")) else "right")
     for x in h.hops:
         p = x.ms
-        levels = " · ".join(f"{v.calls_up}: {v.p50:.0f}" for v in x.by_calls_up)
-        t.add_row(x.name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max), levels)
+        t.add_row(x.name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max), levels_cell(x))
     u = h.unaccounted_ms
     t.add_row("unaccounted (every reply's last hop)", str(u.n), _ms(u.p50), _ms(u.p90),
               _ms(u.p99), _ms(u.max), "")  # fmt: skip
     out.print(t)
-    grown = next((x for x in h.hops if x.name == h.grows_most), None)
-    if grown is not None and grown.by_calls_up:
-        lo, hi = grown.by_calls_up[0], grown.by_calls_up[-1]
-        say(f"grew most under load: {grown.name}, p50 {lo.p50:.0f} ms at {lo.calls_up} call(s) "
-            f"up -> {hi.p50:.0f} ms at {hi.calls_up}")  # fmt: skip
+    growth = growth_line(h)
+    if growth is not None:
+        say(growth)
     if h.calls_without:
         say(f"{h.calls_without} completed call(s) have no hops (load.json: calls[].hops_missing)")
     if h.replies_without:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
+from turnscope.load.hops import growth_line, levels_cell
 from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
@@ -52,19 +53,17 @@ def _hops(r: LoadReport) -> list[str]:
     h = r.hops
     if h is None:
         return []
-    rows = [
-        [*_pct(x.name, x.ms), " · ".join(f"{v.calls_up}: {v.p50:.0f}" for v in x.by_calls_up)]
-        for x in h.hops
-    ]
+    rows = [[*_pct(x.name, x.ms), levels_cell(x)] for x in h.hops]
     rows.append([*_pct("unaccounted (every reply's last hop)", h.unaccounted_ms), ""])
     sources = ", ".join(f"{k} {n}" for k, n in h.sources.items())
-    grew = f" Grew most under load: <b>{escape(h.grows_most)}</b>." if h.grows_most else ""
+    growth = growth_line(h)
+    grew = f" {escape(growth[0].upper() + growth[1:])}." if growth else ""
     without = f" {h.calls_without} completed call(s) have no hops." if h.calls_without else ""
     return [
         "<h2>Latency by hop</h2>",
         f"<p>{h.replies} replies of {h.calls} calls split by the agent's events ({sources}); "
         f"the hops of a reply sum to its latency.{grew}{without}</p>",
-        _table(["hop", "n", "p50", "p90", "p99", "max", "p50 (ms) by calls up"], rows),
+        _table(["hop", "n", "p50", "p90", "p99", "max", "p50 (ms) by calls up (replies)"], rows),
     ]
 
 
