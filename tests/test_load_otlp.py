@@ -28,6 +28,7 @@ from turnscope.load.hops import (
     hops_report,
     levels_cell,
     not_separable_line,
+    sources_text,
 )
 from turnscope.load.record import CallRecord, Reply, ReplyHop
 from turnscope.otlp.records import SpansBy
@@ -103,6 +104,7 @@ def test_the_hops_across_calls_and_the_one_that_grows_under_load():
     records[1].replies.append(Reply(at_ms=9000, latency_ms=950, no_hops=unsplit))
     h = hops_report(records)
     assert h is not None and h.calls == 2 and h.replies == 6 and h.sources == {"otlp": 2}
+    assert sources_text(h) == "OpenTelemetry spans in 2 calls"
     assert h.replies_without == 1
     names = [x.name for x in h.hops]
     assert names == ["caller end -> turn end", "turn end -> llm first token",

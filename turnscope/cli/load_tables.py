@@ -7,7 +7,7 @@ from rich.table import Table
 
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
-from turnscope.load.hops import growth_line, levels_cell, not_separable_line
+from turnscope.load.hops import growth_line, levels_cell, not_separable_line, sources_text
 from turnscope.load.report import (
     LoadReport,
     Percentiles,
@@ -52,7 +52,7 @@ def hop_table(r: LoadReport) -> None:
     if h is None:
         return
     t = Table(title=f"reply latency by hop (ms; {h.replies} replies of {h.calls} calls, "
-              + ", ".join(f"{k} {n}" for k, n in h.sources.items()) + ")",
+              f"split by {sources_text(h)})",
               title_justify="left")  # fmt: skip
     for col in ("hop", "n", "p50", "p90", "p99", "max", "p50 by calls up (replies)"):
         t.add_column(col, justify="left" if col.startswith(("hop", "p50 by")) else "right")

@@ -131,6 +131,15 @@ def _stats(start: str, to: str, values: list[tuple[int, float]]) -> HopStats:
                     compared=[lo.calls_up, hi.calls_up] if lo and hi else [])  # fmt: skip
 
 
+SOURCE_NAMES = {"rtvi": "RTVI", "otlp": "OpenTelemetry spans", "agent_trace": "a trace file"}
+
+
+def sources_text(h: HopsReport) -> str:
+    """What split the calls' replies: 'RTVI in 6 calls'."""
+    return ", ".join(f"{SOURCE_NAMES.get(k, k)} in {n} call{'s' * (n != 1)}"
+                     for k, n in h.sources.items())  # fmt: skip
+
+
 def levels_cell(x: HopStats) -> str:
     """A hop's median by calls up, each with its replies: '4: 540 (1) · 6: 544 (22)'."""
     return " · ".join(f"{v.calls_up}: {v.p50:.0f} ({v.n})" for v in x.by_calls_up)

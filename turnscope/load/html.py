@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
-from turnscope.load.hops import growth_line, levels_cell
+from turnscope.load.hops import growth_line, levels_cell, sources_text
 from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
@@ -55,13 +55,13 @@ def _hops(r: LoadReport) -> list[str]:
         return []
     rows = [[*_pct(x.name, x.ms), levels_cell(x)] for x in h.hops]
     rows.append([*_pct("unaccounted (every reply's last hop)", h.unaccounted_ms), ""])
-    sources = ", ".join(f"{k} {n}" for k, n in h.sources.items())
     growth = growth_line(h)
     grew = f" {escape(growth[0].upper() + growth[1:])}." if growth else ""
     without = f" {h.calls_without} completed call(s) have no hops." if h.calls_without else ""
     return [
         "<h2>Latency by hop</h2>",
-        f"<p>{h.replies} replies of {h.calls} calls split by the agent's events ({sources}); "
+        f"<p>{h.replies} replies of {h.calls} calls split by the agent's own events "
+        f"({sources_text(h)}); "
         f"the hops of a reply sum to its latency.{grew}{without}</p>",
         _table(["hop", "n", "p50", "p90", "p99", "max", "p50 (ms) by calls up (replies)"], rows),
     ]
@@ -170,7 +170,9 @@ def render(
             ],
         ),
         f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
-        f"unanswered caller turns {r.unanswered_turns} in {r.calls_with_unanswered} call(s)</p>",
+        f"unanswered caller turns {r.unanswered_turns}"
+        + (f" in {r.calls_with_unanswered} call(s)" if r.unanswered_turns else "")
+        + "</p>",
         *(
             f"<p>{escape(voice_line(v), quote=False)}: what the voice itself may explain of the "
             "agent's misunderstanding</p>"
@@ -225,6 +227,8 @@ def render(
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
         "margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}"
+        # a figure and its unit on one line ("546 ms", not "546" over "ms")
+        "td{white-space:nowrap}td:first-child,td:last-child{white-space:normal}"
         ".v{font-size:1.4em;font-weight:bold}"
     )
     return (
