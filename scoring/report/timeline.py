@@ -13,13 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from turnscope.scoring.evidence.documents import GapCause
+from turnscope.scoring.report.declutter import declutter
 from turnscope.scoring.report.figure import TEXT, Figure, Label, Poly, Rect, Shape, Stroke
 from turnscope.scoring.report.model import ReportModel, seconds_per_row
 from turnscope.scoring.report.reading import Envelope
 
 LEFT, PLOT, RIGHT = 70, 1200, 20
 WIDTH = LEFT + PLOT + RIGHT
-ROW_H = 202
+ROW_H = 214
 DASH = "\u2013"  # en dash between two times
 
 # Row geometry (y offsets inside a row); the two lanes mirror around the latency band.
@@ -31,7 +32,7 @@ LANE = {
 }
 ENV_HALF = 18
 LAT_Y, LAT_LABEL_Y = 108, 103
-NOTE_Y = 196  # barge-in / talk-over labels under the agent lane
+NOTE_Y = (196, 208)  # barge-in / talk-over labels under the agent lane: two lines
 
 COLOUR = {
     "caller": "#2563eb",
@@ -324,13 +325,13 @@ def _barge_ins(m: ReportModel, row: _Row) -> list[Shape]:
             text = f"barge-in #{b.caller}: agent {verb} {b.yield_ms:.0f} ms"
         else:
             text = f"barge-in #{b.caller}: agent was not speaking"
-        s.append(Label(xb + 3, NOTE_Y, text, colour, 10, bold=True, mark="barge-in-label"))
+        s.append(Label(xb + 3, NOTE_Y[0], text, colour, 10, bold=True, mark="barge-in-label"))
     for o in m.overlaps:
         if o.kind == "talk_over" and o.agent in m.harmful and row.has(o.start_ms):
             s.append(
                 Label(
                     row.x(o.start_ms) + 3,
-                    NOTE_Y,
+                    NOTE_Y[0],
                     f"agent #{o.agent} talked over caller #{o.caller}",
                     COLOUR["bad"],
                     10,
@@ -378,7 +379,7 @@ def _decisions(m: ReportModel, row: _Row) -> list[Shape]:
 
 
 def _shapes(m: ReportModel, row: _Row, step: float) -> list[Shape]:
-    return [
+    shapes = [  # the annotations drawn last, none printed over another (declutter.py)
         *_frame(row, step),
         *_shading(m, row),
         *_speech(m, row),
@@ -387,6 +388,7 @@ def _shapes(m: ReportModel, row: _Row, step: float) -> list[Shape]:
         *_agent_events(m, row),
         *_decisions(m, row),
     ]
+    return declutter(shapes, NOTE_Y)
 
 
 ZOOM_PAD_MS = 1500.0
