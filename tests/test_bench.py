@@ -240,3 +240,24 @@ def test_a_recording_with_its_channels_swapped_fails_saying_so(sample_bundle):
     caller_only = {"caller": reference.texts["caller"]}
     assert channels_swapped(caller_only, channel_texts(swapped)) is not None
     assert channels_swapped(caller_only, channel_texts(turns)) is None
+
+
+def test_the_table_fits_an_80_column_terminal_and_names_one_evidence_class_once():
+    from rich.console import Console
+
+    from turnscope.cli.render import bench_table
+
+    result = run_bench(STARTER, control_mode="artifact_in", submission={"refund-call": REF})
+    console = Console(width=80, record=True, color_system=None)
+    console.print(bench_table(result))
+    text = console.export_text()
+    # before: an evidence column wrapped 'refund-cal' / 'l' and 'captured_f' / 'ixture'
+    assert "│ refund-call " in text and "evidence" not in text.splitlines()[2]
+    assert (
+        text.count("captured_fixture") == 1 and "\nevidence: captured_fixture (every task)" in text
+    )
+    mixed = copy.deepcopy(result)
+    mixed["per_task"].append({**mixed["per_task"][0], "task_id": "b", "evidence_class": "live"})
+    console = Console(width=120, record=True, color_system=None)
+    console.print(bench_table(mixed))
+    assert "evidence" in console.export_text().splitlines()[2]
