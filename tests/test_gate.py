@@ -15,6 +15,8 @@ from turnscope.scoring.suites.scorecard import TaskScores, outcome_dimensions, s
 
 TRANSCRIPT_SUITE = ROOT / "configs" / "suites" / "voice_regression_transcripts.json"
 TRANSCRIPT_BASELINE = ROOT / "configs" / "baselines" / "voice_regression_transcripts.scorecard.json"
+AUDIO_SUITE = ROOT / "configs" / "suites" / "voice_regression.json"
+AUDIO_BASELINE = ROOT / "configs" / "baselines" / "voice_regression.scorecard.json"
 
 
 def card(rows):
@@ -252,6 +254,59 @@ def test_shipped_transcript_suite_passes_its_gate(tmp_path, cli):
                        str(tmp_path / "other.json"))  # fmt: skip
     assert code == 2 and "other.json" in err and "someone_elses_suite" in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_shipped_audio_suite_passes_its_gate_as_the_docs_ci_job_runs_it(tmp_path, cli):
+    """The gate page's CI job on an unchanged checkout: the audio suite's fixtures rendered and
+    replayed with the bundled model, gated against the pinned baseline. Before, it failed: the
+    baseline predated the tags a caller's voice implies (speaker: 2 tasks then, 5 now) and the
+    phone-band tasks' WER (0.51-0.53 with tiny.en) sat over the default ceiling 0.5."""
+    code, out, _ = cli("bench", str(AUDIO_SUITE), "-o", str(tmp_path / "r.json"), "--runs",
+                       str(tmp_path / "runs"), "-q", "--no-fail")  # fmt: skip
+    assert code == 0, out
+    code, out, _ = cli("gate", str(tmp_path / "r.scorecard.json"), "--baseline",
+                       str(AUDIO_BASELINE))  # fmt: skip
+    assert code == 0 and "gate passed" in out and "not compared" not in out, out
+    phone = [t for t in json.loads((tmp_path / "r.scorecard.json").read_text())["tasks"]
+             if t.get("floors")]  # fmt: skip
+    assert {t["task_id"] for t in phone} == {"order-phone", "correction-phone"}
+    assert all(0.5 < t["dims"]["wer"] <= t["floors"]["wer"] for t in phone), phone
+
+
+def test_a_fixtures_own_floor_holds_its_task_over_the_defaults():
+    phone = {"wer": 0.6}
+    rows = [
+        TaskScores("clean", ["acoustic"], "pass", GOOD),
+        TaskScores("phone", ["acoustic"], "pass", {**GOOD, "wer": 0.55}, floors=phone),
+        TaskScores("phone2", ["acoustic"], "pass", {**GOOD, "wer": 0.65}, floors=phone),
+    ]
+    result = gate(scorecard(rows), None)
+    assert [t.task_id for t in result.failed_tasks()] == ["phone2"]
+    assert "wer 0.650 above its ceiling 0.600" in result.failed_tasks()[0].detail()
+    # --floor sets the rest; a task's own floor stays its own
+    assert not gate(scorecard(rows[:2]), None, floors={"wer": 0.3}).failed_tasks()
+    assert gate(scorecard(rows[:2]), None, floors={"wer": 0.1}).failed_tasks()[0].task_id == "clean"
+
+
+def test_a_tag_that_holds_other_tasks_than_in_the_baseline_is_not_compared_by_its_mean():
+    def run(b_tags, b_wer=0.2):
+        b = TaskScores("b", b_tags, "pass", {**GOOD, "wer": b_wer})
+        return scorecard([TaskScores("a", ["speaker"], "pass", GOOD), b])
+
+    base = run(["acoustic"])
+    assert not gate(run(["acoustic"], 0.4), base).passed  # the same tasks: held to the baseline
+    # b's caller voice now implies speaker too: another set of tasks, its mean no comparison
+    result = gate(run(["acoustic", "speaker"]), base)
+    assert result.passed and set(result.not_compared) == {"speaker"}
+    assert "added b" in result.not_compared["speaker"]
+    assert "still held to its own pinned values" in result.not_compared["speaker"]
+    assert all(c.baseline is None for c in result.cells if c.tag == "speaker")
+    result = gate(run(["acoustic", "speaker"], 0.4), base)
+    assert [t.task_id for t in result.failed_tasks()] == ["b"]  # its own WER rose: named
+    # a baseline from before baselines kept their tasks: compared by how many
+    old = {k: v for k, v in base.items() if k != "tasks"}
+    why = gate(run(["acoustic", "speaker"]), old).not_compared["speaker"]
+    assert "2 task(s) now, 1 in the baseline" in why and "re-pin it" in why
 
 
 SCENARIO = """

@@ -111,6 +111,7 @@ def _scores(
         row["evidence_class"],
         exercise={d: e.to_dict() for d, e in exercised.items()},
         reason=reason if row["verdict"] == "fail" else "",
+        floors=dict(fx.floors or {}),
     )
 
 

@@ -21,6 +21,8 @@ A task's optional ``fixture`` block:
     wer: false  no WER reference exists (a captured call whose only texts are the ASR's own):
             WER is not measured, never scored against the ASR's own transcript
     tags: [acoustic, speaker, language, complexity, conversational, adversarial] (one or more)
+    floors: {DIMENSION: NUMBER}  the gate's floors (a ceiling for WER) for this task, over the
+            defaults and --floor: a phone-band fixture's WER ceiling above the clean ones'
     expect: {intent, fields, missing, clarify_expected}  the structured outcome, when the agent
             reports one (in outcome.json next to the audio, or over the data channel); a live
             call whose agent reports none is scored on the reacting caller's side of it
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
@@ -47,6 +49,11 @@ if TYPE_CHECKING:
 
 Tag = Literal["acoustic", "speaker", "language", "complexity", "conversational", "adversarial"]
 assert Tag.__args__ == TAGS  # type: ignore[attr-defined]  # one list: the type spells it
+# The dimensions the gate holds to a floor (gate.DEFAULT_FLOORS checks it names the same).
+GatedDim = Literal[
+    "latency", "turn_taking", "barge_in", "content", "wer",
+    "accuracy", "clarification", "containment", "graceful_failure",
+]  # fmt: skip
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3", ".m4a")
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 
@@ -97,6 +104,8 @@ class Fixture(BaseModel):
     references: str | None = None
     wer: bool = True  # false: no reference texts exist, WER is not measured
     tags: list[Tag] = Field(min_length=1)
+    # The gate's floors for this task (wer: a ceiling), over its defaults and --floor.
+    floors: dict[GatedDim, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None
     expect: Expect | None = None
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from turnscope.scoring.suites.defaults import DEFAULT_TOLERANCE
+from turnscope.scoring.suites.fixtures import GatedDim
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
 from turnscope.scoring.suites.turn_taking_gate import turn_taking_cells
 from turnscope.scoring.verifier import PASS_FLOOR
@@ -27,6 +28,7 @@ DEFAULT_FLOORS: dict[str, float] = {
     "wer": 0.5,  # a ceiling: WER above this fails
     **dict.fromkeys(OUTCOME_DIMS, PASS_FLOOR),
 }
+assert set(GatedDim.__args__) == set(DEFAULT_FLOORS)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class GateResult:
     cells: list[Cell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # run-level failures (nothing scored)
     tasks: list[TaskCheck] = field(default_factory=list)
+    # Tags whose means were not held to the baseline's, each with why: it is another set of
+    # tasks now (its tasks are each still held to their own pinned values).
+    not_compared: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -146,9 +151,10 @@ def gate(
             f"({counts.get('all', {}).get('void', 0)} void task(s))"
         )
     base_tags = (baseline or {}).get("tags", {})
+    result.not_compared = changed_tags(card, baseline)
     for tag, dims in card.get("tags", {}).items():
         for dim, value in dims.items():
-            base = base_tags.get(tag, {}).get(dim)
+            base = None if tag in result.not_compared else base_tags.get(tag, {}).get(dim)
             floor = fl.get(dim)
             failures = []
             if not is_number(value):
@@ -183,7 +189,12 @@ def gate(
         for dim in dims:
             if tag not in card.get("tags", {}) or dim not in card["tags"][tag]:
                 result.problems.append(f"{dim} on {tag}: in the baseline but not in this run")
-    result.cells += turn_taking_cells(card, baseline, fl, tolerance)  # issue 32's metrics
+    kept = {
+        **(baseline or {}),
+        "turn_taking": {t: row for t, row in ((baseline or {}).get("turn_taking") or {}).items()
+                        if t not in result.not_compared},
+    }  # fmt: skip
+    result.cells += turn_taking_cells(card, kept, fl, tolerance)  # issue 32's metrics
     base_tasks = _tasks_by_id(baseline)
     result.tasks = task_checks(card, fl, base_tasks, tolerance)
     ran = {str(t.get("task_id")) for t in card.get("tasks") or []}
@@ -194,6 +205,46 @@ def gate(
                 "the suite dropped it on purpose)"
             )
     return result
+
+
+def changed_tags(card: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> dict[str, str]:
+    """The tags that hold another set of tasks than in ``baseline`` (by task id where both
+    list their tasks, else by how many), each with why: a mean over other tasks is no
+    comparison (a fixture whose caller voice now implies ``speaker`` moved a tag's WER 0.196
+    -> 0.315 with no task's WER worse)."""
+    if not baseline:
+        return {}
+    still = (
+        "each of its tasks is still held to its own pinned values"
+        if baseline.get("tasks")
+        else "this baseline keeps no task's values (pinned by an older turnscope): re-pin it"
+    )
+    out = {}
+    for tag in set(card.get("tags") or {}) & set(baseline.get("tags") or {}):
+        now, then = _members(card, tag), _members(baseline, tag)
+        if now is not None and then is not None and now != then:
+            added, gone = sorted(now - then), sorted(then - now)
+            out[tag] = "its tasks changed since the baseline" + "".join(
+                f"; {what} {', '.join(ids)}" for what, ids in (("added", added), ("gone", gone))
+                if ids
+            ) + f"; {still}"  # fmt: skip
+            continue
+        n_now, n_then = (_count(c, tag) for c in (card, baseline))
+        if n_now is not None and n_then is not None and n_now != n_then:
+            out[tag] = f"it holds {n_now} task(s) now, {n_then} in the baseline; {still}"
+    return out
+
+
+def _members(card: Mapping[str, Any], tag: str) -> set[str] | None:
+    tasks = card.get("tasks")
+    if not tasks:
+        return None  # a baseline pinned before baselines kept their tasks
+    return {str(t.get("task_id")) for t in tasks if tag == "all" or tag in (t.get("tags") or [])}
+
+
+def _count(card: Mapping[str, Any], tag: str) -> int | None:
+    n = ((card.get("counts") or {}).get(tag) or {}).get("tasks")
+    return n if isinstance(n, int) else None
 
 
 def _tasks_by_id(card: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
@@ -221,6 +272,7 @@ def task_checks(
     apart)."""
     out = []
     for t in card.get("tasks") or []:
+        own = {**floors, **(t.get("floors") or {})}  # the task's own (its fixture's) win
         verdict = str(t.get("verdict"))
         pinned = (baseline or {}).get(str(t.get("task_id"))) or {}
         if verdict == "void":
@@ -232,7 +284,7 @@ def task_checks(
             failures.append(f"verdict {verdict}")
         dims = t.get("dims") or {}
         for dim, value in dims.items():
-            floor = floors.get(dim)
+            floor = own.get(dim)
             if floor is None or not is_number(value):
                 continue
             if dim in LOWER_IS_BETTER and value > floor:

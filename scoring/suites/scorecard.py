@@ -60,6 +60,7 @@ class TaskScores:
     duration_s: float | None = None  # how long its call or replay ran (JUnit's time)
     turn_taking: dict[str, float] = field(default_factory=dict)  # turn_taking_gate.task_metrics
     voices: list[VoiceHeard] = field(default_factory=list)  # its caller voices, as the ASR heard
+    floors: dict[str, float] = field(default_factory=dict)  # its fixture's own, for the gate
 
 
 def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
@@ -108,6 +109,7 @@ def scorecard(tasks: Sequence[TaskScores]) -> dict[str, Any]:
                 "duration_s": t.duration_s,
                 "turn_taking": t.turn_taking,
                 "voices": [v.model_dump() for v in t.voices],
+                **({"floors": t.floors} if t.floors else {}),
             }
             for t in tasks
         ],

@@ -290,7 +290,10 @@ def page(
         "--update-baseline</code> (or keep one beside this page as "
         f"<code>{BASELINE_BESIDE}</code>) to see what changed."
     )
-    problems = "".join(f"<li>{escape(p)}</li>" for p in judged.problems)
+    problems = "".join(f"<li>{escape(p)}</li>" for p in judged.problems) + "".join(
+        f"<li>{escape(tag)}: its means not compared with the baseline: {escape(why)}</li>"
+        for tag, why in sorted(judged.not_compared.items())
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>turnscope scorecard: {escape(name)} {escape(version)}</title>"

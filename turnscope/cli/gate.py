@@ -105,6 +105,8 @@ def show_verdict(verdict: GateResult) -> int:
         out.print(Text(line, style="bold red"), soft_wrap=True)
 
     moved = verdict.moved()
+    for tag, why in sorted(verdict.not_compared.items()):
+        say(f"{tag}: its means not compared with the baseline: {why}")
     for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
         line = f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})"
         out.print(Text(line, style="green" if c.passed else "bold red"))

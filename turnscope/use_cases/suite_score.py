@@ -119,6 +119,8 @@ def _task_scores(
             continue
         reason = failure_reason(facts[tid]) if row["verdict"] == "fail" else ""
         dims = dict(row["result"].get("components") or {})
+        floors = dict(fixture.get("floors") or {}) if isinstance(fixture, dict) else {}
         out.append(TaskScores(tid, tags, row["verdict"], dims, row["evidence_class"],
-                              exercise=seen.get(tid, {}), reason=reason))  # fmt: skip
+                              exercise=seen.get(tid, {}), reason=reason,
+                              floors=floors))  # fmt: skip
     return out
