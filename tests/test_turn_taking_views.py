@@ -91,6 +91,30 @@ def test_the_terminal_table_rich_on_a_terminal_plain_when_piped():
     assert "pause TOR" in shown and "not exercised" in shown
 
 
+def test_a_terminal_too_narrow_for_the_tables_gets_a_line_per_row_no_word_broken():
+    """An 80-column terminal and the shipped audio suite's seven tags broke every word of bench's
+    tables ('exercis' / 'ed', 'adversari' / 'al'); a terminal that fits them keeps the tables."""
+    from turnscope.cli.narrow import print_scorecard
+
+    tags = ("acoustic", "adversarial", "complexity", "conversational", "language", "speaker")
+    card = scorecard([TaskScores(f"t{k}", [t], "pass", DIMS) for k, t in enumerate(tags)])
+    narrow = io.StringIO()
+    console = Console(file=narrow, force_terminal=True, width=80, color_system=None)
+    print_scorecard(console, card)  # its turn-taking block: none, as the card has none
+    print_turn_taking(console, _card())
+    text = narrow.getvalue()
+    assert "┃" not in text and "adversarial  1 scored, 0 void: latency" in text
+    words = set(re.findall(r"[a-z_]+", text))
+    assert not words & {"exercis", "adversari", "conversat", "ed", "al"}, words
+    assert "pause TOR (took the floor at a caller pause)  pause_tor, lower is better" in text
+    assert "pauses 0.500 · all 0.500; not exercised: noisy" in " ".join(text.split())
+    wide = io.StringIO()
+    console = Console(file=wide, force_terminal=True, width=200, color_system=None)
+    print_scorecard(console, card)
+    print_turn_taking(console, _card())
+    assert wide.getvalue().count("┃ tag ") == 1 and "┃ metric " in wide.getvalue()
+
+
 def test_nothing_exercised_is_one_line_and_an_old_scorecard_shows_nothing():
     card = scorecard([TaskScores("a", ["x"], "pass", DIMS, turn_taking={})])
     assert all(c.state is State.NOT_EXERCISED for r in rows(card) for c in r.cells)

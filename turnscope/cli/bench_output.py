@@ -111,13 +111,12 @@ def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
 
 
 def _tables(run: SuiteRun) -> None:
-    from turnscope.cli.render import bench_table, scorecard_table
-    from turnscope.cli.turn_taking_table import print_turn_taking
+    from turnscope.cli.narrow import print_scorecard
+    from turnscope.cli.render import bench_table
 
     exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
     out.print(bench_table(run.result, exercise))
-    out.print(scorecard_table(run.scorecard))
-    print_turn_taking(out, run.scorecard)
+    print_scorecard(out, run.scorecard)  # and its turn-taking block
     voice_lines(run.scorecard)
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from turnscope.cli.narrow import fits
 from turnscope.scoring.suites.turn_taking_view import (
     NONE_EXERCISED,
     State,
@@ -37,6 +38,28 @@ def rich_table(view: Sequence[ViewRow], tags: Sequence[str]) -> Table:
     return table
 
 
+def stacked(view: Sequence[ViewRow], tags: Sequence[str]) -> list[Text]:
+    """For a terminal narrower than the table: each metric on a line, then its value per tag."""
+    lines = [Text(TITLE, style="italic")]
+    for r in view:
+        head = Text.assemble((r.label, "bold"), (f"  {r.metric}, {r.better}", "dim"))
+        shown = [(t, c) for t, c in zip(tags, r.cells, strict=True)
+                 if c.state is not State.NOT_EXERCISED]  # fmt: skip
+        if not shown:
+            lines.append(head.append(": not exercised on any tag", _STYLE[State.NOT_EXERCISED]))
+            continue
+        lines.append(head)
+        values = Text("  ")
+        for k, (tag, c) in enumerate(shown):
+            values.append(f"{' · ' if k else ''}{tag} ")
+            values.append(c.text, _STYLE[c.state])
+        missed = [t for t, c in zip(tags, r.cells, strict=True) if (t, c) not in shown]
+        if missed:
+            values.append(f"; not exercised: {', '.join(missed)}", _STYLE[State.NOT_EXERCISED])
+        lines.append(values)
+    return lines
+
+
 def plain_lines(view: Sequence[ViewRow], tags: Sequence[str]) -> list[str]:
     """The same block as aligned plain text: no box drawing, no colour."""
     head = ["metric", "better", *tags]
@@ -58,7 +81,9 @@ def print_turn_taking(console: Console, card: Mapping[str, Any]) -> None:
     if not exercised_any(view):
         console.print(NONE_EXERCISED, markup=False, soft_wrap=True)
     elif console.is_terminal:
-        console.print(rich_table(view, tags_of(card)))
+        table = rich_table(view, tags_of(card))
+        for part in [table] if fits(console, table) else stacked(view, tags_of(card)):
+            console.print(part)
     else:
         for text in plain_lines(view, tags_of(card)):
             console.print(text, markup=False, soft_wrap=True, highlight=False)
