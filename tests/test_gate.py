@@ -271,6 +271,10 @@ def test_shipped_audio_suite_passes_its_gate_as_the_docs_ci_job_runs_it(tmp_path
              if t.get("floors")]  # fmt: skip
     assert {t["task_id"] for t in phone} == {"order-phone", "correction-phone"}
     assert all(0.5 < t["dims"]["wer"] <= t["floors"]["wer"] for t in phone), phone
+    page = (tmp_path / "r.scorecard.html").read_text()  # redrawn against the baseline
+    assert "order-phone wer ceiling 0.6; correction-phone wer ceiling 0.6" in page
+    row = page[page.index("data-task='order-phone'") :].split("</tr>")[0]
+    assert "class='fail'" not in row, row  # its WER under its own ceiling: not red
 
 
 def test_a_fixtures_own_floor_holds_its_task_over_the_defaults():

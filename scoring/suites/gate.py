@@ -260,6 +260,11 @@ def baseline_of(card: Mapping[str, Any]) -> dict[str, Any]:
     return pinned
 
 
+def task_floors(floors: Mapping[str, float], task: Mapping[str, Any]) -> dict[str, float]:
+    """The floors a scorecard task row is held to: its fixture's own over ``floors``."""
+    return {**floors, **(task.get("floors") or {})}
+
+
 def task_checks(
     card: Mapping[str, Any],
     floors: Mapping[str, float],
@@ -272,7 +277,7 @@ def task_checks(
     apart)."""
     out = []
     for t in card.get("tasks") or []:
-        own = {**floors, **(t.get("floors") or {})}  # the task's own (its fixture's) win
+        own = task_floors(floors, t)
         verdict = str(t.get("verdict"))
         pinned = (baseline or {}).get(str(t.get("task_id"))) or {}
         if verdict == "void":

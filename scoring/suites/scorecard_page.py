@@ -10,7 +10,7 @@ the tolerance is red too (never green: a regression is never shown as fine).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from turnscope.scoring.suites.gate import (
     gate,
     is_number,
     task_checks,
+    task_floors,
 )
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, VERIFIER_DIMS
 from turnscope.scoring.suites.turn_taking_view import NONE_EXERCISED, State, exercised_any, rows
@@ -231,9 +232,9 @@ def _tasks(
         if verdict == "void":
             tds = "".join(_cell("-", "") for _ in dims)
         else:
-            seen = t.get("exercise") or {}
+            seen, own = t.get("exercise") or {}, task_floors(floors, t)
             tds = "".join(
-                _task_dim(d, got.get(d), was.get(d), floors.get(d), seen.get(d) or {}) for d in dims
+                _task_dim(d, got.get(d), was.get(d), own.get(d), seen.get(d) or {}) for d in dims
             )
         href = _report_href(card.get("runs"), tid, here)
         link = f"<a href='{escape(href)}'>report.html</a>" if href else "-"
@@ -249,15 +250,18 @@ def _tasks(
     return f"<h2>Tasks</h2><table class='tasks'>{''.join(rows)}</table>"
 
 
-def _thresholds(dims: list[str], floors: Mapping[str, float], tolerance: float) -> str:
-    parts = [
-        f"{d} {'ceiling' if d in LOWER_IS_BETTER else 'floor'} {floors[d]:g}"
-        for d in dims
-        if d in floors
-    ]
+def _thresholds(
+    dims: list[str], floors: Mapping[str, float], tolerance: float, tasks: Sequence[Any] = ()
+) -> str:
+    def said(fl: Mapping[str, Any]) -> list[str]:
+        kind = {True: "ceiling", False: "floor"}
+        return [f"{d} {kind[d in LOWER_IS_BETTER]} {fl[d]:g}" for d in dims if d in fl]
+
+    own = [f"{t.get('task_id')} {', '.join(said(t['floors']))}" for t in tasks if t.get("floors")]
     return (
         "<p class='meta' id='thresholds'>The gate's thresholds: "
-        + escape(", ".join(parts))
+        + escape(", ".join(said(floors)))
+        + (escape(f"; a task's own (its fixture's): {'; '.join(own)}") if own else "")
         + f"; a drop from the baseline of more than {tolerance:g} fails. WER: lower is better. "
         "Red: fails the gate, or worse than the baseline; green: better than the baseline.</p>"
     )
@@ -308,7 +312,7 @@ def page(
         + _turn_taking(card, judged.cells, baseline is not None)
         + _voices(card)
         + _tasks(card, baseline, fl, here, tolerance)
-        + _thresholds(list(card.get("dimensions") or fl), fl, tolerance)
+        + _thresholds(list(card.get("dimensions") or fl), fl, tolerance, card.get("tasks") or [])
         + "</body></html>\n"
     )
 
