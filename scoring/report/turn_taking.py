@@ -27,6 +27,8 @@ def _ms(x: float | None) -> str:
 
 def _conditions(tt: TurnTaking) -> str:
     rows = []
+    per_min = tt.agent_backchannels_per_min
+    rate = "-" if per_min is None else f"{per_min:.1f}"  # a rate over a minute or two: 0.1 is all
     for key, s in tt.conditions.items():
         if not s.events:
             value = tag("not exercised", "info")
@@ -50,7 +52,7 @@ def _conditions(tt: TurnTaking) -> str:
         ),
         (
             "the agent's own backchannels",
-            e(f"{tt.agent_backchannels} ({fmt(tt.agent_backchannels_per_min)} per min of caller)"),
+            e(f"{tt.agent_backchannels} ({rate} per min of caller)"),
         ),
     ]
     body = "".join(f"<tr><td>{e(k)}</td><td>{v}</td></tr>" for k, v in rows)
