@@ -56,6 +56,14 @@ def test_gate_names_the_dimension_and_tag_that_moved_both_ways():
     failed = {(c.tag, c.dim) for c in result.cells if not c.passed}
     assert ("acoustic", "content") in failed and ("speaker", "content") not in failed
     assert not result.passed
+    # a drop within the tolerance passes, but is said as a drop (the terminal: yellow, not green)
+    slight = gate(card([("a", ["acoustic"], "pass", {**GOOD, "wer": 0.23})]),
+                  card([("a", ["acoustic"], "pass", GOOD)]))  # fmt: skip
+    cell = next(c for c in slight.cells if (c.tag, c.dim) == ("acoustic", "wer"))
+    assert cell.passed and cell.worse
+    assert cell.change() == "wer on acoustic: 0.200 -> 0.230 (+0.030) worse, within the tolerance"
+    better = next(c for c in result.cells if (c.tag, c.dim) == ("speaker", "content"))
+    assert not better.worse and better.change() == "content on speaker: 0.800 -> 1.000 (+0.200)"
 
 
 def test_tolerance_floor_and_wer_direction():

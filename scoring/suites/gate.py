@@ -50,6 +50,17 @@ class Cell:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def worse(self) -> bool:
+        """Worse than the baseline (by any amount: within the tolerance it still passes)."""
+        return self.delta is not None and _worse_by(self.dim, self.value, self.baseline or 0) > 0
+
+    def change(self) -> str:
+        """'latency on acoustic: 1.000 -> 0.972 (-0.028) worse, within the tolerance'."""
+        within = " worse, within the tolerance" if self.worse and self.passed else ""
+        return (f"{self.dim} on {self.tag}: {self.baseline:.3f} -> {self.value:.3f} "
+                f"({self.delta or 0:+.3f}){within}")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class TaskMove:

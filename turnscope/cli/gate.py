@@ -107,9 +107,9 @@ def show_verdict(verdict: GateResult) -> int:
     moved = verdict.moved()
     for tag, why in sorted(verdict.not_compared.items()):
         say(f"{tag}: its means not compared with the baseline: {why}")
-    for c in sorted(moved, key=lambda c: (c.tag, c.dim)):
-        line = f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})"
-        out.print(Text(line, style="green" if c.passed else "bold red"))
+    for c in sorted(moved, key=lambda c: (c.tag, c.dim)):  # as the page: a drop never green
+        style = "bold red" if not c.passed else ("yellow" if c.worse else "green")
+        out.print(Text(c.change(), style=style))
     failed = [c for c in verdict.cells if not c.passed]
     for c in failed:
         fail(f"FAIL {c.dim} on {c.tag}: " + "; ".join(c.failures))
