@@ -149,6 +149,32 @@ def test_a_rise_within_the_splits_error_or_over_too_few_replies_is_not_named_as_
     )
 
 
+def test_the_hop_table_keeps_its_medians_by_calls_up_whole_on_a_narrow_terminal(
+    capsys, monkeypatch
+):
+    from turnscope.cli import console, load_tables
+    from turnscope.load.report import LoadReport
+
+    alone, joined = [600, 300, 40, 120], [600, 300, 240, 120]
+    records = [_record(0, 0.0, 20.0, [alone] * 3 + [joined] * 2),
+               _record(1, 7.0, 20.0, [joined])]  # fmt: skip
+    report = LoadReport.model_construct(hops=hops_report(records))
+    shown = {}
+    for width in (80, 200):
+        monkeypatch.setattr(console.out, "width", width)  # restored after the test
+        load_tables.hop_table(report)
+        shown[width] = capsys.readouterr().out
+    # narrow: the medians by calls up a line per hop under the table, not folded in a cell
+    assert "┃ p50 by calls up" not in shown[80]
+    assert "turn end -> llm first token, p50 by calls up (replies): 1: 300 (3) · 2: 300 (3)" in (
+        " ".join(shown[80].split())
+    )
+    assert (
+        "┃ p50 by calls up (replies)" in shown[200]
+        and "p50 by calls up (replies):" not in (shown[200])
+    )
+
+
 def test_the_runs_receiver_says_a_port_in_use_in_one_line(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -7,7 +7,14 @@ from rich.table import Table
 
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
-from turnscope.load.hops import growth_line, levels_cell, not_separable_line, sources_text
+from turnscope.cli.narrow import fits
+from turnscope.load.hops import (
+    HopsReport,
+    growth_line,
+    levels_cell,
+    not_separable_line,
+    sources_text,
+)
 from turnscope.load.report import (
     LoadReport,
     Percentiles,
@@ -47,22 +54,16 @@ def latency_tables(r: LoadReport) -> None:
 
 
 def hop_table(r: LoadReport) -> None:
-    """Each reply's hops across calls: percentiles, the median by calls up, which grew most."""
+    """Each reply's hops across calls: percentiles, the median by calls up, which grew most;
+    on a terminal too narrow for the medians by calls up, those a line per hop under it."""
     h = r.hops
     if h is None:
         return
-    t = Table(title=f"reply latency by hop (ms; {h.replies} replies of {h.calls} calls, "
-              f"split by {sources_text(h)})",
-              title_justify="left")  # fmt: skip
-    for col in ("hop", "n", "p50", "p90", "p99", "max", "p50 by calls up (replies)"):
-        t.add_column(col, justify="left" if col.startswith(("hop", "p50 by")) else "right")
-    for x in h.hops:
-        p = x.ms
-        t.add_row(x.name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max), levels_cell(x))
-    u = h.unaccounted_ms
-    t.add_row("unaccounted (every reply's last hop)", str(u.n), _ms(u.p50), _ms(u.p90),
-              _ms(u.p99), _ms(u.max), "")  # fmt: skip
-    out.print(t)
+    table = _hops(h, by_calls_up=True)
+    narrow = not fits(out, table)
+    out.print(_hops(h, by_calls_up=False) if narrow else table)
+    for x in h.hops if narrow else []:
+        say(f"{x.name}, p50 by calls up (replies): {levels_cell(x)}", markup=False)
     growth = growth_line(h)
     if growth is not None:
         say(growth)
@@ -71,6 +72,22 @@ def hop_table(r: LoadReport) -> None:
     if h.replies_without:
         say(f"{h.replies_without} repl{'y' if h.replies_without == 1 else 'ies'} of calls with "
             "hops could not be split (load.json: calls[].replies[].no_hops says why)")  # fmt: skip
+
+
+def _hops(h: HopsReport, *, by_calls_up: bool) -> Table:
+    t = Table(title=f"reply latency by hop (ms; {h.replies} replies of {h.calls} calls, "
+              f"split by {sources_text(h)})", title_justify="left")  # fmt: skip
+    levels = ["p50 by calls up (replies)"] if by_calls_up else []
+    for col in ("hop", "n", "p50", "p90", "p99", "max", *levels):
+        t.add_column(col, justify="left" if col.startswith(("hop", "p50 by")) else "right")
+    for x in h.hops:
+        p = x.ms
+        t.add_row(x.name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max),
+                  *([levels_cell(x)] if by_calls_up else []))  # fmt: skip
+    u = h.unaccounted_ms
+    t.add_row("unaccounted (every reply's last hop)", str(u.n), _ms(u.p50), _ms(u.p90),
+              _ms(u.p99), _ms(u.max), *([""] if by_calls_up else []))  # fmt: skip
+    return t
 
 
 def voice_lines(r: LoadReport) -> None:
