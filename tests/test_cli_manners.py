@@ -227,12 +227,27 @@ def test_open_without_a_folder_takes_the_newest_run(replayed, tmp_path, run_exe)
 
     _, run = replayed
     proc = run_exe("open", cwd=tmp_path)
-    assert proc.returncode == 2 and "no run with a report.html" in proc.stderr
+    assert proc.returncode == 2 and "no run with a page (report.html" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     shutil.copytree(run, tmp_path / "runs" / "replay-1")
     proc = run_exe("open", "--print", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(tmp_path / "runs" / "replay-1" / "report.html")
+
+
+def test_open_finds_a_bench_runs_scorecard_page_and_says_a_folder_with_none_in_one_line(
+    tmp_path, cli
+):
+    code, out, _ = cli("bench", "voice_starter", "--use-reference", "-o", str(tmp_path / "b.json"))
+    assert code == 0, out
+    page = str((tmp_path / "b.scorecard.html").resolve())
+    for given in (tmp_path, tmp_path / "b.scorecard.json", tmp_path / "b.scorecard.html"):
+        code, out, _ = cli("open", str(given), "--print")
+        assert code == 0 and out.strip() == page, (given, out)
+    (tmp_path / "empty").mkdir()
+    code, _, err = cli("open", str(tmp_path / "empty"), "--print")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a run's folder" in err
+    assert "replay, call, demo, load or bench" in err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal")

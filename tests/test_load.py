@@ -208,7 +208,7 @@ def _assert_failed_only_by_a_late_yield(r: dict) -> None:
 
 
 def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
-    agent_url, scenario, tmp_path
+    agent_url, scenario, tmp_path, cli
 ):
     """Two runs at once against the reference agent: 4 WebRTC callers dialling again through
     --duration, and 2 callers on a phone line (turnscope playing Twilio). A call takes ~11 s on a
@@ -247,6 +247,9 @@ def test_load_over_webrtc_and_a_phone_line_reports_the_agents_latency(
     assert list((web / "calls").glob("call-000?-2")), sorted((web / "calls").iterdir())
     html = (web / "load.html").read_text()
     assert "p99" in html and "<svg" in html
+    # `turnscope open` on the run's folder is its page (before: "not a voice artifact bundle")
+    code, shown, _ = cli("open", str(web), "--print")
+    assert code == 0 and shown.strip() == str((web / "load.html").resolve())
     r = _report(phone)
     assert r["transport"] == "twilio" and r["completed"] == 2 and not r["degraded"]
     _assert_failed_only_by_a_late_yield(r)

@@ -74,7 +74,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "doctor": ("turnscope doctor", "turnscope doctor --all --json"),
     "report": (f"turnscope report {_DEMO}",),
-    "open": (f"turnscope open {_DEMO}", f"turnscope open {_DEMO} --print", "turnscope open"),
+    "open": (
+        f"turnscope open {_DEMO}",
+        f"turnscope open {_DEMO} --print",
+        "turnscope open runs/load",
+        "turnscope open",
+    ),
     "devices": ("turnscope devices", "turnscope devices --json"),
     "calibrate": (
         "turnscope calibrate --out 3 --in 4",

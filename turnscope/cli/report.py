@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 
 from turnscope.cli.console import out, warn_line
-from turnscope.errors import InputError
 
 
 def report(
@@ -25,23 +24,22 @@ def report(
 
 def open_report(
     bundle: Path | None = typer.Argument(
-        None, help="A run's output folder (default: the newest run under ./runs)."
+        None,
+        help="A run's output folder (a call's, a replay's, a load run's, a bench run's) or a "
+        "page (default: the newest run under ./runs).",
     ),
     print_only: bool = typer.Option(
-        False, "--print", help="Only print the report's path; open no browser."
+        False, "--print", help="Only print the page's path; open no browser."
     ),
 ) -> int:
-    """Open BUNDLE/report.html in the browser (building it first if it is missing) and print
-    its absolute path. Without a browser (none on this machine, or not on a terminal with a
-    display; set BROWSER to choose one) or with --print, only the path is printed."""
-    from turnscope.scoring.evidence.bundle import inside
-    from turnscope.scoring.report.html import REPORT, build_report
+    """Open a run's page in the browser (a bundle's report.html, built first if it is missing;
+    a load run's load.html; a bench run's scorecard page) and print its absolute path. Without
+    a browser (none on this machine, or not on a terminal with a display; set BROWSER to choose
+    one) or with --print, only the path is printed."""
+    from turnscope.outdir import RUNS
+    from turnscope.use_cases.open_page import newest_page, page_of
 
-    bundle = bundle if bundle is not None else newest_run()
-    path = inside(bundle, REPORT)  # never a report linked from outside the bundle
-    if not path.is_file():
-        build_report(bundle)
-    page = path.resolve()
+    page = (page_of(bundle) if bundle is not None else newest_page(RUNS)).resolve()
     out.print(str(page), markup=False, highlight=False, soft_wrap=True)
     if not print_only and browser_here():
         import webbrowser
@@ -65,20 +63,6 @@ def browser_here() -> bool:
     return sys.platform in ("darwin", "win32") or bool(
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     )
-
-
-def newest_run() -> Path:
-    """The most recently written run folder under ./runs (where runs go without -o)."""
-    from turnscope.outdir import RUNS
-
-    runs = [p for p in RUNS.glob("*/report.html") if p.is_file()] if RUNS.is_dir() else []
-    if not runs:
-        raise InputError(
-            "no run with a report.html under ./runs",
-            path=RUNS.resolve(),
-            fix="give the run's folder",
-        )
-    return max(runs, key=lambda p: p.stat().st_mtime).parent
 
 
 def register(app: typer.Typer) -> None:
