@@ -244,6 +244,9 @@ def test_open_finds_a_bench_runs_scorecard_page_and_says_a_folder_with_none_in_o
     for given in (tmp_path, tmp_path / "b.scorecard.json", tmp_path / "b.scorecard.html"):
         code, out, _ = cli("open", str(given), "--print")
         assert code == 0 and out.strip() == page, (given, out)
+    code, _, err = cli("report", str(tmp_path))  # it builds bundles' reports: says whose page
+    assert code == 2 and "a bench run's folder: its page is b.scorecard.html" in err, err
+    assert f"turnscope open {tmp_path}" in err and len(err.strip().splitlines()) == 1
     (tmp_path / "empty").mkdir()
     code, _, err = cli("open", str(tmp_path / "empty"), "--print")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "not a run's folder" in err

@@ -16,7 +16,9 @@ def report(
 ) -> int:
     """(Re)build report.html and timeline.png in BUNDLE and print their paths."""
     from turnscope.scoring.report.html import build_report
+    from turnscope.use_cases.open_page import not_a_bundle_page
 
+    not_a_bundle_page(bundle)  # a load or bench run's folder: its own page, said in one line
     for path in build_report(bundle):
         out.print(str(path), markup=False, highlight=False, soft_wrap=True)
     return 0
