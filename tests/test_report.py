@@ -289,7 +289,7 @@ def test_report_on_a_folder_that_is_not_a_bundle_is_one_line(cli, tmp_path):
     assert "not a voice artifact bundle" in err
     assert "voice_artifact_manifest.json" in err and "waveform_timeline.json" in err
     code, _, err = cli("open", str(tmp_path / "nope"))
-    assert code == 2 and "no such bundle folder" in err
+    assert code == 2 and "nope: no such run folder or page" in err
 
 
 def test_degraded_bundle_renders_and_says_why(cli, tmp_path):

@@ -22,6 +22,8 @@ def page_of(path: Path) -> Path:
     from turnscope.scoring.evidence.bundle import inside
     from turnscope.scoring.report.html import REPORT, build_report
 
+    if not path.exists():
+        raise InputError("no such run folder or page", path=path, fix="give a run's folder")
     if path.is_file():
         page = path if path.suffix == ".html" else path.with_suffix(".html")
         if page.is_file():
