@@ -39,6 +39,12 @@ def page_of(path: Path) -> Path:
     cards = sorted(path.glob("*.scorecard.html")) if path.is_dir() else []
     if len(cards) == 1:
         return inside(path, cards[0].name)
+    if len(cards) > 1:
+        raise InputError(
+            f"holds {len(cards)} scorecard pages ({', '.join(c.name for c in cards)})",
+            path=path,
+            fix=f"give one of them: turnscope open {path / cards[0].name}",
+        )
     page = inside(path, REPORT)
     if not page.is_file():
         if not any((path / name).exists() for name in BUNDLE_FILES):
