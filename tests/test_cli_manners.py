@@ -248,6 +248,7 @@ def test_open_finds_a_bench_runs_scorecard_page_and_says_a_folder_with_none_in_o
     assert code == 2 and "a bench run's folder: its page is b.scorecard.html" in err, err
     assert f"turnscope open {tmp_path}" in err and len(err.strip().splitlines()) == 1
     code, out, _ = cli("bench", "voice_starter", "--use-reference", "-o", str(tmp_path / "c.json"))
+    assert code == 0, out
     code, _, err = cli("open", str(tmp_path), "--print")  # two runs' pages: which is meant?
     assert code == 2 and "holds 2 scorecard pages (b.scorecard.html, c.scorecard.html)" in err
     (tmp_path / "empty").mkdir()
