@@ -254,8 +254,11 @@ def _thresholds(
     dims: list[str], floors: Mapping[str, float], tolerance: float, tasks: Sequence[Any] = ()
 ) -> str:
     def said(fl: Mapping[str, Any]) -> list[str]:
-        kind = {True: "ceiling", False: "floor"}
-        return [f"{d} {kind[d in LOWER_IS_BETTER]} {fl[d]:g}" for d in dims if d in fl]
+        return [
+            f"{d} {'ceiling' if d in LOWER_IS_BETTER else 'floor'} {fl[d]:g}"
+            for d in dims
+            if d in fl
+        ]
 
     own = [f"{t.get('task_id')} {', '.join(said(t['floors']))}" for t in tasks if t.get("floors")]
     return (

@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.text import Text
 
-from turnscope.cli.render import scorecard_table
+from turnscope.cli.render import score_cell, scorecard_table
 from turnscope.scoring.suites.scorecard_page import scorecard_note
 
 __all__ = ["fits", "print_scorecard"]
@@ -44,12 +44,6 @@ def _lines(console: Console, card: Mapping[str, Any]) -> None:
         c = card["counts"][tag]
         line = Text.assemble((tag, "bold"), f"  {c['scored']} scored, {c['void']} void: ")
         for k, d in enumerate(card["dimensions"]):
-            note = scorecard_note(card, tag, d)
-            value = row.get(d)
-            line.append(" · " if k else "")
-            line.append(f"{d} ")
-            if note:
-                line.append(note, "yellow")
-            else:
-                line.append("-" if value is None else f"{value:.3f}")
+            line.append(f"{' · ' if k else ''}{d} ")
+            line.append(score_cell(row.get(d), scorecard_note(card, tag, d)))
         console.print(line)

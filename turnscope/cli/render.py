@@ -18,6 +18,7 @@ from turnscope.use_cases.scorecard_files import scorecard_html, write_scorecard_
 __all__ = [
     "bench_table",
     "outcome_table",
+    "score_cell",
     "scorecard_html",  # the page's, for the tests that read it beside the tables
     "scorecard_table",
     "verdict_table",
@@ -80,7 +81,8 @@ def outcome_table(outcome: Outcome, *, title: str = "verdict") -> Group:
     )
 
 
-def _cell(value: float | None, note: str = "") -> Text | str:
+def score_cell(value: float | None, note: str = "") -> Text | str:
+    """A score as a table cell: its note (yellow, e.g. "not exercised") where it has one."""
     if note:
         return Text(note, "yellow")
     return "-" if value is None else f"{value:.3f}"
@@ -103,13 +105,14 @@ def bench_table(
     # One evidence class for every task (the usual case) is said once, under the table: its
     # column pushed an 80-column terminal's table into wrapping every name mid-word.
     classes = {row["evidence_class"] for row in result["per_task"]}
-    if len(classes) > 1:
+    several = len(classes) > 1
+    if several:
         table.add_column("evidence", overflow="fold")
     for row in result["per_task"]:
         comps = row["result"].get("components") or {}
         seen = (exercise or {}).get(row["task_id"]) or {}
         cells = [
-            _cell(
+            score_cell(
                 comps.get(n),
                 NOT_EXERCISED if n in comps and seen.get(n, {}).get("exercised") is False else "",
             )
@@ -117,14 +120,14 @@ def bench_table(
         ]
         verdict = row["verdict"]
         style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
-        evidence = [row["evidence_class"]] if len(classes) > 1 else []
+        evidence = [row["evidence_class"]] if several else []
         table.add_row(row["task_id"], *cells, Text(verdict, style), *evidence)
     agg = result["aggregate"]
     line = Text(
         f"{agg['passed']}/{agg['scored']} scored tasks passed, {agg['void']} void, "
         f"pass_rate {agg['pass_rate']:.3f}, mean_score {agg['mean_score']:.3f}"
     )
-    if len(classes) == 1:
+    if len(classes) == 1:  # (none: a suite with no tasks)
         return Group(table, line, Text(f"evidence: {classes.pop()} (every task)"))
     return Group(table, line)
 
@@ -141,6 +144,6 @@ def scorecard_table(card: Mapping[str, Any]) -> Table:
         )
     for tag, row in card["tags"].items():
         c = card["counts"][tag]
-        cells = [_cell(row.get(d), scorecard_note(card, tag, d)) for d in dims]
+        cells = [score_cell(row.get(d), scorecard_note(card, tag, d)) for d in dims]
         table.add_row(tag, f"{c['scored']}/{c['void']}", *cells)
     return table

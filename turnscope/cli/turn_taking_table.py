@@ -43,8 +43,9 @@ def stacked(view: Sequence[ViewRow], tags: Sequence[str]) -> list[Text]:
     lines = [Text(TITLE, style="italic")]
     for r in view:
         head = Text.assemble((r.label, "bold"), (f"  {r.metric}, {r.better}", "dim"))
-        shown = [(t, c) for t, c in zip(tags, r.cells, strict=True)
-                 if c.state is not State.NOT_EXERCISED]  # fmt: skip
+        pairs = list(zip(tags, r.cells, strict=True))
+        shown = [(t, c) for t, c in pairs if c.state is not State.NOT_EXERCISED]
+        missed = [t for t, c in pairs if c.state is State.NOT_EXERCISED]
         if not shown:
             lines.append(head.append(": not exercised on any tag", _STYLE[State.NOT_EXERCISED]))
             continue
@@ -53,7 +54,6 @@ def stacked(view: Sequence[ViewRow], tags: Sequence[str]) -> list[Text]:
         for k, (tag, c) in enumerate(shown):
             values.append(f"{' · ' if k else ''}{tag} ")
             values.append(c.text, _STYLE[c.state])
-        missed = [t for t, c in zip(tags, r.cells, strict=True) if (t, c) not in shown]
         if missed:
             values.append(f"; not exercised: {', '.join(missed)}", _STYLE[State.NOT_EXERCISED])
         lines.append(values)

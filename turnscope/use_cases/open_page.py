@@ -8,19 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from turnscope.errors import InputError
+from turnscope.scoring.report.html import REPORT
 
 __all__ = ["LOAD_PAGE", "SCORECARD_PAGE", "newest_page", "not_a_bundle_page", "page_of"]
 
 LOAD_PAGE = "load.html"  # turnscope load -o DIR
 SCORECARD_PAGE = "scorecard.html"  # turnscope bench without -o: runs/bench-NAME-TIME/
-PAGES = ("report.html", LOAD_PAGE, SCORECARD_PAGE)
+PAGES = (REPORT, LOAD_PAGE, SCORECARD_PAGE)
 BUNDLE_FILES = ("voice_artifact_manifest.json", "transcript.json")  # a run bundle has these
 
 
 def page_of(path: Path) -> Path:
     """The page to open for ``path`` (a run bundle's report.html, built if missing)."""
     from turnscope.scoring.evidence.bundle import inside
-    from turnscope.scoring.report.html import REPORT, build_report
+    from turnscope.scoring.report.html import build_report
 
     if not path.exists():
         raise InputError("no such run folder or page", path=path, fix="give a run's folder")
@@ -63,7 +64,7 @@ def not_a_bundle_page(path: Path) -> None:
     if not path.is_dir() or any((path / name).exists() for name in BUNDLE_FILES):
         return
     page = page_of(path) if any(path.glob("*.html")) else None
-    if page is not None and page.name != "report.html":
+    if page is not None and page.name != REPORT:
         raise InputError(
             f"is not a run bundle but a {'load' if page.name == LOAD_PAGE else 'bench'} run's "
             f"folder: its page is {page.name}",
