@@ -36,6 +36,7 @@ class SourceNote(StrEnum):
     AGENT_AUDIO_LATE = "agent_audio_late"  # came after its pause was heard (webrtc/quiet.py)
     NO_AGENT_AUDIO = "no_agent_audio"
     AGENT_DELAY_ROSE = "agent_delay_rose"  # re-anchored: later audio placed where it arrived
+    AGENT_CAUGHT_UP = "agent_caught_up"  # placed late at first: its silence dropped to catch up
     FOREIGN_SESSION = "foreign_session"  # WHIP session on another origin: no DELETE sent
     REFUSED_MESSAGES = "refused_messages"  # messages turnscope would not read
     NOT_JSON = "not_json"

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame
-from turnscope.capture.webrtc.receiver import ANCHOR_FIX_MAX_MS, Placer, ReceiveStats
+from turnscope.capture.source import SourceNote
+from turnscope.capture.webrtc.receiver import (
+    ANCHOR_FIX_MAX_MS,
+    Placer,
+    ReceiveStats,
+    placement_notes,
+)
 
 RATE = 48000
 FRAME = RATE // 50  # 20 ms
@@ -140,3 +146,45 @@ def test_a_clip_due_inside_a_frame_starts_on_its_sample() -> None:
     assert first == 16160 - 48 * 320  # 50 ms in: exactly 1010 ms
     assert log[0].start == 16160 and log[0].end == 16160 + 480
     assert log[0].start_sent_at == pytest.approx(50 * 0.02 + 0.010)
+
+
+def test_a_start_read_late_longer_than_the_cap_catches_up_in_the_streams_silence() -> None:
+    """The loop was held up 260 ms as the stream began (its first 14 frames read at once), more
+    than the anchor may move: the stream is placed late (by 160 ms) only until its first
+    silence, where as much silence is dropped; what follows is placed where it arrived, and
+    nothing but that silence is missing."""
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    level = [0.5] * 100 + [0.0] * 50 + [0.25] * 50  # speech, a pause, speech
+    for k, value in enumerate(level):
+        read_ms = max(1000 + 20 * k, 1260.0)
+        placer.push(k * FRAME, RATE, np.full(FRAME, value, np.float32), read_ms, read_ms / 1000)
+    placer.flush(None)
+    stats = placer.stats
+    assert stats.anchor_fix_ms == pytest.approx(ANCHOR_FIX_MAX_MS, abs=0.1)
+    assert [round(c["ahead_ms"]) for c in stats.catch_ups] == [160]
+    assert stats.catch_ups[0]["caught_up_at_ms"] == pytest.approx(1000 + 20 * 108, abs=1)
+    (note,) = placement_notes(stats)
+    assert note[0] == SourceNote.AGENT_CAUGHT_UP and "until 3.2 s" in note[1], note
+    assert stats.caught_up_ms == pytest.approx(160)
+    assert all(a.end == b.start for a, b in pairwise(out))  # dropped, not a gap on the clock
+    pcm = np.concatenate([f.pcm for f in out])
+    start = out[0].start
+    assert len(pcm) == pytest.approx((200 * 20 - 160) * SAMPLE_RATE / 1000, abs=40)
+    second = start + int(np.argmax(np.abs(pcm.astype(np.float32) / 32768 - 0.25) < 0.01))
+    assert second * 1000 / SAMPLE_RATE == pytest.approx(1000 + 20 * 150, abs=2)  # its arrival
+    first_speech = start + int(np.argmax(pcm > 0))
+    assert first_speech * 1000 / SAMPLE_RATE == pytest.approx(1160, abs=2)  # the cap's anchor
+
+
+def test_a_stream_of_sound_without_silence_is_not_cut_to_catch_up() -> None:
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    for k in range(200):
+        read_ms = max(1000 + 20 * k, 1260.0)
+        placer.push(k * FRAME, RATE, np.full(FRAME, 0.5, np.float32), read_ms, read_ms / 1000)
+    placer.flush(None)
+    assert placer.stats.catch_ups and placer.stats.caught_up_ms == 0
+    (note,) = placement_notes(placer.stats)
+    assert "no silence to catch up in" in note[1], note
+    assert sum(len(f.pcm) for f in out) == pytest.approx(200 * 20 * SAMPLE_RATE / 1000, abs=40)

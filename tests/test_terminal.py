@@ -130,19 +130,21 @@ def _offline(argv: list[str]) -> list[str]:
     return ["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {shlex.join(argv)}"]
 
 
-def ended_or_too_busy(run, out: Path) -> bool:
-    """The call ended as it should (exit 0), or (True) degraded for the one reason a busy
-    machine gives, said on the screen: the harness sent the caller's audio late. What these
-    tests check is the terminal; beside the suite's other calls on two cores that happened in
-    two CI runs (up to 272 ms late), an honest exit 4."""
-    if run.code != 4:
-        assert run.code == 0, run.screen
-        return False
+def ended_or_too_busy(run, out: Path) -> str:
+    """The verdict the screen must show: PASS for a call that ended as it should (exit 0); or,
+    degraded for the one reason a busy machine gives, said on the screen (the harness sent the
+    caller's audio late), the verdict the bundle has. What these tests check is the terminal;
+    beside the suite's other calls on two cores that happened in CI runs (up to 272 ms late),
+    an honest exit 4, and once (209 ms) a barge-in the agent yielded to late at the caller's
+    ear, so a FAIL."""
     result = json.loads((out / "result.json").read_text())
+    if run.code != 4:
+        assert run.code == 0 and result["verdict"] == "pass", run.screen
+        return "PASS"
     assert result["degraded_codes"] == ["caller_audio_late"], (result["degraded"], run.screen)
     said = " ".join(words(run.screen))
     assert "degraded evidence: the caller's audio went out" in said, run.screen
-    return True
+    return result["verdict"].upper()
 
 
 def test_demo_on_a_terminal_ends_and_shows_the_call(tmp_path):
@@ -153,10 +155,9 @@ def test_demo_on_a_terminal_ends_and_shows_the_call(tmp_path):
     run = run_in_pty(argv, cwd=tmp_path, env=None, cols=100, steps=None, deadline_s=240)
     assert run.code is not None, f"still running after 240 s:\n{run.screen[-3000:]}"
     assert "Traceback" not in run.screen, run.screen
-    ended_or_too_busy(run, tmp_path / "d")
-    assert json.loads((tmp_path / "d" / "result.json").read_text())["verdict"] == "pass"
+    verdict = ended_or_too_busy(run, tmp_path / "d")
     assert_shows_turns(run.screen, tmp_path / "d")
-    assert "verdict: PASS" in run.screen and "wrote" in run.screen
+    assert f"verdict: {verdict}" in run.screen and "wrote" in run.screen
     assert "\x1b[?25l" in run.raw  # the live status line ran (rich hides the cursor for it)
 
 
@@ -166,10 +167,10 @@ def test_call_on_a_narrow_plain_terminal_never_shows_the_secret(tmp_path, scenar
         "call", agent_url, "--scenario", str(scenario), "-o", str(out), "--header", HEADER,
         "--loopback-only", env={"NO_COLOR": "1"}, cols=40,
     )  # fmt: skip
-    ended_or_too_busy(run, out)
+    verdict = ended_or_too_busy(run, out)
     assert SECRET not in run.raw
     assert_shows_turns(run.screen, out)
-    assert "verdict: PASS" in run.screen
+    assert f"verdict: {verdict}" in run.screen
     for f in out.iterdir():
         if f.suffix in (".json", ".html", ".txt"):
             assert SECRET not in f.read_text(errors="replace"), f
@@ -238,13 +239,14 @@ def test_a_terminal_resized_and_held_mid_call_holds_up_nothing(tmp_path, scenari
     assert run.steps_done == [s[1] for s in steps]
     held = run.read_at_step[2] - run.read_at_step[1]
     assert held < 200, held  # the terminal did hold its output (a pty's tail may still come)
-    busy = ended_or_too_busy(run, out)
+    verdict = ended_or_too_busy(run, out)
     result = json.loads((out / "result.json").read_text())
     # Held, the output must not hold the call: that would send its audio seconds late (8 s).
     assert result["source"]["details"]["caller_max_send_lag_ms"] < 1000, result["degraded"]
+    busy = run.code == 4
     assert busy or not any("late" in w for w in result["warnings"]), result["warnings"]
     assert_shows_turns(run.screen, out)
-    assert "verdict: PASS" in run.screen
+    assert f"verdict: {verdict}" in run.screen
 
 
 def test_a_terminal_closed_mid_call_keeps_what_was_captured(tmp_path, scenario, agent_url):

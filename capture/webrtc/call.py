@@ -35,6 +35,7 @@ from turnscope.capture.webrtc.receiver import (
     ANCHOR_WINDOW_MS,
     Placer,
     ReceiveStats,
+    placement_notes,
     receive_track,
 )
 from turnscope.capture.webrtc.rtvi import Rtvi
@@ -348,13 +349,8 @@ class WebRTCCall(CallSource):
                 f"was heard, in {len(late)} place(s) (delayed over {QUIET_MS:.0f} ms beyond "
                 "the rest): not heard there",
             )
-        if st.late_reanchors:
-            self.info.warn(
-                SourceNote.AGENT_DELAY_ROSE,
-                f"agent audio delay rose {len(st.late_reanchors)} time(s) during the call "
-                f"(largest step {max(r['step_ms'] for r in st.late_reanchors):.0f} ms); "
-                "later audio is placed where it arrived",
-            )
+        for code, note in placement_notes(st):
+            self.info.warn(code, note)
         if st.frames == 0:
             self.info.degrade(SourceNote.NO_AGENT_AUDIO, "no audio was received from the agent")
         if self.rtvi.refused:
@@ -407,6 +403,7 @@ class WebRTCCall(CallSource):
                 "agent_rate": st.sample_rate,
                 "agent_channels": st.channels,
                 "delay_reanchors": st.late_reanchors,
+                "agent_catch_ups": st.catch_ups,  # placed late, then its silence dropped
                 "end_reason": self.end_reason,
                 "signaling_trace": self.session.trace if self.session else [],
                 "data_channel_messages": self.messages,

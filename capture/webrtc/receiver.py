@@ -3,11 +3,17 @@
 The stream is anchored where its most promptly read frame of the first half second arrived
 (that half second is held, then placed); later frames follow their RTP timestamps, so a pts jump
 is lost audio (a gap on the clock) and a lasting rise in arrival delay (a jitter buffer that grew
-after loss) is re-anchored and reported instead of being silently absorbed.
+after loss) is re-anchored and reported instead of being silently absorbed. A lasting fall (every
+frame for a second came well before its place: the start was read late, together, or the sender
+burst ahead) is caught up as a listener's playout does, by dropping frames of the stream's silence.
 
 Why not the first frame alone: a frame is timed when the event loop reads it, and at a call's
 start the loop is often busy (other calls setting up): the whole call's audio was then placed
-late by that much, at both ends of a call (benchmarks/scale.py, the load rows).
+late by that much, at both ends of a call (benchmarks/scale.py, the load rows). Why catch up
+too: the anchor moves at most ANCHOR_FIX_MAX_MS, and a loop held up longer at the start (a
+process starting beside the call) left the rest of a call placed that much late: every reply's
+delivery 130 ms longer, and the reference agent, placing the caller's speech late, yielded to a
+barge-in 130 ms late (a demo that failed its barge-in in a test run, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from turnscope.capture.clock import CallClock
 from turnscope.capture.file.decode import Resampler
 from turnscope.capture.frames import SAMPLE_RATE, PcmFrame, to_int16
+from turnscope.capture.source import SourceNote
 
 LATENCY_STEP_MS = 40.0  # a lasting rise in arrival delay larger than this is re-anchored
 LATENCY_WINDOW = 50  # frames (about 1 s) over which the minimum delay is taken
@@ -33,6 +40,8 @@ ANCHOR_WINDOW_MS = 500.0  # audio held at the start, to anchor on its most promp
 # An earlier anchor by more than this is not loop lateness but a sender that bursts ahead of
 # real time (a listener's playout would start at the first frame): moved at most this much.
 ANCHOR_FIX_MAX_MS = 100.0
+# A frame no louder than this (-50 dBFS peak) is silence a late stream may drop to catch up.
+CATCH_UP_PEAK = 10 ** (-50 / 20)
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,36 @@ class ReceiveStats:
     gap_log: list[PlacedGap] = field(default_factory=list)  # every gap, where it was placed
     end_pts: int | None = None  # the RTP time just after the last frame placed
     late_reanchors: list[dict[str, float]] = field(default_factory=list)
+    # Each lasting fall in delay: where (call ms) and how far ahead of their place frames came.
+    catch_ups: list[dict[str, float]] = field(default_factory=list)
+    caught_up_ms: float = 0.0  # the stream's silence dropped to catch up
     first_frame_ms: float | None = None
     anchor_fix_ms: float = 0.0  # how much earlier than its first frame the stream was placed
     sample_rate: int | None = None
     channels: int | None = None
+
+
+def placement_notes(stats: ReceiveStats) -> list[tuple[SourceNote, str]]:
+    """What a call says of where a received stream was placed: each lasting rise in its delay
+    (re-anchored), and its start placed late until it caught up in its silence."""
+    notes = []
+    if stats.late_reanchors:
+        notes.append((SourceNote.AGENT_DELAY_ROSE,
+            f"agent audio delay rose {len(stats.late_reanchors)} time(s) during the call "
+            f"(largest step {max(r['step_ms'] for r in stats.late_reanchors):.0f} ms); "
+            "later audio is placed where it arrived"))  # fmt: skip
+    if stats.catch_ups:
+        ahead = max(c["ahead_ms"] for c in stats.catch_ups)
+        done = [c["caught_up_at_ms"] for c in stats.catch_ups if "caught_up_at_ms" in c]
+        until = (
+            f"until {done[-1] / 1000:.1f} s, where it caught up in its silence"
+            if len(done) == len(stats.catch_ups)
+            else "from where it fell behind to the end: it had no silence to catch up in"
+        )
+        notes.append((SourceNote.AGENT_CAUGHT_UP,
+            f"the agent's audio came up to {ahead:.0f} ms before its place (its start was read "
+            f"late, together): placed that much late {until}"))  # fmt: skip
+    return notes
 
 
 def _mono(frame) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -109,6 +144,7 @@ class Placer:
         self.earliest_ms = 0.0  # the smallest delay of a held frame (the first one's is 0)
         self.first_pts = 0
         self.flushed = False
+        self.ahead_ms = 0.0  # how much earlier the stream is still to be placed (its silence)
 
     def push(self, pts: int, rate: int, mono: np.ndarray, arrival_ms: float, at: float) -> None:
         """One decoded frame (float32 mono at ``rate``, its RTP ``pts``), read ``arrival_ms``
@@ -155,12 +191,44 @@ class Placer:
             self._end_run(at)
             self.anchor += offset + round(step * SAMPLE_RATE / 1000)
             self._new_run(pts, rate)
+        elif self._ahead(placed_ms) and self._drop(mono, pts, rate, at):
+            return
         assert self.resampler is not None
         self._out(self.resampler(mono), at)
         if self.held is not None and (self.expected_pts - self.first_pts) * 1000 / rate >= (
             ANCHOR_WINDOW_MS
         ):
             self.release()
+
+    def _ahead(self, placed_ms: float) -> bool:
+        """Whether the stream is placed late: every frame of the last window came over
+        LATENCY_STEP_MS before its place (noted once, as the earliest frame's lead)."""
+        full = self.held is None and len(self.delays) == LATENCY_WINDOW
+        if not self.ahead_ms and full and max(self.delays) < -LATENCY_STEP_MS:
+            self.ahead_ms = -min(self.delays)
+            self.stats.catch_ups.append(
+                {"at_ms": round(placed_ms, 1), "ahead_ms": round(self.ahead_ms, 1)}
+            )
+        return self.ahead_ms > 0
+
+    def _drop(self, mono: np.ndarray, pts: int, rate: int, at: float) -> bool:
+        """Drop a silent frame of a stream placed late (the next one goes where it would have):
+        the stream moves a frame earlier, as a listener's playout catches up in a pause."""
+        frame_ms = len(mono) * 1000 / rate
+        if frame_ms > self.ahead_ms:
+            self.ahead_ms = 0.0
+            return False
+        if not len(mono) or float(np.max(np.abs(mono))) > CATCH_UP_PEAK:
+            return False
+        self._end_run(at)
+        self.anchor += self.written
+        self._new_run(pts + len(mono), rate)
+        self.ahead_ms -= frame_ms
+        self.stats.caught_up_ms += frame_ms
+        if self.ahead_ms < frame_ms:  # caught up: noted where the stream goes on
+            self.ahead_ms = 0.0
+            self.stats.catch_ups[-1]["caught_up_at_ms"] = round(self.anchor * 1000 / SAMPLE_RATE, 1)
+        return True
 
     def release(self) -> None:
         """Anchor on the most promptly read frame held (its delay the smallest), and emit what
