@@ -44,6 +44,28 @@ def test_the_readme_script_runs(tmp_path):
     assert "reply latencies (ms): [" in done.stdout and "barge-in yields (ms): [" in done.stdout
 
 
+def test_the_python_guide_shows_the_readmes_script_and_a_nightly_that_runs_every_night(tmp_path):
+    """The guide's replay script is the README's (tested above); its nightly script runs as
+    written on consecutive nights (here on the shipped transcript suite, which takes seconds):
+    the first pins the baseline, the second is gated against it."""
+    guide = (ROOT / "docs" / "guide" / "python.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    replay = r"```python\n# replay_and_check\.py.*?```"
+    assert re.search(replay, guide, re.S).group(0) == re.search(replay, readme, re.S).group(0)
+    nightly = re.search(r"```python\n(# nightly\.py.*?)```", guide, re.S)
+    assert nightly, "the guide's nightly example is missing"
+    script = tmp_path / "nightly.py"
+    script.write_text(
+        nightly.group(1).replace('"voice_regression"', '"voice_regression_transcripts"')
+    )
+    for night in (1, 2):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, (night, done.stderr[-2000:])
+        assert done.stdout.startswith("True True []"), (night, done.stdout)
+    assert (tmp_path / "baseline.scorecard.json").exists()
+
+
 def test_a_run_answers_a_tests_questions_as_typed_values(tmp_path):
     """Per-reply latencies, barge-in yields and the verdict as attributes of the run, the same
     numbers the verifier scored; the caller's channel named as the CLI names it."""
