@@ -281,3 +281,17 @@ def test_open_on_a_terminal(replayed, tmp_path, monkeypatch):
         deadline_s=60,
     )
     assert shown.code == 0 and seen.read_text().split() == [page.as_uri()]
+
+
+@pytest.mark.parametrize("group", [(), ("scenario",), ("fixture",), ("suite",)])
+def test_every_command_is_said_whole_in_an_80_column_help(group):
+    """The command lists a person reads first: no summary cut off with "..." at 80 columns."""
+    import subprocess
+
+    from tests.conftest import turnscope_exe
+
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
+    out = subprocess.run([*turnscope_exe(), *group, "--help"], capture_output=True, text=True,
+                         env=env, check=True).stdout  # fmt: skip
+    listed = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed and all(len(x) <= 80 and not x.endswith("...") for x in listed), listed

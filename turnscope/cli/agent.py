@@ -147,4 +147,4 @@ groups(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("agent")(agent)
+    app.command("agent", short_help="Serve the reference agent (logs when it really spoke).")(agent)

@@ -140,4 +140,8 @@ groups(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bench", epilog=CI_EPILOG)(bench)
+    app.command(
+        "bench",
+        epilog=CI_EPILOG,
+        short_help="Run and score every task of a suite; write its scorecard.",
+    )(bench)

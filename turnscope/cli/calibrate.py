@@ -49,4 +49,4 @@ def calibrate(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("calibrate")(calibrate)
+    app.command("calibrate", short_help="Measure a sound-device loopback's round trip.")(calibrate)

@@ -138,4 +138,6 @@ groups(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("call")(call)
+    app.command("call", short_help="Call a live agent with a scripted or LLM caller; score it.")(
+        call
+    )

@@ -44,4 +44,6 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command(
+        "demo", short_help="Call the bundled reference agent and score the call (start here)."
+    )(demo)

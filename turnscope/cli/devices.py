@@ -52,4 +52,4 @@ def devices(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("devices")(devices)
+    app.command("devices", short_help="List the sound devices (for --device calls).")(devices)

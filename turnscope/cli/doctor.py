@@ -75,4 +75,4 @@ def table(findings: list[Any], show_all: bool) -> Table:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
+    app.command("doctor", short_help="Check this machine has what turnscope needs.")(doctor)

@@ -13,7 +13,7 @@ from turnscope.scoring.suites.defaults import TAGS
 app = typer.Typer(help="Manage suite fixtures.", no_args_is_help=True)
 
 
-@app.command("add")
+@app.command("add", short_help="Add a run's call to a suite as a fixture (audio, reference).")
 def add(
     bundle: Path = typer.Argument(..., help="A run folder (bundle) from call, replay or demo."),
     suite: Path = typer.Option(..., "--suite", help="The suite JSON to add the fixture to."),

@@ -138,4 +138,6 @@ def show_verdict(verdict: GateResult) -> int:
 def register(app: typer.Typer) -> None:
     from turnscope.cli.examples import CI_EPILOG
 
-    app.command("gate", epilog=CI_EPILOG)(gate_cmd)
+    app.command(
+        "gate", epilog=CI_EPILOG, short_help="Hold a scorecard to its floors and a pinned baseline."
+    )(gate_cmd)

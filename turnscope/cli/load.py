@@ -118,4 +118,6 @@ groups(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("load")(load)
+    app.command("load", short_help="Place many calls at once against one agent; the aggregate.")(
+        load
+    )

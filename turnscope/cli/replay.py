@@ -127,4 +127,6 @@ groups(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("replay")(replay)
+    app.command("replay", short_help="Replay a recorded call through the pipeline; score it.")(
+        replay
+    )

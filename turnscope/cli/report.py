@@ -68,5 +68,5 @@ def browser_here() -> bool:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
-    app.command("open")(open_report)
+    app.command("report", short_help="Rebuild a bundle's report.html and timeline.png.")(report)
+    app.command("open", short_help="Open a run's page (report, load or scorecard).")(open_report)

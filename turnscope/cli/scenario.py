@@ -12,11 +12,14 @@ from turnscope.cli.console import say
 scenario_app = typer.Typer(
     name="scenario",
     help="Make scenarios: from-recording re-drives a recorded call's real caller.",
+    short_help="Make scenarios (from-recording: a recorded call's caller).",
     no_args_is_help=True,
 )
 
 
-@scenario_app.command("from-recording")
+@scenario_app.command(
+    "from-recording", short_help="A scenario whose caller lines are a recorded call's caller."
+)
 def from_recording(
     call: Path = typer.Argument(
         ..., help="The recorded call: a two-channel file, or a turnscope bundle folder."

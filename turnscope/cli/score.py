@@ -59,4 +59,6 @@ def score(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("score")(score)
+    app.command("score", short_help="Score a transcript JSON: the sub-scores and the verdict.")(
+        score
+    )

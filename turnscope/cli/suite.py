@@ -61,7 +61,7 @@ def suite_path(name: str) -> tuple[Path, str]:
     return path, path.stem
 
 
-@app.command("init")
+@app.command("init", short_help="Write a minimal voice suite to add fixtures to.")
 def init(
     name: str = typer.Argument(
         ..., help="The suite's name (writes NAME.json here), or the path of the JSON to write."

@@ -72,4 +72,4 @@ def synth(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("synth")(synth)
+    app.command("synth", short_help="Synthesise a scenario into a two-channel recording.")(synth)

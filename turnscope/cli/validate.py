@@ -39,4 +39,4 @@ def validate(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("validate")(validate)
+    app.command("validate", short_help="Check a bundle against its contract.")(validate)
