@@ -130,7 +130,11 @@ class AgentSession:
 
     def truth(self) -> dict[str, Any]:
         """The agent's own log (see AgentCore.truth)."""
-        return self.core.truth(received_frames=self.stats.frames)
+        # Where the caller's stream was placed: moved back at its start, caught up later.
+        placed = {"caller_anchor_fix_ms": self.stats.anchor_fix_ms,
+                  "caller_catch_ups": self.stats.catch_ups,
+                  "caller_caught_up_ms": self.stats.caught_up_ms}  # fmt: skip
+        return {**self.core.truth(received_frames=self.stats.frames), **placed}
 
     async def close(self) -> None:
         if self.closed:
