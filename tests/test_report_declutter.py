@@ -6,6 +6,7 @@ in 465 ms"."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 from tests.test_report import EDGE, fake_bundle
@@ -57,3 +58,16 @@ def test_a_crowded_calls_rows_print_no_label_over_another_and_lose_no_latency(tm
             zoom = zoom_figure(m, t.start_ms, t.end_ms, g.agent)
             texts = [s.text for s in zoom.shapes if isinstance(s, Label)]
             assert any(x.split(" ")[0] == str(g.gap_ms) for x in texts), (g, texts)
+
+
+def test_a_reply_over_budget_takes_the_place_of_a_figure_within_it():
+    """Of two latency figures that would meet, the one over budget is never left out (a long
+    call's row printed "395 ms" and left the 3326 ms reply beside it a bare red line)."""
+    ok, over = _label(100, "395 ms", "middle"), _label(150, "3326 ms > 1200", "middle")
+    kept = centred([ok, replace(over, urgent=True)], lambda text: text.split(" ")[0])
+    assert [x.text for x in kept] == ["3326 ms > 1200"]
+    near = replace(ok, x=85)  # room for the figure within budget, shortened, before it
+    kept = centred([near, replace(over, urgent=True)], lambda text: text.split(" ")[0])
+    assert [x.text for x in kept] == ["395", "3326 ms > 1200"]
+    both = centred([replace(ok, urgent=True), replace(over, urgent=True)], lambda t: t)
+    assert [x.text for x in both] == ["395 ms"]  # two over budget: the first, as before

@@ -47,14 +47,38 @@ def _extent(label: Label) -> tuple[float, float]:
 
 def centred(labels: Sequence[Label], short: Callable[[str], str]) -> list[Label]:
     """Labels on one line, in x order: one that would print over the last one kept is
-    shortened (``short`` of its text), else left out."""
+    shortened (``short`` of its text), else left out; unless it is urgent and that one is not:
+    then it takes that one's place, whole where it can be (that one stays, shortened, where
+    there is room for it)."""
     kept: list[Label] = []
     for label in sorted(labels, key=lambda s: s.x):
-        for candidate in (label, replace(label, text=short(label.text))):
-            if not kept or _extent(candidate)[0] >= _extent(kept[-1])[1] + GAP_PX:
-                kept.append(candidate)
-                break
+        whole, small = label, replace(label, text=short(label.text))
+        if _clear(kept, whole):
+            kept.append(whole)
+        elif label.urgent and not kept[-1].urgent:
+            _displace(kept, whole, small, short)
+        elif _clear(kept, small):
+            kept.append(small)
     return kept
+
+
+def _displace(kept: list[Label], whole: Label, small: Label, short: Callable[[str], str]) -> None:
+    """An urgent label in the last kept one's place (a reply over budget is the figure a
+    reader looks for), whole if it can be; that one stays, shortened, if there is room."""
+    last = kept.pop()
+    fit = whole if _clear(kept, whole) else small if _clear(kept, small) else None
+    if fit is None:
+        kept.append(last)
+        return
+    brief = replace(last, text=short(last.text))
+    if _clear(kept, brief) and _extent(brief)[1] + GAP_PX <= _extent(fit)[0]:
+        kept.append(brief)
+    kept.append(fit)
+
+
+def _clear(kept: Sequence[Label], label: Label) -> bool:
+    """Whether ``label`` starts clear of the last label kept."""
+    return not kept or _extent(label)[0] >= _extent(kept[-1])[1] + GAP_PX
 
 
 def stacked(labels: Sequence[Label], line_ys: Sequence[float]) -> list[Label]:

@@ -53,6 +53,7 @@ class Label:
     bold: bool = False
     max_w: float | None = None
     mark: str | None = None
+    urgent: bool = False  # wins its place over a label that is not (a reply over budget)
 
 
 Shape = Rect | Stroke | Poly | Label

@@ -275,6 +275,7 @@ def _latency(m: ReportModel, row: _Row) -> list[Shape]:
                     "middle",
                     bold=True,
                     mark="latency-label",
+                    urgent=not g.ok,
                 )
             )
     return s
@@ -284,8 +285,7 @@ SPLIT_COLOURS = {"endpointing": "#2563eb", "processing": "#d97706", "delivery": 
 
 
 def _split(m: ReportModel, row: _Row, agent_turn: int) -> list[Shape]:
-    """Under a reply's latency line, its split: caller end -> the agent's decision -> its start
-    of speaking -> heard (the parts coloured as in the breakdown section)."""
+    """Under a reply's latency line, its split: caller end -> decision -> speaking -> heard."""
     b = m.latency_breakdown or {}
     r = next((x for x in b.get("replies") or [] if x.get("agent_turn") == agent_turn), None)
     if r is None or "missing" in r:
