@@ -188,3 +188,20 @@ def test_a_stream_of_sound_without_silence_is_not_cut_to_catch_up() -> None:
     (note,) = placement_notes(placer.stats)
     assert "no silence to catch up in" in note[1], note
     assert sum(len(f.pcm) for f in out) == pytest.approx(200 * 20 * SAMPLE_RATE / 1000, abs=40)
+
+
+def test_a_lead_that_ends_by_itself_drops_no_silence_after() -> None:
+    """Placed late (its start read late), no silence to catch up in, then the delay rises by
+    300 ms for good (a jitter buffer grown): from there the stream is placed where it arrives,
+    and the silence that follows is kept whole."""
+    out: list[PcmFrame] = []
+    placer = Placer("agent", out.append, ReceiveStats())
+    level = [0.5] * 220 + [0.0] * 50
+    for k, value in enumerate(level):
+        read_ms = max(1000 + 20 * k, 1260.0) + (300 if k >= 150 else 0)
+        placer.push(k * FRAME, RATE, np.full(FRAME, value, np.float32), read_ms, read_ms / 1000)
+    placer.flush(None)
+    stats = placer.stats
+    assert stats.caught_up_ms == 0 and len(stats.catch_ups) == 1, stats.catch_ups
+    assert stats.catch_ups[0]["caught_up_at_ms"] == pytest.approx(1160 + 20 * 150, abs=1)
+    assert sum(len(f.pcm) for f in out) == pytest.approx(270 * 20 * SAMPLE_RATE / 1000, abs=40)

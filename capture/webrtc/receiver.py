@@ -98,8 +98,8 @@ def placement_notes(stats: ReceiveStats) -> list[tuple[SourceNote, str]]:
             else "from where it fell behind to the end: it had no silence to catch up in"
         )
         notes.append((SourceNote.AGENT_CAUGHT_UP,
-            f"the agent's audio came up to {ahead:.0f} ms before its place (its start was read "
-            f"late, together): placed that much late {until}"))  # fmt: skip
+            f"the agent's audio came up to {ahead:.0f} ms before its place (read late at the "
+            f"start, or sent ahead): placed that much late {until}"))  # fmt: skip
     return notes
 
 
@@ -191,7 +191,8 @@ class Placer:
             self._end_run(at)
             self.anchor += offset + round(step * SAMPLE_RATE / 1000)
             self._new_run(pts, rate)
-        elif self._ahead(placed_ms) and self._drop(mono, pts, rate, at):
+            self._settle(placed_ms)
+        elif self._ahead(placed_ms) and self._drop(mono, pts, rate, at, placed_ms):
             return
         assert self.resampler is not None
         self._out(self.resampler(mono), at)
@@ -201,22 +202,26 @@ class Placer:
             self.release()
 
     def _ahead(self, placed_ms: float) -> bool:
-        """Whether the stream is placed late: every frame of the last window came over
-        LATENCY_STEP_MS before its place (noted once, as the earliest frame's lead)."""
-        full = self.held is None and len(self.delays) == LATENCY_WINDOW
-        if not self.ahead_ms and full and max(self.delays) < -LATENCY_STEP_MS:
-            self.ahead_ms = -min(self.delays)
-            self.stats.catch_ups.append(
-                {"at_ms": round(placed_ms, 1), "ahead_ms": round(self.ahead_ms, 1)}
-            )
+        """Whether the stream is placed late: every frame of the last full window came over
+        LATENCY_STEP_MS before its place. By how much (the earliest frame's lead) is kept until
+        that much silence is dropped, or a full window shows no lead."""
+        if self.held is None and len(self.delays) == LATENCY_WINDOW:
+            lead = -min(self.delays) if max(self.delays) < -LATENCY_STEP_MS else 0.0
+            if not lead:
+                self._settle(placed_ms)
+            elif not self.ahead_ms:
+                self.stats.catch_ups.append(
+                    {"at_ms": round(placed_ms, 1), "ahead_ms": round(lead, 1)}
+                )
+            self.ahead_ms = lead
         return self.ahead_ms > 0
 
-    def _drop(self, mono: np.ndarray, pts: int, rate: int, at: float) -> bool:
+    def _drop(self, mono: np.ndarray, pts: int, rate: int, at: float, placed_ms: float) -> bool:
         """Drop a silent frame of a stream placed late (the next one goes where it would have):
         the stream moves a frame earlier, as a listener's playout catches up in a pause."""
         frame_ms = len(mono) * 1000 / rate
-        if frame_ms > self.ahead_ms:
-            self.ahead_ms = 0.0
+        if frame_ms > self.ahead_ms:  # within a frame of where it arrives: no nearer
+            self._settle(placed_ms)
             return False
         if not len(mono) or float(np.max(np.abs(mono))) > CATCH_UP_PEAK:
             return False
@@ -225,10 +230,16 @@ class Placer:
         self._new_run(pts + len(mono), rate)
         self.ahead_ms -= frame_ms
         self.stats.caught_up_ms += frame_ms
-        if self.ahead_ms < frame_ms:  # caught up: noted where the stream goes on
-            self.ahead_ms = 0.0
-            self.stats.catch_ups[-1]["caught_up_at_ms"] = round(self.anchor * 1000 / SAMPLE_RATE, 1)
+        if self.ahead_ms < frame_ms:
+            self._settle(self.anchor * 1000 / SAMPLE_RATE)
         return True
+
+    def _settle(self, at_ms: float) -> None:
+        """The stream is placed where it arrives from ``at_ms`` on: a catch-up pending ends."""
+        pending = self.stats.catch_ups[-1] if self.stats.catch_ups else {}
+        if pending and "caught_up_at_ms" not in pending:
+            pending["caught_up_at_ms"] = round(at_ms, 1)
+        self.ahead_ms = 0.0
 
     def release(self) -> None:
         """Anchor on the most promptly read frame held (its delay the smallest), and emit what
