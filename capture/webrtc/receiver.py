@@ -12,8 +12,9 @@ start the loop is often busy (other calls setting up): the whole call's audio wa
 late by that much, at both ends of a call (benchmarks/scale.py, the load rows). Why catch up
 too: the anchor moves at most ANCHOR_FIX_MAX_MS, and a loop held up longer at the start (a
 process starting beside the call) left the rest of a call placed that much late: every reply's
-delivery 130 ms longer, and the reference agent, placing the caller's speech late, yielded to a
-barge-in 130 ms late (a demo that failed its barge-in in a test run, 2026-12-07).
+delivery 130 ms longer and the agent's stop after a barge-in heard as late (a demo that failed
+its barge-in in a test run, 2026-12-07); at the other end, the reference agent placed the
+caller's speech late and yielded as late (a 300 ms stall as a call began: 137 ms).
 """
 
 from __future__ import annotations
