@@ -18,6 +18,7 @@ from pathlib import Path
 
 from turnscope.jsonio import write_bytes, write_text
 from turnscope.scoring.evidence.bundle import seal
+from turnscope.scoring.report import REPORT
 from turnscope.scoring.report.caller_line import caller_line
 from turnscope.scoring.report.decisions import conversation
 from turnscope.scoring.report.explained import CSS as SPLIT_CSS
@@ -36,7 +37,6 @@ from turnscope.scoring.report.turn_taking import turn_taking
 from turnscope.scoring.report.turns import timeline, turn_table
 from turnscope.scoring.report.verdict import alerts, header, scores
 
-REPORT = "report.html"
 TIMELINE_PNG = "timeline.png"
 
 CSS = """

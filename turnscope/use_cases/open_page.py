@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from turnscope.errors import InputError
-from turnscope.scoring.report.html import REPORT
+from turnscope.scoring.report import REPORT
 
 __all__ = ["LOAD_PAGE", "SCORECARD_PAGE", "newest_page", "not_a_bundle_page", "page_of"]
 
