@@ -55,12 +55,14 @@ async def test_a_caller_line_after_two_replies_waits_for_the_second(tmp_path: Pa
     lines = {r["line"]: r for r in result["script"]["lines"]}
     second = lines[4]
     # The second caller line went out after the bot's second reply ended, not in its pause.
-    assert second["sent"]["start_ms"] > ends[2], (second, ends)
+    agent = [(round(t.start_ms), round(t.end_ms), t.text) for t in run.result.assembly.turns
+             if t.speaker == "agent"]  # fmt: skip
+    said = (second["sent"], second.get("notes"), result["warnings"], ends, agent)
+    assert second["sent"]["start_ms"] > ends[2], said
     assert any("waited for the agent's next line (script[3]" in n for n in second.get("notes", []))
     assert result["degraded_codes"] == [] and "agent_lines_cut_short" not in result[
         "warning_codes"], (result["degraded"], result["warnings"])  # fmt: skip
-    agent = [t for t in run.result.assembly.turns if t.speaker == "agent"]
-    assert len(agent) == 5, [(t.start_ms, t.end_ms, t.text) for t in agent]
+    assert len(agent) == 5, agent
 
 
 # A caller line with a pause the bot takes for its end of turn (Silero's 0.2 s stop): its reply

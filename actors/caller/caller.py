@@ -367,6 +367,8 @@ class ScriptedCaller(
             at_ms = (await self._end_of(speech)).decided_ms or self.clock.now_ms()
             await self._quiet_then(at_ms + think_ms, think_ms, rec)
         await self._rest_of_row(index, last_end, think_ms, rec)
+        # Not into a turn begun while it waited for words (under load, a transcript took 3.6 s).
+        await self._quiet_then(self.clock.now_ms(), think_ms, rec)
 
     async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;
