@@ -285,14 +285,27 @@ def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):
     from tests.interop.pipecat import pipecat_bot
 
     out = tmp_path / "run"
+    # A budget the bot cannot keep: every call completes and fails its verdict on latency.
+    tight = tmp_path / "tight.yaml"
+    tight.write_text(scenario.read_text().replace("max_latency_ms: 2000", "max_latency_ms: 800"))
     with pipecat_bot(tmp_path, greeting=False, reply="short", latency_ms=300) as bot:
-        done = _load(bot.url, scenario, out, "--loopback-only", "--calls", "2", "--rate", "2")
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+        done = _load(bot.url, tight, out, "--loopback-only", "--calls", "2", "--rate", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
     r = _report(out)
     assert r["completed"] == 2 and not r["degraded"], r["degraded"]
     # The bot decides the caller finished ~0.9 s after the speech ends, then waits 300 ms.
     assert r["latency_ms"]["n"] >= 2 and 900 <= r["latency_ms"]["p50"] <= 2000
     assert r["harness"]["agent_lost_frames"] == 0
+    # "0 passed" says why: in the summary, on the page (its verdict, each call's row), in
+    # load.json; each call's floors as its own result.json has them.
+    assert r["passed"] == 0 and r["verdicts_failed"] == 2 and r["floors_failed"]["latency"] == 2
+    for c in r["calls"]:
+        doc = json.loads((Path(c["bundle"]) / "result.json").read_text())
+        assert c["failed_floors"] == doc["failed_floors"] and "latency" in doc["failed_floors"]
+    said = " ".join(done.stdout.split())
+    assert "verdict failed in 2 of 2 completed call(s); floors failed: " in said, said
+    page = (out / "load.html").read_text()
+    assert "<p class='v'>FAILED</p>" in page and page.count("<td>fail: ") == 2, page
 
 
 def test_an_agent_that_is_not_there_is_a_set_up_failure_per_call(scenario, tmp_path):

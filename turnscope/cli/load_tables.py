@@ -20,6 +20,7 @@ from turnscope.load.report import (
     Percentiles,
     degraded_calls_line,
     late_frames_line,
+    verdicts_line,
 )
 from turnscope.scoring.voice_wer import voice_line
 
@@ -127,7 +128,7 @@ def print_load(r: LoadReport) -> None:
         soft_wrap=True,
     )
     voice_lines(r)
-    for line in [*failure_lines(r), degraded_calls_line(r)]:
+    for line in [verdicts_line(r), *failure_lines(r), degraded_calls_line(r)]:
         if line:
             out.print(line, soft_wrap=True, markup=False)
     out.print(

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
 from turnscope.load.hops import growth_line, levels_cell, sources_text
-from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line
+from turnscope.load.record import CallRecord
+from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line, verdicts_line
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 from turnscope.scoring.voice_wer import voice_line
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f} ms"
+
+
+def _verdict(c: CallRecord) -> str:
+    """A call's verdict cell: pass, or fail and on what; - for a call that did not complete."""
+    if c.passed is None or c.status != "completed":
+        return "-"
+    return "pass" if c.passed else "fail: " + (", ".join(c.failed_floors) or "see its report")
 
 
 class Raw(str):
@@ -106,7 +114,8 @@ def render(
     """The page; ``budget_ms``: the scenario's latency budget, drawn on the chart; ``here``:
     the page's folder, which the calls' links to their report.html are relative to."""
     h = r.harness
-    verdict = "DEGRADED" if r.degraded else ("FAILED" if r.failed else "OK")
+    # A run whose calls all completed but failed their verdicts is no OK (the exit code is 1).
+    verdict = "DEGRADED" if r.degraded else ("FAILED" if r.failed or r.verdicts_failed else "OK")
     failures = [
         [status.replace("_", " "), kind, str(n), r.failure_reasons.get(status, {}).get(kind, "")]
         for status, kinds in r.failures.items()
@@ -121,6 +130,7 @@ def render(
             str(c.slot + 1) + (f".{c.attempt}" if c.attempt > 1 else ""),
             c.worker,
             c.status.replace("_", " ") + (f" ({c.kind})" if c.kind else ""),
+            _verdict(c),
             f"{c.planned_s:.1f} s",
             "-" if c.placement_lag_s is None else f"{c.placement_lag_s * 1000:.0f} ms",
             "-" if not c.replies else f"{median(x.latency_ms for x in c.replies):.0f} ms",
@@ -142,8 +152,9 @@ def render(
     ]
     if r.degraded:
         body.append("<ul>" + "".join(f"<li>{escape(d)}</li>" for d in r.degraded) + "</ul>")
-    if (line := degraded_calls_line(r)) is not None:
-        body.append(f"<p>{escape(line, quote=False)}</p>")
+    for line in (verdicts_line(r), degraded_calls_line(r)):
+        if line is not None:
+            body.append(f"<p>{escape(line, quote=False)}</p>")
     if r.warnings:  # the run's own warnings, as load.json keeps them and the terminal said them
         body.append(
             "<p>Warnings:</p><ul>"
@@ -213,6 +224,7 @@ def render(
                 "call",
                 "worker",
                 "status",
+                "verdict",
                 "planned",
                 "placed late by",
                 "latency p50",

@@ -64,6 +64,10 @@ class CallRecord(BaseModel):
     connect_ms: float | None = None
     duration_s: float | None = None
     passed: bool | None = None
+    # What its verdict failed on: the floors, and any failure beyond them (the verifier's own
+    # words: an agent that never spoke).
+    failed_floors: list[str] = Field(default_factory=list)
+    verdict_failures: list[str] = Field(default_factory=list)
     replies: list[Reply] = Field(default_factory=list)
     barge_in_yields_ms: list[float] = Field(default_factory=list)
     barge_ins_planned: int = 0
@@ -111,6 +115,8 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         kind=(call.end_kind.value if call.end_kind else "other") if dropped else None,
         reason=call.end_reason,
         passed=run.outcome.passed,
+        failed_floors=list(run.outcome.failed_floors),
+        verdict_failures=list(run.outcome.failures),
         duration_s=round(run.result.audio_ms / 1000, 3),
         connect_ms=details.get("connect_ms"),
         replies=[

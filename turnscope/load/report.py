@@ -61,6 +61,11 @@ class LoadReport(BaseModel):
     # status -> kind -> the first such call's reason: why, not only how many (a reason every
     # call hit, such as bad input found in the workers, is read here).
     failure_reasons: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # Completed calls whose verdict failed, and how many failed each floor (a call counts once
+    # per floor): "0 passed" says why on the page and in the terminal, not only per bundle.
+    verdicts_failed: int = 0
+    floors_failed: dict[str, int] = Field(default_factory=dict)
+    verdict_reason: str | None = None  # the first such call's failure beyond the floors
     latency_ms: Percentiles
     # The replies whose caller turn ended with the caller's audio on time: what the agent did,
     # with none of the harness's lateness in it.
@@ -229,6 +234,7 @@ def aggregate(
             "failure, not the agent's): check the --caller-llm endpoint under this load"
         )
     llm_ms = [ms for r in records for ms in r.caller_llm_ms]
+    verdicts = [r for r in records if r.status == "completed" and r.passed is False]
     per_worker = Counter(r.worker for r in placed)
     hops = hops_report(records)
     unseparated = not_separable_line(records)
@@ -249,6 +255,9 @@ def aggregate(
         passed=sum(1 for r in records if r.passed),
         failures={s: dict(sorted(c.items())) for s, c in sorted(failures.items())},
         failure_reasons=reasons,
+        verdicts_failed=len(verdicts),
+        floors_failed=dict(sorted(Counter(f for r in verdicts for f in r.failed_floors).items())),
+        verdict_reason=next((w for r in verdicts for w in r.verdict_failures), None),
         latency_ms=Percentiles.of([x.latency_ms for r in records for x in r.replies]),
         latency_on_time_ms=Percentiles.of(
             [x.latency_ms for r in records for x in r.replies if x.on_time]
@@ -284,6 +293,19 @@ def late_frames_line(h: Harness) -> str | None:
         f"{h.caller_max_send_lag_ms or 0:.0f} ms): a reply timed from a turn that ended then "
         "seems later by up to that (the harness was busy); the 'on time' row leaves those "
         "replies out"
+    )
+
+
+def verdicts_line(r: LoadReport) -> str | None:
+    """How many completed calls failed their verdict, and on what (None when none did)."""
+    if not r.verdicts_failed:
+        return None
+    floors = ", ".join(f"{floor} {n}" for floor, n in r.floors_failed.items())
+    return (
+        f"verdict failed in {r.verdicts_failed} of {r.completed} completed call(s)"
+        + (f"; floors failed: {floors}" if floors else "")
+        + (f"; the first call's other failure: {r.verdict_reason}" if r.verdict_reason else "")
+        + " (each call's report.html shows its verdict)"
     )
 
 
