@@ -9,8 +9,8 @@ Per caller line:
   the line before it in the script is the caller's own, after that line instead. The agent's
   answer is waited for at most ``reply_timeout_ms`` of its silence (the greeting of a script
   that opens with the agent: ``greeting_timeout_ms`` from the start of media); then the line is
-  spoken anyway, with a warning. If the agent is speaking again at that moment (a second reply),
-  the caller waits for that one to end too, as a polite caller would.
+  spoken anyway, with a warning. If the agent speaks again as the line is due (a second reply,
+  also one begun while the caller waited for words), the caller waits for it to end and thinks.
 - at_ms: at a fixed time on the call clock;
 - barge_in_* / backchannel_*: that far into the agent's current turn, while it speaks. When the
   agent's turn ends first, the line is spoken as an ordinary reply after the think time and is
@@ -245,6 +245,8 @@ class ScriptedCaller(
                 rec.text = text
                 if not text:
                     continue  # no branch to take
+            if trigger == "after_agent_ms" and rec.waited_for_agent:  # a transcript under load
+                await self._quiet_then(self.clock.now_ms(), ms, rec)  # came 3.6 s after its turn
             rec.spoken_as = spoken_as
             rec.into_agent_speech = self.ear.speaking or self.ear.current() is not None
             if line.dtmf is not None:
@@ -367,8 +369,6 @@ class ScriptedCaller(
             at_ms = (await self._end_of(speech)).decided_ms or self.clock.now_ms()
             await self._quiet_then(at_ms + think_ms, think_ms, rec)
         await self._rest_of_row(index, last_end, think_ms, rec)
-        # Not into a turn begun while it waited for words (under load, a transcript took 3.6 s).
-        await self._quiet_then(self.clock.now_ms(), think_ms, rec)
 
     async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
         """Barge in (or backchannel) that far into the agent's current turn while it speaks;
