@@ -193,7 +193,7 @@ def render(
         "<h2>Over the run</h2>",
         chart(r, budget_ms, budget_source),
         _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows),
-        "<h2>Failures by kind</h2>",
+        "<h2>Calls not set up or dropped, by kind</h2>",
         _table(["status", "kind", "calls", "the first call's reason"], failures),
         "<h2>The harness</h2>",
         _table(
