@@ -54,10 +54,12 @@ class Tally:
 
     def line(self) -> str:
         done = sum(1 for r in self.records if r.status == "completed")
+        passed = sum(1 for r in self.records if r.passed)
         failed = len(self.records) - done
         kinds = "; ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
-        return f"calls up {self.up} · completed {done} · failed {failed}" + (
-            f" ({kinds})" if kinds else ""
+        return (
+            f"calls up {self.up} · completed {done} (passed {passed}) · not completed {failed}"
+            + (f" ({kinds})" if kinds else "")
         )
 
 
