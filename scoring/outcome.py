@@ -10,7 +10,13 @@ from turnscope.scoring.channel_swap import ChannelsSwapped, channels_swapped
 from turnscope.scoring.contract import Contract
 from turnscope.scoring.exercise import Exercise, exercise
 from turnscope.scoring.suites.bench import bench_result, scored_row, void_row
-from turnscope.scoring.verifier import failed_floors, score_voice_episode, verifier_facts
+from turnscope.scoring.suites.why import dimension_failures
+from turnscope.scoring.verifier import (
+    Facts,
+    failed_floors,
+    score_voice_episode,
+    verifier_facts,
+)
 from turnscope.scoring.wer import WerReport, channel_texts, measure_wer
 
 
@@ -27,6 +33,7 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     # A recording whose channels are the wrong way round (told by the reference's words).
     swapped: ChannelsSwapped | None = None
+    facts: Facts | None = None  # what the verifier paired and counted (views say why from it)
 
     @property
     def passed(self) -> bool:
@@ -36,6 +43,11 @@ class Outcome:
     def not_exercised(self) -> list[str]:
         """Dimensions scored without evidence (their 1.0 is the verifier's vacuous score)."""
         return [d for d, e in self.exercise.items() if not e.exercised]
+
+    @property
+    def failing(self) -> dict[str, str]:
+        """Each dimension below its floor and what made it so, in the verifier's facts."""
+        return dimension_failures(self.facts) if self.facts is not None else {}
 
     @property
     def failed_floors(self) -> list[str]:
@@ -94,4 +106,5 @@ def score_outcome(
             else:
                 rows.append(void_row(task, evidence_class))
         bench = bench_result(contract.suite, rows)
-    return Outcome(verifier, wer, bench, exercise(facts, contract.planned), failures, swapped)
+    found = exercise(facts, contract.planned)
+    return Outcome(verifier, wer, bench, found, failures, swapped, facts)

@@ -86,6 +86,12 @@ def test_score_table_and_json(tmp_path, cli):
     code, out, _ = cli("score", str(path))
     assert code == 1
     assert "latency" in out and "FAIL" in out and "failed floor: latency" in out
+    # The failing row says why, in the words the gate and JUnit use (scoring/suites/why.py).
+    flat = " ".join(out.replace("│", " ").split())
+    assert "FAILED: 1 of 1 replies outside the 1200 ms latency budget (slowest 2000 ms)" in flat
+    code, out, _ = cli("score", str(path), "--max-latency-ms", "2500", "--require", "receipt")
+    flat = " ".join(out.replace("│", " ").split())
+    assert code == 1 and "content 0.000 FAILED: never said 'receipt'" in flat, out
     code, out, _ = cli(
         "score",
         str(path),

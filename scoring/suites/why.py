@@ -8,21 +8,27 @@ from turnscope.scoring.verifier import PASS_FLOOR, Facts
 
 def failure_reason(facts: Facts) -> str:
     """Each verifier dimension below its floor, said with what made it so ("" when none)."""
+    return "; ".join(dimension_failures(facts).values())
+
+
+def dimension_failures(facts: Facts) -> dict[str, str]:
+    """Each dimension below its floor and what made it so (the terminal's verdict table says
+    it in the failing row)."""
     scores = facts.components()
-    parts = []
+    parts = {}
     if scores["latency"] < PASS_FLOOR:
-        parts.append(_latency(facts))
+        parts["latency"] = _latency(facts)
     if scores["turn_taking"] < PASS_FLOOR:
-        parts.append(
+        parts["turn_taking"] = (
             f"{len(facts.harmful)} of {facts.agent_turns} agent turns overlapped by the caller "
             "with no barge-in among them"
         )
     if scores["barge_in"] < PASS_FLOOR:
         missed = sum(1 for b in facts.barge_ins if not b.handled)
-        parts.append(f"{missed} of {len(facts.barge_ins)} barge-ins not yielded to")
+        parts["barge_in"] = f"{missed} of {len(facts.barge_ins)} barge-ins not yielded to"
     if scores["content"] < PASS_FLOOR:
-        parts.append("never said " + ", ".join(repr(k) for k in facts.keywords_missing))
-    return "; ".join(parts)
+        parts["content"] = "never said " + ", ".join(repr(k) for k in facts.keywords_missing)
+    return parts
 
 
 def _latency(facts: Facts) -> str:

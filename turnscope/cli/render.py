@@ -36,9 +36,10 @@ def verdict_table(
     title: str = "verdict",
     exercise: Mapping[str, Exercise] | None = None,
     failures: Sequence[str] = (),
+    failing: Mapping[str, str] | None = None,
 ) -> Group:
-    """The four sub-scores with their floors, what the call did not exercise, then the verdict,
-    the failing floors and any other reason it failed."""
+    """The sub-scores against their floors (a failing one says why: ``failing``), what was
+    not exercised, then the verdict, the failing floors and any other reason it failed."""
     result = scored["result"]
     table = Table(title=title, title_justify="left")
     table.add_column("dimension")
@@ -56,7 +57,8 @@ def verdict_table(
             unexercised.append(name)
             cell: Text | str = Text(note, "yellow")
         elif not ok:
-            cell = Text("FAILED" + (f" ({note})" if note else ""), "red")
+            why = "; ".join(w for w in ((failing or {}).get(name), note) if w)
+            cell = Text("FAILED" + (f": {why}" if why else ""), "red")
         else:
             cell = "met" + (f" ({note})" if note else "")
         table.add_row(name, f"{components[name]:.3f}", cell)
@@ -76,9 +78,8 @@ def verdict_table(
 
 def outcome_table(outcome: Outcome, *, title: str = "verdict") -> Group:
     """``verdict_table`` of an outcome: its verifier result, exercise and failures."""
-    return verdict_table(
-        outcome.verifier, title=title, exercise=outcome.exercise, failures=outcome.failures
-    )
+    return verdict_table(outcome.verifier, title=title, exercise=outcome.exercise,
+                         failures=outcome.failures, failing=outcome.failing)  # fmt: skip
 
 
 def score_cell(value: float | None, note: str = "") -> Text | str:
