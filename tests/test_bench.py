@@ -251,7 +251,7 @@ def test_a_recording_with_its_channels_swapped_fails_saying_so(sample_bundle):
 def test_the_table_fits_an_80_column_terminal_and_names_one_evidence_class_once():
     from rich.console import Console
 
-    from turnscope.cli.render import bench_table
+    from turnscope.cli.bench_table import bench_table
 
     result = run_bench(STARTER, control_mode="artifact_in", submission={"refund-call": REF})
     console = Console(width=80, record=True, color_system=None)

@@ -66,6 +66,10 @@ def test_bench_transcripts_dir(tmp_path, cli):
     code, out, _ = cli("bench", str(STARTER), "--transcripts", str(d), "-o",
                        str(tmp_path / "s.json"))  # fmt: skip
     assert code == 1 and "scorecard: " in out, out
+    # The task's row says "fail"; under the table, why (the gate's words, below).
+    assert "refund-call failed: 1 of 1 replies outside the 1200 ms latency budget" in " ".join(
+        out.split()
+    ), out
     code, out, err = cli("gate", str(tmp_path / "s.json"))
     assert code == 1, (out, err)
     assert "FAIL task refund-call: verdict fail; latency 0.000" in out, (out, err)

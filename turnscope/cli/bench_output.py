@@ -66,9 +66,9 @@ def score_code(scored: SuiteScore, output: Path | None, *, as_json: bool) -> int
     if as_json:
         out.print_json(json.dumps(scored.result))
     else:
-        from turnscope.cli.render import bench_table
+        from turnscope.cli.bench_table import bench_table
 
-        out.print(bench_table(scored.result, scored.exercise))
+        out.print(bench_table(scored.result, scored.exercise, scored.reasons))
         wrote = [f"wrote {output}"] if output is not None else []
         if scored.scorecard_path is not None:
             wrote.append(f"scorecard: {scored.scorecard_path} (and .html)")
@@ -111,11 +111,11 @@ def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
 
 
 def _tables(run: SuiteRun) -> None:
+    from turnscope.cli.bench_table import bench_table
     from turnscope.cli.narrow import print_scorecard
-    from turnscope.cli.render import bench_table
 
     exercise = {r.scores.task_id: r.scores.exercise for r in run.fixtures}
-    out.print(bench_table(run.result, exercise))
+    out.print(bench_table(run.result, exercise, run.reasons))
     print_scorecard(out, run.scorecard)  # and its turn-taking block
     voice_lines(run.scorecard)
 

@@ -70,6 +70,11 @@ class SuiteRun:
         return bool(agg["scored"]) and agg["passed"] == agg["scored"]
 
     @property
+    def reasons(self) -> dict[str, str]:
+        """Why each failed task failed, in the verifier's facts (the scorecard's words)."""
+        return {t["task_id"]: t["reason"] for t in self.scorecard["tasks"] if t.get("reason")}
+
+    @property
     def void_of_bad_input(self) -> bool:
         """Every task is void for its own bad input (a fixture's file or scenario key): the
         suite's input to fix, not a verdict (exit 2, as `call` gives for one of them)."""

@@ -4,7 +4,7 @@ beside it, the scorecard `turnscope gate` reads, as a run of the fixtures writes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from turnscope.scoring.suites.scorecard import TaskScores, scorecard
 from turnscope.scoring.suites.suite import load_suite
 from turnscope.scoring.suites.why import failure_reason
 from turnscope.scoring.transcript import load_dialogue
-from turnscope.scoring.verifier import Facts
 from turnscope.use_cases.checks import as_path, has_tasks
 from turnscope.use_cases.scorecard_files import write_scorecard_page
 
@@ -31,6 +30,7 @@ class SuiteScore:
     result: dict[str, Any]
     exercise: dict[str, dict[str, dict[str, Any]]]
     scorecard_path: Path | None = None  # written beside the result (none without one)
+    reasons: dict[str, str] = field(default_factory=dict)  # why each failed task failed
 
     @property
     def passed(self) -> bool:
@@ -87,23 +87,25 @@ def score_suite(
              for tid, dialogue in submission.items() if tid in tasks}  # fmt: skip
     seen = {tid: {d: e.to_dict() for d, e in task_exercise(tasks[tid], f).items()}
             for tid, f in facts.items()}  # fmt: skip
+    reasons = {str(r["task_id"]): failure_reason(facts[str(r["task_id"])])
+               for r in result["per_task"] if r["verdict"] == "fail"}  # fmt: skip
     if output is not None:
         write_json(output, result)
         card_path = card_path or output.with_suffix(".scorecard.json")
     if card_path is None:
-        return SuiteScore(result, seen)
-    card = scorecard(_task_scores(tasks, result, seen, facts))
+        return SuiteScore(result, seen, reasons=reasons)
+    card = scorecard(_task_scores(tasks, result, seen, reasons))
     card["suite"] = {"name": data.get("name"), "version": data.get("version")}
     write_json(card_path, card)
     write_scorecard_page(card_path, card)
-    return SuiteScore(result, seen, card_path)
+    return SuiteScore(result, seen, card_path, reasons)
 
 
 def _task_scores(
     tasks: dict[str, Any],
     result: dict[str, Any],
     seen: dict[str, dict[str, dict[str, Any]]],
-    facts: dict[str, Facts],
+    reasons: dict[str, str],
 ) -> list[TaskScores]:
     """Each row of the result as the scorecard takes it: a failed task says why, in the
     verifier's facts, as a fixture run's does."""
@@ -117,7 +119,7 @@ def _task_scores(
             note = row["result"].get("explanation") or ""
             out.append(TaskScores(tid, tags, "void", {}, row["evidence_class"], note))
             continue
-        reason = failure_reason(facts[tid]) if row["verdict"] == "fail" else ""
+        reason = reasons.get(tid, "")
         dims = dict(row["result"].get("components") or {})
         floors = dict(fixture.get("floors") or {}) if isinstance(fixture, dict) else {}
         out.append(TaskScores(tid, tags, row["verdict"], dims, row["evidence_class"],
