@@ -178,7 +178,11 @@ def validate_bundle(target: Path) -> list[str]:
     bundle = manifest_path.parent
     p = Problems(str(manifest_path))
     if not manifest_path.is_file():
-        p.add("", "no voice_artifact_manifest.json: not a voice artifact bundle")
+        p.add(
+            "",
+            "missing: not a voice artifact bundle (give the output folder of turnscope replay, "
+            "call or demo)",
+        )
         return p.lines
     if not manifest_path.resolve().is_relative_to(bundle.resolve()):
         p.add("", "the manifest is a link to a file outside the bundle: not read")
