@@ -39,19 +39,11 @@ def bench_table(
     if several:
         table.add_column("evidence", overflow="fold")
     for row in result["per_task"]:
-        comps = row["result"].get("components") or {}
         seen = (exercise or {}).get(row["task_id"]) or {}
-        cells = [
-            score_cell(
-                comps.get(n),
-                NOT_EXERCISED if n in comps and seen.get(n, {}).get("exercised") is False else "",
-            )
-            for n in COMPONENTS
-        ]
         verdict = row["verdict"]
         style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
         evidence = [row["evidence_class"]] if several else []
-        table.add_row(row["task_id"], *cells, Text(verdict, style), *evidence)
+        table.add_row(row["task_id"], *_cells(row, seen), Text(verdict, style), *evidence)
     agg = result["aggregate"]
     line = Text(
         f"{agg['passed']}/{agg['scored']} scored tasks passed, {agg['void']} void, "
@@ -62,3 +54,15 @@ def bench_table(
     if len(classes) == 1:  # (none: a suite with no tasks)
         return Group(table, *why, line, Text(f"evidence: {classes.pop()} (every task)"))
     return Group(table, *why, line)
+
+
+def _cells(row: Mapping[str, Any], seen: Mapping[str, Mapping[str, Any]]) -> list[Text | str]:
+    """A task's score per dimension; "not exercised" where its evidence had none."""
+    comps = row["result"].get("components") or {}
+    return [
+        score_cell(
+            comps.get(n),
+            NOT_EXERCISED if n in comps and seen.get(n, {}).get("exercised") is False else "",
+        )
+        for n in COMPONENTS
+    ]
