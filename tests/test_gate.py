@@ -268,7 +268,10 @@ def test_shipped_audio_suite_passes_its_gate_as_the_docs_ci_job_runs_it(tmp_path
     """The gate page's CI job on an unchanged checkout: the audio suite's fixtures rendered and
     replayed with the bundled model, gated against the pinned baseline. Before, it failed: the
     baseline predated the tags a caller's voice implies (speaker: 2 tasks then, 5 now) and the
-    phone-band tasks' WER (0.51-0.53 with tiny.en) sat over the default ceiling 0.5."""
+    phone-band tasks' WER (0.51-0.53 with tiny.en) sat over the default ceiling 0.5. On an AMD
+    EPYC machine it failed again: tiny.en heard "the link" as "below" there, and another task's
+    WER was 0.1 higher; the baseline now keeps the worse values of both machines (--keep-worst)
+    and order-phone is held to a word every kernel there heard ("driver")."""
     code, out, _ = cli("bench", str(AUDIO_SUITE), "-o", str(tmp_path / "r.json"), "--runs",
                        str(tmp_path / "runs"), "-q", "--no-fail")  # fmt: skip
     assert code == 0, out
@@ -278,11 +281,50 @@ def test_shipped_audio_suite_passes_its_gate_as_the_docs_ci_job_runs_it(tmp_path
     phone = [t for t in json.loads((tmp_path / "r.scorecard.json").read_text())["tasks"]
              if t.get("floors")]  # fmt: skip
     assert {t["task_id"] for t in phone} == {"order-phone", "correction-phone"}
-    assert all(0.5 < t["dims"]["wer"] <= t["floors"]["wer"] for t in phone), phone
+    # 0.46-0.53 by the CPU tiny.en's kernels run on: over the default ceiling 0.5 on some
+    assert all(t["dims"]["wer"] <= t["floors"]["wer"] for t in phone), phone
     page = (tmp_path / "r.scorecard.html").read_text()  # redrawn against the baseline
     assert "order-phone wer ceiling 0.6; correction-phone wer ceiling 0.6" in page
     row = page[page.index("data-task='order-phone'") :].split("</tr>")[0]
     assert "class='fail'" not in row, row  # its WER under its own ceiling: not red
+
+
+def test_a_baseline_pinned_from_two_machines_keeps_the_worse_of_each_value(tmp_path, cli):
+    """Two machines' runs of one suite (Whisper's CPU kernels differ: the shipped audio suite's
+    backchannel-voices WER 0.148 on one, 0.244 on another): pinned one after the other with
+    --keep-worst, the baseline holds both, and a real drop on either still fails."""
+    tt = {"smooth_tor": 1.0, "takeover_latency_ms": 400.0}
+
+    def write(name, wer_a, content_b, takeover, verdict_b="pass"):
+        rows = [
+            TaskScores("a", ["speaker"], "pass", {**GOOD, "wer": wer_a}, turn_taking=tt),
+            TaskScores("b", ["speaker"], verdict_b, {**GOOD, "content": content_b},
+                       turn_taking={**tt, "takeover_latency_ms": takeover}),
+        ]  # fmt: skip
+        (tmp_path / name).write_text(json.dumps(scorecard(rows)))
+        return str(tmp_path / name)
+
+    one, two = write("one.json", 0.15, 1.0, 380.0), write("two.json", 0.24, 0.9, 360.0)
+    base = str(tmp_path / "base.json")
+    code, _, err = cli("gate", one, "--baseline", base, "--update-baseline", "--keep-worst")
+    assert code == 2 and "base.json" in err and "without --keep-worst" in err, err
+    assert cli("gate", one, "--baseline", base, "--update-baseline")[0] == 0
+    code, out, _ = cli("gate", two, "--baseline", base)
+    assert code == 1 and "FAIL task a" in out, out  # pinned on one machine: the other fails
+    code, out, _ = cli("gate", two, "--baseline", base, "--update-baseline", "--keep-worst")
+    assert code == 0 and "the worse of each value kept" in out, out
+    pinned = json.loads((tmp_path / "base.json").read_text())
+    tasks = {t["task_id"]: t["dims"] for t in pinned["tasks"]}
+    assert tasks["a"]["wer"] == 0.24 and tasks["b"]["content"] == 0.9  # the worse, each way
+    assert pinned["tags"]["speaker"]["wer"] == pytest.approx((0.24 + 0.2) / 2)
+    assert pinned["turn_taking"]["speaker"]["takeover_latency_ms"] == pytest.approx(390.0)
+    for run in (one, two):
+        assert cli("gate", run, "--baseline", base)[0] == 0
+    worse = write("three.json", 0.35, 1.0, 380.0)
+    code, out, _ = cli("gate", worse, "--baseline", base)
+    assert code == 1 and "FAIL task a" in out and "0.240 -> 0.350" in out, out
+    code, _, err = cli("gate", one, "--keep-worst")
+    assert code == 2 and "--keep-worst needs --update-baseline" in err, err
 
 
 def test_a_fixtures_own_floor_holds_its_task_over_the_defaults():

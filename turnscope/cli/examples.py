@@ -71,6 +71,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "turnscope gate out/bench.scorecard.json --baseline "
         "configs/baselines/voice_regression.scorecard.json --junit out/junit.xml",
         "turnscope gate out/bench.json --floor latency=0.8",
+        "turnscope gate out/bench.scorecard.json --baseline base.json --update-baseline",
+        "turnscope gate out/bench.scorecard.json --baseline base.json --update-baseline "
+        "--keep-worst",
     ),
     "doctor": ("turnscope doctor", "turnscope doctor --all --json"),
     "report": (f"turnscope report {_DEMO}",),

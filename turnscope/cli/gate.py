@@ -68,6 +68,9 @@ def gate_cmd(
     update_baseline: bool = typer.Option(
         False, "--update-baseline", help="Pin this run as the new baseline (on purpose)."
     ),
+    keep_worst: bool = typer.Option(
+        False, "--keep-worst", help="With --update-baseline: keep the baseline's worse values."
+    ),
 ) -> int:
     """Exit 1 when a task failed its verdict or a floor, or any dimension on any tag is below
     its floor or worse than the baseline (the failing tasks are named, with or without a
@@ -82,13 +85,16 @@ def gate_cmd(
     if baseline is None and (update_baseline or tolerance is not None):
         flag = "--update-baseline" if update_baseline else "--tolerance"  # said, not ignored
         raise InputError(f"{flag} needs --baseline FILE (the scorecard this run is held to)")
+    if keep_worst and not update_baseline:
+        raise InputError("--keep-worst needs --update-baseline (it says how to pin)")
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
     if update_baseline and baseline is not None:
         moved = pin_baseline(result, baseline, tolerance=tolerance, floors=parse_floors(floor),
-                             junit=junit).moved()  # fmt: skip
+                             junit=junit, keep_worst=keep_worst).moved()  # fmt: skip
         for c in moved:
             say(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
-        say(f"pinned {baseline} as the new baseline")
+        kept = ", the worse of each value kept" if keep_worst else ""
+        say(f"pinned {baseline} as the new baseline{kept}")
         return 0
     run = check_gate(result, baseline=baseline, tolerance=tolerance, floors=parse_floors(floor),
                      junit=junit)  # fmt: skip

@@ -19,6 +19,7 @@ from turnscope.scoring.suites.gate import (
     gate,
     junit_xml,
 )
+from turnscope.scoring.suites.pinning import keep_worst as worst_of
 from turnscope.use_cases.checks import as_path
 from turnscope.use_cases.scorecard_files import gated_scorecard_page, load_scorecard, same_suite
 
@@ -68,10 +69,13 @@ def pin_baseline(
     tolerance: float = DEFAULT_TOLERANCE,
     floors: Mapping[str, float] | None = None,
     junit: str | Path | None = None,
+    keep_worst: bool = False,
 ) -> GateResult:
     """Pin the scorecard ``result`` as the new ``baseline`` (its per-task rows and links left
     out); the gate against the baseline it replaces says what moved. A cell that is not a
-    number is never pinned (InputError). ``junit`` is only checked: pinning writes none."""
+    number is never pinned (InputError). ``junit`` is only checked: pinning writes none.
+    ``keep_worst``: keep the existing baseline's value wherever it is worse (a baseline that
+    holds on each machine whose run was pinned into it: scoring/suites/pinning.py)."""
     result, baseline = Path(result), Path(baseline)
     output_file(as_path(junit), "--junit")
     card = load_scorecard(result)
@@ -85,6 +89,10 @@ def pin_baseline(
     previous = load_scorecard(baseline) if baseline.exists() else None
     if previous is not None:
         same_suite(card, previous, result, baseline)
+    elif keep_worst:
+        raise InputError("no baseline to keep the worst of", path=baseline,
+                         fix="pin the first machine's run without --keep-worst")  # fmt: skip
     verdict = gate(card, previous, tolerance=tolerance, floors=dict(floors or {}))
-    write_json(baseline, baseline_of(card))
+    pinned = worst_of(card, previous) if keep_worst and previous else baseline_of(card)
+    write_json(baseline, pinned)
     return verdict
