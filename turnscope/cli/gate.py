@@ -86,7 +86,7 @@ def gate_cmd(
         flag = "--update-baseline" if update_baseline else "--tolerance"  # said, not ignored
         raise InputError(f"{flag} needs --baseline FILE (the scorecard this run is held to)")
     if keep_worst and not update_baseline:
-        raise InputError("--keep-worst needs --update-baseline (it says how to pin)")
+        raise InputError("--keep-worst needs --update-baseline (it is how a run is pinned)")
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
     if update_baseline and baseline is not None:
         moved = pin_baseline(result, baseline, tolerance=tolerance, floors=parse_floors(floor),
