@@ -311,6 +311,13 @@ def test_a_baseline_pinned_from_two_machines_keeps_the_worse_of_each_value(tmp_p
     assert cli("gate", one, "--baseline", base, "--update-baseline")[0] == 0
     code, out, _ = cli("gate", two, "--baseline", base)
     assert code == 1 and "FAIL task a" in out, out  # pinned on one machine: the other fails
+    # A timing metric moves in ms, and a longer one is worse (it printed "1649.000 -> 1659.000
+    # (+10.000)", in green, as if better)
+    assert "takeover_latency_ms on speaker: 390 ms -> 380 ms (-10 ms)\n" in out, out
+    other = str(tmp_path / "other.json")
+    assert cli("gate", two, "--baseline", other, "--update-baseline")[0] == 0
+    code, out, _ = cli("gate", one, "--baseline", other)
+    assert "takeover_latency_ms on speaker: 380 ms -> 390 ms (+10 ms) worse, within" in out, out
     code, out, _ = cli("gate", two, "--baseline", base, "--update-baseline", "--keep-worst")
     assert code == 0 and "the worse of each value kept" in out, out
     pinned = json.loads((tmp_path / "base.json").read_text())

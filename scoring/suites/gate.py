@@ -20,7 +20,7 @@ from xml.etree import ElementTree as ET
 from turnscope.scoring.suites.defaults import DEFAULT_TOLERANCE
 from turnscope.scoring.suites.fixtures import GatedDim
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
-from turnscope.scoring.suites.turn_taking_gate import turn_taking_cells
+from turnscope.scoring.suites.turn_taking_gate import METRICS, turn_taking_cells
 from turnscope.scoring.verifier import PASS_FLOOR
 
 DEFAULT_FLOORS: dict[str, float] = {
@@ -53,13 +53,15 @@ class Cell:
     @property
     def worse(self) -> bool:
         """Worse than the baseline (by any amount: within the tolerance it still passes)."""
-        return self.delta is not None and _worse_by(self.dim, self.value, self.baseline or 0) > 0
+        return self.delta is not None and worse_by(self.dim, self.value, self.baseline or 0) > 0
 
     def change(self) -> str:
-        """'latency on acoustic: 1.000 -> 0.972 (-0.028) worse, within the tolerance'."""
+        """'latency on acoustic: 1.000 -> 0.972 (-0.028) worse, within the tolerance'; a timing
+        metric in ms ('takeover_latency_ms on all: 1649 ms -> 1659 ms (+10 ms) worse, ...')."""
         within = " worse, within the tolerance" if self.worse and self.passed else ""
-        return (f"{self.dim} on {self.tag}: {self.baseline:.3f} -> {self.value:.3f} "
-                f"({self.delta or 0:+.3f}){within}")  # fmt: skip
+        before, after = _text(self.dim, self.baseline or 0), _text(self.dim, self.value)
+        delta = _text(self.dim, self.delta or 0, "+")
+        return f"{self.dim} on {self.tag}: {before} -> {after} ({delta}){within}"
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class TaskMove:
 
     @property
     def worse_by(self) -> float:
-        return _worse_by(self.dim, self.value, self.baseline)
+        return worse_by(self.dim, self.value, self.baseline)
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,18 @@ def broken_cells(card: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _worse_by(dim: str, value: float, baseline: float) -> float:
-    """How much worse value is than baseline (positive = worse)."""
-    return value - baseline if dim in LOWER_IS_BETTER else baseline - value
+def worse_by(dim: str, value: float, baseline: float) -> float:
+    """How much worse value is than baseline (positive = worse); a turn-taking metric by its
+    own direction (a longer takeover latency is worse, not better)."""
+    metric = METRICS.get(dim)
+    low = dim in LOWER_IS_BETTER or (metric is not None and metric.lower_is_better)
+    return value - baseline if low else baseline - value
+
+
+def _text(dim: str, value: float, sign: str = "") -> str:
+    """A cell's value as the gate prints it: a timing metric in whole ms, a score to 3 places."""
+    metric = METRICS.get(dim)
+    return f"{value:{sign}.0f} ms" if metric is not None and metric.timing else f"{value:{sign}.3f}"
 
 
 def gate(
@@ -183,7 +194,7 @@ def gate(
                     failures.append(f"{value:.3f} is above its ceiling {floor:.3f}")
                 elif dim not in LOWER_IS_BETTER and value < floor:
                     failures.append(f"{value:.3f} is below its floor {floor:.3f}")
-            if base is not None and _worse_by(dim, value, base) > tolerance:
+            if base is not None and worse_by(dim, value, base) > tolerance:
                 failures.append(
                     f"{base:.3f} -> {value:.3f} ({value - base:+.3f}), worse than the baseline "
                     f"by more than the tolerance {tolerance:.3f}"

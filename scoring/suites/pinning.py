@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from turnscope.scoring.suites.gate import baseline_of, is_number
-from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER
-from turnscope.scoring.suites.turn_taking_gate import METRICS
+from turnscope.scoring.suites.gate import baseline_of, is_number, worse_by
 
 __all__ = ["keep_worst"]
 
@@ -26,39 +24,29 @@ def keep_worst(card: Mapping[str, Any], previous: Mapping[str, Any]) -> dict[str
     """``card``'s baseline (``baseline_of``) with every value replaced by ``previous``'s where
     that one is worse; a cell ``previous`` does not have is the run's own."""
     pinned = baseline_of(card)
-    pinned["tags"] = _tags(pinned.get("tags"), previous.get("tags"), _worse_dim)
-    pinned["turn_taking"] = _tags(
-        pinned.get("turn_taking"), previous.get("turn_taking"), _worse_metric
-    )
+    pinned["tags"] = _tags(pinned.get("tags"), previous.get("tags"))
+    pinned["turn_taking"] = _tags(pinned.get("turn_taking"), previous.get("turn_taking"))
     before = {str(t.get("task_id")): t for t in previous.get("tasks") or []}
     for task in pinned["tasks"]:
         old = before.get(str(task.get("task_id"))) or {}
-        task["dims"] = _cells(task.get("dims"), old.get("dims"), _worse_dim)
+        task["dims"] = _cells(task.get("dims"), old.get("dims"))
         if old.get("verdict") == "fail" and task.get("verdict") == "pass":
             task["verdict"] = "fail"
     return pinned
 
 
-def _tags(new: Any, old: Any, worse: Any) -> dict[str, Any]:
+def _tags(new: Any, old: Any) -> dict[str, Any]:
     new, old = new or {}, old or {}
-    return {tag: _cells(cells, old.get(tag), worse) for tag, cells in new.items()}
+    return {tag: _cells(cells, old.get(tag)) for tag, cells in new.items()}
 
 
-def _cells(new: Any, old: Any, worse: Any) -> dict[str, Any]:
+def _cells(new: Any, old: Any) -> dict[str, Any]:
     old = old or {}
-    return {name: worse(name, value, old.get(name)) for name, value in (new or {}).items()}
+    return {name: _worse(name, value, old.get(name)) for name, value in (new or {}).items()}
 
 
-def _worse(low: bool, new: Any, old: Any) -> Any:
+def _worse(name: str, new: Any, old: Any) -> Any:
+    """The worse of two values of one cell (the gate's own direction for it)."""
     if not (is_number(new) and is_number(old)):
         return new
-    return max(new, old) if low else min(new, old)
-
-
-def _worse_dim(dim: str, new: Any, old: Any) -> Any:
-    return _worse(dim in LOWER_IS_BETTER, new, old)
-
-
-def _worse_metric(name: str, new: Any, old: Any) -> Any:
-    metric = METRICS.get(name)
-    return new if metric is None else _worse(metric.lower_is_better, new, old)
+    return old if worse_by(name, old, new) > 0 else new

@@ -92,7 +92,7 @@ def gate_cmd(
         moved = pin_baseline(result, baseline, tolerance=tolerance, floors=parse_floors(floor),
                              junit=junit, keep_worst=keep_worst).moved()  # fmt: skip
         for c in moved:
-            say(f"{c.dim} on {c.tag}: {c.baseline:.3f} -> {c.value:.3f} ({c.delta:+.3f})")
+            say(c.change())
         kept = ", the worse of each value kept" if keep_worst else ""
         say(f"pinned {baseline} as the new baseline{kept}")
         return 0
