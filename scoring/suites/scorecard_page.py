@@ -24,6 +24,7 @@ from turnscope.scoring.suites.gate import (
     is_number,
     task_checks,
     task_floors,
+    worse_by,
 )
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, VERIFIER_DIMS
 from turnscope.scoring.suites.turn_taking_view import NONE_EXERCISED, State, exercised_any, rows
@@ -64,7 +65,7 @@ def direction(dim: str, value: float, baseline: float | None) -> str:
     without a baseline."""
     if baseline is None or not is_number(value) or not is_number(baseline):
         return ""
-    worse = value - baseline if dim in LOWER_IS_BETTER else baseline - value
+    worse = worse_by(dim, value, baseline)
     if worse > EPSILON:
         return "worse"
     return "better" if worse < -EPSILON else "same"
