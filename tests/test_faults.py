@@ -361,6 +361,12 @@ def test_output_paths_are_checked_before_anything_runs(cli, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
     assert "is a file" in _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(afile))
+    # a new folder named like a file (it was made, the bundle inside it)
+    named = tmp_path / "result.json"
+    err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(named))
+    assert f"give -o a folder, e.g. {tmp_path / 'result'}" in err and not named.exists(), err
+    err = _bad_input(cli, "scenario", "from-recording", str(SAMPLE), "-o", str(tmp_path / "s.yaml"))
+    assert "not a .yaml file" in err and not (tmp_path / "s.yaml").exists(), err
     proc = Path("/proc/turnscope-cannot-write-here")
     err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(proc))
     assert str(proc) in err

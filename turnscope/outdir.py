@@ -33,6 +33,9 @@ RUN_FILES = (
 
 
 LOAD_FILES = ("load.json", "load.html")  # a load run's aggregate, beside its calls/ folder
+# A new -o named like a file (`-o result.json`, `-o my.yaml`) made a folder of that name, the
+# files inside it: refused before anything runs, naming the folder it likely meant.
+FILE_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".wav", ".flac", ".html", ".xml", ".txt"})
 
 
 def holds_a_run(folder: Path) -> bool:
@@ -53,6 +56,12 @@ def output_dir(given: Path | None, name: str, *, force: bool = False) -> Path:
         path = Path(given)
         if path.exists() and not path.is_dir():
             raise InputError("is a file, not a folder", path=path, fix="give -o a folder")
+        if not path.exists() and path.suffix.lower() in FILE_SUFFIXES:
+            raise InputError(
+                f"-o is the folder the run writes its files into, not a {path.suffix} file",
+                path=path,
+                fix=f"give -o a folder, e.g. {path.with_suffix('')}",
+            )
         if path.is_dir():
             for name in (*RUN_FILES, *LOAD_FILES):
                 kind = not_a_file(path / name)
