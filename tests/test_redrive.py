@@ -150,10 +150,10 @@ def test_a_recording_that_holds_no_call_is_refused_in_one_line(redriven, tmp_pat
     for name, (left, right, said) in cases.items():
         path = _stereo(tmp_path / name, left, right)
         with pytest.raises(InputError) as err:
-            scenario_from_recording(path, outdir=tmp_path / f"out-{name}")
+            scenario_from_recording(path, outdir=tmp_path / f"out-{path.stem}")
         msg = str(err.value)
         assert msg.startswith(str(path)) and said in msg and "\n" not in msg, msg
-        assert not (tmp_path / f"out-{name}" / "scenario.yaml").exists()
+        assert not (tmp_path / f"out-{path.stem}" / "scenario.yaml").exists()
         assert path.is_file()  # the recording is only read
     mono = tmp_path / "mono.wav"
     sf.write(mono, agent, 16000)
