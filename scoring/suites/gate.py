@@ -20,7 +20,7 @@ from xml.etree import ElementTree as ET
 from turnscope.scoring.suites.defaults import DEFAULT_TOLERANCE
 from turnscope.scoring.suites.fixtures import GatedDim
 from turnscope.scoring.suites.scorecard import LOWER_IS_BETTER, OUTCOME_DIMS, VERIFIER_DIMS
-from turnscope.scoring.suites.turn_taking_gate import METRICS, turn_taking_cells
+from turnscope.scoring.suites.turn_taking_gate import METRICS, metric_text, turn_taking_cells
 from turnscope.scoring.verifier import PASS_FLOOR
 
 DEFAULT_FLOORS: dict[str, float] = {
@@ -153,7 +153,7 @@ def worse_by(dim: str, value: float, baseline: float) -> float:
 def _text(dim: str, value: float, sign: str = "") -> str:
     """A cell's value as the gate prints it: a timing metric in whole ms, a score to 3 places."""
     metric = METRICS.get(dim)
-    return f"{value:{sign}.0f} ms" if metric is not None and metric.timing else f"{value:{sign}.3f}"
+    return f"{value:{sign}.3f}" if metric is None else metric_text(metric, value, sign)
 
 
 def gate(

@@ -117,8 +117,9 @@ def _allowed(m: Metric, base: float, tolerance: float) -> float:
     return max(TIMING_TOLERANCE_MS, TIMING_TOLERANCE * abs(base)) if m.timing else tolerance
 
 
-def _fmt(m: Metric, v: float) -> str:
-    return f"{v:.0f} ms" if m.timing else f"{v:.3f}"
+def metric_text(m: Metric, v: float, sign: str = "") -> str:
+    """A metric's value as the gate says it: a timing in whole ms, a rate to 3 places."""
+    return f"{v:{sign}.0f} ms" if m.timing else f"{v:{sign}.3f}"
 
 
 def turn_taking_cells(
@@ -144,7 +145,7 @@ def turn_taking_cells(
             limit = _limit(floors, name, tag)
             if limit is not None and (value > limit if m.lower_is_better else value < limit):
                 side = "above its ceiling" if m.lower_is_better else "below its floor"
-                failures.append(f"{name} {_fmt(m, value)} is {side} {_fmt(m, limit)}")
+                failures.append(f"{name} {metric_text(m, value)} is {side} {metric_text(m, limit)}")
             base = (base_table.get(tag) or {}).get(name)
             base = float(base) if _number(base) else None
             if base is not None:
@@ -152,8 +153,8 @@ def turn_taking_cells(
                 allowed = _allowed(m, base, tolerance)
                 if worse > allowed:
                     failures.append(
-                        f"{name} {_fmt(m, base)} -> {_fmt(m, value)}, worse than the baseline "
-                        f"by more than {_fmt(m, allowed)}"
+                        f"{name} {metric_text(m, base)} -> {metric_text(m, value)}, worse than "
+                        f"the baseline by more than {metric_text(m, allowed)}"
                     )
             cells.append(Cell(tag, name, float(value), base, limit, tuple(failures)))
     for tag, row in base_table.items():
@@ -161,7 +162,7 @@ def turn_taking_cells(
             if name in METRICS and name not in (table.get(tag) or {}) and _number(base):
                 why = (
                     f"{name} not exercised in this run (the baseline measured "
-                    f"{_fmt(METRICS[name], float(base))}): the suite no longer provokes it"
+                    f"{metric_text(METRICS[name], float(base))}): the suite no longer provokes it"
                 )
                 cells.append(Cell(tag, name, math.nan, float(base), None, (why,)))
     return cells
