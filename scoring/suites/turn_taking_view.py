@@ -15,7 +15,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from turnscope.scoring.exercise import NOT_EXERCISED
-from turnscope.scoring.suites.turn_taking_gate import METRICS, Metric
+from turnscope.scoring.suites.gate import worse_by
+from turnscope.scoring.suites.turn_taking_gate import METRICS, Metric, metric_text
 
 if TYPE_CHECKING:
     from turnscope.scoring.suites.gate import Cell
@@ -70,11 +71,6 @@ class ViewRow:
     cells: tuple[ViewCell, ...]
 
 
-def fmt(m: Metric, v: float) -> str:
-    """A metric's value as the views print it."""
-    return f"{v:.0f} ms" if m.timing else f"{v:.3f}"
-
-
 def _counts(card: Mapping[str, Any], tag: str, metric: str) -> tuple[int, int]:
     """(tasks that measured ``metric``, scored tasks) of ``tag``."""
     scored = [
@@ -92,14 +88,15 @@ def _cell(m: Metric, value: Any, judged: Cell | None, counts: tuple[int, int]) -
         return ViewCell(NOT_EXERCISED, state, *counts, why=why)
     state, delta = State.VALUE, ""
     if judged is not None and judged.baseline is not None:
-        worse = value - judged.baseline if m.lower_is_better else judged.baseline - value
+        # The gate's own rule for which way is worse, not a second copy of it.
+        worse = worse_by(judged.dim, float(value), judged.baseline)
         if worse:
             state = State.WORSE if worse > 0 else State.BETTER
-        delta = f"was {fmt(m, judged.baseline)}"
+        delta = f"was {metric_text(m, judged.baseline)}"
     if judged is not None and judged.failures:
         state = State.FAIL
     why = "; ".join(judged.failures) if judged else ""
-    return ViewCell(fmt(m, float(value)), state, *counts, delta=delta, why=why)
+    return ViewCell(metric_text(m, float(value)), state, *counts, delta=delta, why=why)
 
 
 def tags_of(card: Mapping[str, Any]) -> list[str]:
