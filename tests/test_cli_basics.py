@@ -156,9 +156,9 @@ def test_bench_bad_suite(tmp_path, cli):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["nosuch"], "No such command 'nosuch'"),
-        (["call", "--devices"], "No such option: --devices"),
-        (["score"], "Missing argument"),
+        (["nosuch"], "no such command 'nosuch'"),
+        (["call", "--devices"], "no such option: --devices"),
+        (["score"], "score needs TRANSCRIPT"),
     ],
 )
 def test_usage_errors_are_usage_errors(cli, args, needle):

@@ -60,6 +60,49 @@ def test_every_option_of_every_command_has_help():
     assert not missing, "options with no help text: " + ", ".join(missing)
 
 
+def test_a_required_argument_or_option_left_out_is_one_line_with_a_command_line_that_gives_it(
+    cli,
+):
+    """Every required parameter of every command, left out (those before it given): one line
+    naming it and what it is, an example of the command's own --help that gives it, and where
+    every option is listed; exit 2 (it was click's bare "Missing option '--out'.")."""
+    seen = 0
+    for name, cmd in commands():
+        given: list[str] = []
+        for p in (p for p in cmd.params if p.required):
+            code, out, err = cli(*name.split(), *given)
+            shown = p.metavar.upper() if p.param_type_name == "argument" and p.metavar else None
+            typed = shown or (p.name.upper() if p.param_type_name == "argument" else p.opts[0])
+            assert code == 2 and not out and len(err.strip().splitlines()) == 1, (name, err)
+            assert err.startswith(f"turnscope: error: {name} needs {typed}"), (name, err)
+            example = err.split("e.g. `")[1].split("`")[0]
+            assert example.startswith(f"turnscope {name}"), (name, err)
+            assert p.param_type_name == "argument" or set(p.opts) & set(example.split()), err
+            assert f"`turnscope {name} --help` lists every option" in err, err
+            given += ["1"] if p.param_type_name == "argument" else [p.opts[0], "1"]
+            seen += 1
+    assert seen >= 15, seen  # suite, url, --scenario, --calls, --out, --in, ...
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["bench", "x", "--runs"], "bench: option '--runs' requires an argument; `turnscope bench"),
+        (
+            ["score", "a", "b"],
+            "score: got unexpected extra argument(s) (b); `turnscope score --help",
+        ),
+        (["fixture", "nosuch"], "fixture: no such command 'nosuch'; its commands: add;"),
+        (["nosuch"], "no such command 'nosuch'; its commands: demo, call, agent,"),
+        (["call", "--devices"], "call: no such option: --devices (Possible options: "),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_fix(cli, args, needle):
+    code, out, err = cli(*args)
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"turnscope: error: {needle}"), err
+
+
 def test_every_command_has_examples_that_name_itself(cli):
     names = [name for name, _ in commands()]
     assert {"suite init", "fixture add", "open", "call", "replay"} <= set(names)

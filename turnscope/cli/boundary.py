@@ -7,7 +7,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +17,44 @@ import typer
 from turnscope import __version__
 from turnscope.cli.console import fail_line
 from turnscope.cli.exit_codes import ExitCode
+from turnscope.cli.usage_line import missing_line, usage_line
 from turnscope.errors import OutputError, TurnscopeError
 
 # typer >= 0.22 carries its own copy of click: its usage errors and aborts are not click's.
 _USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
 _ABORTS = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort))
 _BAD_VALUES = (click.BadParameter, getattr(typer, "BadParameter", click.BadParameter))
+# typer's own click's exceptions module, where it has one (click's own before typer 0.22).
+_TYPER_CLICK = getattr(getattr(typer, "_click", None), "exceptions", click.exceptions)
+_MISSING = (click.MissingParameter, _TYPER_CLICK.MissingParameter)
+_USAGE = (click.UsageError, _TYPER_CLICK.UsageError)
+# A command group typed alone: its help is what the person wants to see (click >= 8.2).
+_HELP_SHOWN = tuple(
+    m.NoArgsIsHelpError for m in (click.exceptions, _TYPER_CLICK) if hasattr(m, "NoArgsIsHelpError")
+)
 
 
-def guarded(command: Callable[[], Any]) -> int:
-    """Run ``command``; user-facing errors become one line and exit code 2, never a
-    traceback."""
+def guarded(command: Callable[[], Any], args: Sequence[str] = ()) -> int:
+    """Run ``command`` (the CLI given ``args``); user-facing errors become one line and exit
+    code 2, never a traceback."""
     try:
         code = command()
     except TurnscopeError as exc:
         fail_line(str(exc))
         return exc.exit_code
+    except _MISSING as exc:  # a required argument or option left out: name it and the fix
+        fail_line(missing_line(exc))
+        return ExitCode.BAD_INPUT
     except _BAD_VALUES as exc:  # a bad value for an option: one line naming the flag, exit 2
         fail_line(exc.format_message().replace("Invalid value", "invalid value", 1))
         return ExitCode.BAD_INPUT
-    except _USAGE_ERRORS as exc:  # usage errors: click's own message (and usage line), exit 2
+    except _HELP_SHOWN as exc:
+        exc.show()
+        return int(exc.exit_code)
+    except _USAGE as exc:  # an unknown option or command, an extra argument: one line, exit 2
+        fail_line(usage_line(exc, args))
+        return ExitCode.BAD_INPUT
+    except _USAGE_ERRORS as exc:  # any other of click's errors: its own message, its exit code
         show = getattr(exc, "show", None)
         if show is not None:
             show()

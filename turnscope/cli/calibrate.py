@@ -13,8 +13,12 @@ from turnscope.errors import CalibrationError, CallSetupError
 
 
 def calibrate(
-    out_device: str = typer.Option(..., "--out", help="Output device to play the marker on."),
-    in_device: str = typer.Option(..., "--in", help="Input device that hears that output."),
+    out_device: str = typer.Option(
+        ..., "--out", help="Output device to play the marker on (`turnscope devices` lists them)."
+    ),
+    in_device: str = typer.Option(
+        ..., "--in", help="Input device that hears that output (`turnscope devices` lists them)."
+    ),
     channel: int = typer.Option(0, "--channel", help="The input channel that hears it (0: left)."),
     repeat: int = typer.Option(REPEATS, "--repeat", help="Markers to play."),
     rate: int | None = typer.Option(None, "--rate", help="Sample rate (default 48000 if taken)."),

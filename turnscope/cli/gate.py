@@ -51,7 +51,7 @@ def parse_floors(pairs: list[str]) -> dict[str, float]:
 
 
 def gate_cmd(
-    result: Path = typer.Argument(..., help="The run's scorecard (or its bench result JSON)."),
+    scorecard: Path = typer.Argument(..., help="The run's scorecard (or its bench result JSON)."),
     baseline: Path | None = typer.Option(
         None,
         "--baseline",
@@ -89,14 +89,14 @@ def gate_cmd(
         raise InputError("--keep-worst needs --update-baseline (it is how a run is pinned)")
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
     if update_baseline and baseline is not None:
-        moved = pin_baseline(result, baseline, tolerance=tolerance, floors=parse_floors(floor),
+        moved = pin_baseline(scorecard, baseline, tolerance=tolerance, floors=parse_floors(floor),
                              junit=junit, keep_worst=keep_worst).moved()  # fmt: skip
         for c in moved:
             say(c.change())
         kept = ", the worse of each value kept" if keep_worst else ""
         say(f"pinned {baseline} as the new baseline{kept}")
         return 0
-    run = check_gate(result, baseline=baseline, tolerance=tolerance, floors=parse_floors(floor),
+    run = check_gate(scorecard, baseline=baseline, tolerance=tolerance, floors=parse_floors(floor),
                      junit=junit)  # fmt: skip
     if run.page_problem:
         say(run.page_problem)

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         from turnscope.asr.worker import start_asr_worker
 
         start_asr_worker()
-    return guarded(lambda: app(args=args, prog_name="turnscope", standalone_mode=False))
+    return guarded(lambda: app(args=args, prog_name="turnscope", standalone_mode=False), args)
 
 
 def run() -> None:
