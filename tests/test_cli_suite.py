@@ -114,6 +114,17 @@ def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):
         code, out, err = cli("bench", "my-suite.json", *extra)
         assert code == 2 and "my-suite.json: the suite has no tasks yet" in err, (out, err)
         assert "turnscope fixture add RUN --suite my-suite.json" in err and not out, out
+    # Its example task, copied into tasks as its comment says, names a scenario that is found
+    # (the shipped refund-call, by name: no scenarios/ folder beside the suite), so bench only
+    # asks for the agent (it said 'audio file 'scenarios/refund-call.yaml' does not exist').
+    example = tmp_path / "example.json"
+    example.write_text(json.dumps({**data, "tasks": [data["_example_task"]]}))
+    code, out, err = cli("bench", "example.json")
+    assert code == 2 and "every task calls an agent live (refund-call)" in err, (out, err)
+    (tmp_path / "refund-call.yaml").write_text("not: [a scenario")  # a file there is the one
+    code, out, err = cli("bench", "example.json", "--agent", "http://127.0.0.1:9/api/offer")
+    assert code == 2 and "refund-call.yaml: invalid YAML" in err, (out, err)
+    (tmp_path / "refund-call.yaml").unlink()
 
     code, _, err = cli(
         "replay", str(RECORDING), "--reference", str(REFERENCE), "-o", "runs/r", "-q"

@@ -139,9 +139,11 @@ def test_a_call_in_a_voice_that_cannot_speak_is_one_line_naming_the_flag(tmp_pat
 def test_a_suite_of_live_tasks_without_an_agent_is_bad_input(tmp_path: Path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("bench", str(_suite(tmp_path, [None])), "-o", str(tmp_path / "r.json"))
-    assert code == 2 and "a live-call fixture needs --agent URL" in out + err, (out, err)
-    # No task ran: no empty runs/bench-voices-TIME (nor runs/) is left, and none is named.
-    assert not (tmp_path / "runs").exists() and "no task ran: no bundles" in out, out
+    # One line before anything runs: no table of void tasks, no runs/bench-voices-TIME.
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, (out, err)
+    assert "every task calls an agent live (t0), and no --agent was given" in err, err
+    assert "turnscope bench " in err and "--agent http://" in err, err
+    assert not (tmp_path / "runs").exists(), list(tmp_path.iterdir())
     (tmp_path / "mine").mkdir()  # a --runs folder the user made is theirs: kept
     code, out, err = cli("bench", str(tmp_path / "suite.json"), "-o", str(tmp_path / "r2.json"),
                          "--runs", str(tmp_path / "mine"))  # fmt: skip

@@ -27,7 +27,9 @@ A task's optional ``fixture`` block:
             reports one (in outcome.json next to the audio, or over the data channel); a live
             call whose agent reports none is scored on the reacting caller's side of it
             (scoring/conversation.py: the facts asked for, the goal reached)
-Paths are relative to the suite file. Budgets and required_content stay where the voice suite
+Paths are relative to the suite file; a scenario (``audio``, ``synth.scenario``) named bare,
+with no such file beside the suite, is the shipped scenario of that name (``refund-call.yaml``),
+as ``--scenario`` takes it. Budgets and required_content stay where the voice suite
 contract has them (the task), so the timing contract is the same for every kind of fixture.
 """
 
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from turnscope.configs import config_path
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, joined_problems
 from turnscope.scoring.suites.defaults import TAGS
@@ -160,7 +163,7 @@ class Fixture(BaseModel):
         named += [(f"{n} file", getattr(self, n)) for n in ("audio", "transcript", "references")]
         named += [("redrive recording", self.redrive), ("caller_from bundle", self.caller_from)]
         return [f"{what} {value!r} does not exist" for what, value in named
-                if value is not None and not (base / value).exists()]  # fmt: skip
+                if value is not None and not located(base, value).exists()]  # fmt: skip
 
 
 def parse_fixture(task: SuiteTask | Mapping[str, Any], suite_path: Path | None) -> Fixture | None:
@@ -175,9 +178,10 @@ def parse_fixture(task: SuiteTask | Mapping[str, Any], suite_path: Path | None) 
         fx = raw if isinstance(raw, Fixture) else Fixture.model_validate(raw)
     except ValidationError as exc:
         raise InputError(every_problem(exc, prefix=where), path=suite_path) from None
-    missing = fx.missing_files(suite_path.parent if suite_path else Path.cwd())
+    base = suite_path.parent if suite_path else Path.cwd()
+    missing = fx.missing_files(base)
     if missing:
-        raise InputError(f"{where}: " + "; ".join(missing), path=suite_path)
+        raise InputError(f"{where}: " + "; ".join(missing), path=suite_path, fix=_relative_to(base))
     return fx
 
 
@@ -192,11 +196,31 @@ def check_fixtures(suite: Suite, suite_path: Path | None) -> None:
         for p in t.fixture.missing_files(base)
     ]
     if problems:
-        raise InputError(joined_problems(problems), path=suite_path)
+        raise InputError(joined_problems(problems), path=suite_path, fix=_relative_to(base))
+
+
+def _relative_to(base: Path) -> str:
+    """The fix for a fixture file that is not there."""
+    return (
+        f"a fixture's paths are relative to the suite's folder ({base}); a scenario may also be "
+        "a shipped one's name, e.g. refund-call.yaml"
+    )
+
+
+def located(base: Path, relative: str) -> Path:
+    """``relative`` under ``base`` (the suite's folder); a bare scenario name with no such file
+    there (``refund-call.yaml``) is the shipped scenario of that name."""
+    path = base / relative
+    bare = Path(relative).parent == Path(".") and relative.endswith(SCENARIO_SUFFIXES)
+    if path.exists() or not bare:
+        return path
+    shipped = config_path("scenarios", Path(relative).stem + ".yaml")
+    return shipped if shipped.is_file() else path
 
 
 def resolve(suite_path: Path | None, relative: str) -> Path:
-    return (suite_path.parent if suite_path else Path.cwd()) / relative
+    """A fixture's file, named relative to the suite (``located``)."""
+    return located(suite_path.parent if suite_path else Path.cwd(), relative)
 
 
 def recorded_twin(suite: Suite, suite_path: Path, caller: Any, agent: Any, rate: int) -> str | None:

@@ -31,8 +31,9 @@ def template(name: str) -> dict[str, Any]:
         "tasks": [],
         "_comment": (
             "Add tasks with `turnscope fixture add RUN --suite THIS --tags TAG` (a run folder of "
-            "call, replay or demo), or by copying _example_task into tasks and editing it. Paths "
-            "are relative to this file. turnscope ignores keys that start with '_'."
+            "call, replay or demo), or by copying _example_task into tasks and editing it (it "
+            "calls the shipped refund-call scenario live: bench THIS --agent URL). Paths are "
+            "relative to this file. turnscope ignores keys that start with '_'."
         ),
         "_example_task": {
             "id": "refund-call",
@@ -42,7 +43,7 @@ def template(name: str) -> dict[str, Any]:
             "required_content": ["refund", "30"],
             "fixture": {
                 "source": "recorded",
-                "audio": "scenarios/refund-call.yaml",
+                "audio": "refund-call.yaml",
                 "tags": ["conversational"],
             },
         },

@@ -209,6 +209,14 @@ def _check(
             fix="use --use-reference or --transcripts DIR, or add fixtures to the tasks",
         )
     check_fixtures(load_suite(data), path)  # every fixture file, in one line, before any runs
+    kinds = {str(t["id"]): fx.kind() for t in data["tasks"] if (fx := parse_fixture(t, path))}
+    if agent is None and set(kinds.values()) == {"live"}:  # nothing could run: say so now
+        raise InputError(
+            f"every task calls an agent live ({', '.join(kinds)}), and no --agent was given",
+            path=path,
+            fix=f"e.g. turnscope bench {path} --agent http://127.0.0.1:7860/api/offer (your "
+            "agent's offer URL)",
+        )
 
 
 def _store(data: dict[str, Any], runs: str | Path | None, force: bool) -> Store:
