@@ -419,6 +419,11 @@ def test_validate_cli(bundle, tmp_path, cli):
     assert code == 2 and "no such bundle" in err
     code, out, _ = cli("validate", str(tmp_path))
     assert code == 1 and "not a voice artifact bundle" in out
+    # Another of the bundle's files in the manifest's place is bad input naming the folder (it
+    # was five schema problems and exit 1, as if the bundle were damaged).
+    code, out, err = cli("validate", str(bundle / "result.json"))
+    assert code == 2 and not out and "result.json: is not a bundle's manifest" in err, err
+    assert f"give the bundle's folder, {bundle}" in err, err
 
 
 # --- the documents' models ----------------------------------------------------------------------

@@ -229,3 +229,15 @@ def test_a_synth_seed_without_noise_is_one_line(cli, tmp_path):
     code, _, err = cli("synth", "refund-call", "-o", str(tmp_path / "out"), "--seed", "3")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--seed seeds the noise --snr-db adds" in err and not (tmp_path / "out").exists()
+
+
+def test_validate_given_a_json_that_is_no_manifest_is_one_line(cli, tmp_path):
+    """A suite (or any JSON with no manifest keys) given to validate is bad input, exit 2, not
+    the schema's five problems and exit 1 as if a bundle were damaged."""
+    suite = tmp_path / "my-suite.json"
+    suite.write_text('{"kind": "agent-learning.bench-suite.v1", "tasks": []}')
+    code, out, err = cli("validate", str(suite))
+    assert code == 2 and not out, (out, err)
+    [line] = err.strip().splitlines()
+    assert "my-suite.json: is not a bundle's manifest" in line, line
+    assert "give the output folder of turnscope replay, call or demo" in line, line

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from turnscope.errors import InputError
 from turnscope.jsonio import FILE_LIMITS, loads, native_path
 from turnscope.scoring.evidence.bundle import sha256_file
 from turnscope.scoring.evidence.manifest import EXTRA_FILES, MANIFEST
@@ -172,6 +173,12 @@ def _check_audio_covers_transcript(
             )
 
 
+def _looks_like_a_manifest(doc: Any) -> bool:
+    """Whether a JSON document is a manifest at all (a damaged one is still one: its problems
+    are listed), not another file given in its place (a result.json, a suite)."""
+    return isinstance(doc, Mapping) and bool({"schema_version", "artifacts"} & set(doc))
+
+
 def validate_bundle(target: Path) -> list[str]:
     """Every problem of the bundle at ``target`` (a folder, or its manifest file)."""
     manifest_path = target / MANIFEST if target.is_dir() else target
@@ -188,6 +195,15 @@ def validate_bundle(target: Path) -> list[str]:
         p.add("", "the manifest is a link to a file outside the bundle: not read")
         return p.lines
     manifest = load_json(manifest_path, p)
+    if target.is_file() and target.name != MANIFEST and not _looks_like_a_manifest(manifest):
+        parent = target.parent / MANIFEST
+        raise InputError(
+            "is not a bundle's manifest (it has no schema_version nor artifacts)",
+            path=target,
+            fix=f"give the bundle's folder, {target.parent}"
+            if parent.is_file()
+            else "give the output folder of turnscope replay, call or demo",
+        )
     arts = check_manifest(manifest, p) if manifest is not None else []
     _check_files(bundle, arts, p)
     if isinstance(manifest, Mapping):
