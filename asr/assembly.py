@@ -13,16 +13,16 @@ A pure function of everything heard so far (``assemble``), re-run as utterances 
    the other party began speaking in a silence between two utterances of this speaker, or spoke
    during this turn and finished before this speaker's next utterance (also when this turn began
    over it: an agent that cut in on a caller's pause and stopped when the caller went on), or
-   (inside one utterance)
-   it began during this turn, this speaker stopped within ``yield_split_ms`` of that and resumed
-   only after the other party finished, or it began during this turn and had finished when this
-   speaker made an answer pause (at least ``answer_pause_ms``, and ``answer_margin_ms`` longer
-   than the utterance's other pauses: an agent's pauses between its own sentences are regular,
-   the pause before it answers what it talked through is not). So an agent that stops for a
-   barge-in and then answers gives two agent turns, and so does one that talks through "wait"
-   and answers it after a pause; an agent that talks through "uh-huh" (a backchannel takes no
-   floor), and a caller who pauses for breath while the agent talks over them, keep one turn
-   each.
+   (inside one utterance) it began during this turn, this speaker stopped within
+   ``yield_split_ms`` of that and resumed only after the other party finished (not in one of
+   its regular pauses after the other party had finished: its next sentence after talking
+   through "wait"), or it began during this turn and had finished when this speaker made an
+   answer pause (at least ``answer_pause_ms``, and ``answer_margin_ms`` longer than the
+   utterance's other pauses, which are regular: between its own sentences). So an agent that
+   stops for a barge-in and then answers gives two agent turns, and so does one that talks
+   through "wait" and answers it after a pause; an agent that talks through "uh-huh" (a
+   backchannel takes no floor), and a caller who pauses for breath while the agent talks over
+   them, keep one turn each.
 4. Barge-in: a caller turn that starts while an agent turn is in progress has ``interrupt: true``.
    An agent turn that starts while the caller speaks gets no flag (the verifier counts it as the
    agent talking over the caller).
@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from turnscope.asr.backchannel_text import is_backchannel_text
 from turnscope.asr.events import Span, Utterance
+from turnscope.asr.pauses import Pause, pause_kind
 from turnscope.asr.settings import AssemblySettings
 from turnscope.asr.transcriber import Transcription, Word
 from turnscope.capture.frames import AGENT, CALLER
@@ -247,15 +247,19 @@ def _group_turns(
             # Inside one utterance (a breath pause) it only does if this speaker waited for it
             # to finish and had stopped within yield_split_ms of its start.
             between = piece.heard is not current[-1].heard
-            answer_pause = not between and _answer_pause(piece, cfg)
+            pause = Pause.OTHER if between else pause_kind(piece.heard.spans, piece.span_index, cfg)
             # A turn begun over the other party, which went on past this speaker's stop and
             # finished before it resumed (an agent that cut in on a caller's pause, yielded
             # when the caller went on, then answered): what follows answers the other party.
             talked_over = between and gap_start < other_floor.end_covering(turn_start) <= gap_end
             floor_changed = talked_over or any(
                 (between and (o.start_ms >= gap_start or o.end_ms <= gap_end))
-                or (o.end_ms <= gap_end and gap_start - o.start_ms <= cfg.yield_split_ms)
-                or (answer_pause and o.end_ms <= gap_end)
+                or (
+                    o.end_ms <= gap_end
+                    and gap_start - o.start_ms <= cfg.yield_split_ms
+                    and not (pause is Pause.REGULAR and o.end_ms <= gap_start)
+                )
+                or (pause is Pause.ANSWER and o.end_ms <= gap_end)
                 for o in other_floor.starting_in(turn_start, gap_end)
             )
             if gap_end - gap_start <= cfg.merge_gap_ms and not floor_changed:
@@ -263,20 +267,6 @@ def _group_turns(
                 continue
         groups.append([piece])
     return groups
-
-
-def _answer_pause(piece: _Piece, cfg: AssemblySettings) -> bool:
-    """The pause before ``piece`` (inside one utterance) is long enough to be an answer: at
-    least ``answer_pause_ms``, and ``answer_margin_ms`` longer than the utterance's other pauses
-    (their median), so an agent's own regular pauses between sentences do not count."""
-    spans = piece.heard.spans
-    pauses = [b.start_ms - a.end_ms for a, b in itertools.pairwise(spans)]
-    k = piece.span_index - 1
-    if cfg.answer_pause_ms <= 0 or k < 0:
-        return False
-    others = pauses[:k] + pauses[k + 1 :]
-    typical = statistics.median(others) if others else 0.0
-    return pauses[k] >= max(cfg.answer_pause_ms, typical + cfg.answer_margin_ms)
 
 
 def _nearest_span(spans: Sequence[Span], word: Word) -> int:

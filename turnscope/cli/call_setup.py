@@ -65,7 +65,11 @@ def call_options(flags: Mapping[str, Any]) -> TransportOptions:
             calibrate=not flags["no_calibrate"], caller_side=side,
         )  # fmt: skip
     if url is None:
-        raise InputError("give the agent's URL, or --device with --caller-out and --agent-in")
+        raise InputError(
+            "give the agent's URL, or --device with --caller-out and --agent-in",
+            fix="e.g. turnscope call http://127.0.0.1:7860/api/offer --scenario refund-call; "
+            "`turnscope agent --port 7860` serves the reference agent there",
+        )
     device_only = flags["no_calibrate"] or flags["caller_side"] != "left"
     if device_only or any(flags[k] is not None for k in DEVICE_ONLY):
         raise InputError("--caller-out, --agent-in, --stereo-in, --caller-side ... need --device")
