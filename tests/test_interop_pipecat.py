@@ -249,7 +249,9 @@ def test_bot_ignoring_barge_ins_fails_barge_in_and_its_answer_is_a_new_turn(call
     agent_texts = [t.text.lower() for t in run.result.assembly.turns if t.speaker == "agent"]
     assert len(agent_texts) == len(replies), (agent_texts, replies)
     answer = next(i for i, r in enumerate(replies) if "go ahead" in r["text"].lower())
-    assert "go ahead" in agent_texts[answer] and "explain" not in agent_texts[answer], agent_texts
+    # The answer alone (a turn cut at the bot's first sentence pause, 995 ms after "Wait."
+    # began, once joined "First, I look up your account ... Yes, go ahead." and passed here).
+    assert "go ahead" in agent_texts[answer] and len(agent_texts[answer].split()) <= 4, agent_texts
 
 
 # --- the shipped refund scenario, through `bench` with a live fixture, and the gate --------------
