@@ -148,6 +148,52 @@ def test_sigint_during_a_replay_keeps_a_scored_degraded_bundle(tmp_path):
     assert validate_bundle(out) == []
 
 
+def test_ctrl_c_during_a_bench_starts_no_new_task_and_says_so(tmp_path):
+    """A bench of three replays, one at a time, interrupted once the first has begun: the
+    first is kept (scored, or void for the replay it cut short: never a pass or fail on part
+    of the call), the two it never began are void, "not run", none is started after it; the
+    scorecard is written, one error line says so, exit 4 (it ran every task to the end and
+    exited 0, the Ctrl-C unheeded)."""
+    import os
+
+    tasks = [
+        {"id": f"t{i}", "budgets": {"max_latency_ms": 1500},
+         "fixture": {"source": "recorded", "audio": os.path.relpath(SAMPLE, tmp_path),
+                     "wer": False, "tags": ["acoustic"]}}
+        for i in range(3)
+    ]  # fmt: skip
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"kind": "agent-learning.bench-suite.v1", "control": "voice",
+                                 "name": "ctrl-c", "version": "1", "tasks": tasks}))  # fmt: skip
+    runs = tmp_path / "runs"
+    cmd = [*turnscope_exe(), "bench", str(suite), "-j", "1", "-q", "--runs", str(runs),
+           "-o", str(tmp_path / "out" / "bench.json")]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    began = time.monotonic()
+    while not (runs / "t0" / "caller.wav").exists() and time.monotonic() - began < 120:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4, (out, err)
+    assert "Traceback" not in err
+    errors = [x for x in err.splitlines() if x.startswith("turnscope: error:")]
+    assert len(errors) == 1, err
+    assert "interrupted by the user (Ctrl-C):" in errors[0] and "task(s) void" in errors[0]
+    rows = {r["task_id"]: r for r in json.loads((tmp_path / "out" / "bench.json").read_text())
+            ["per_task"]}  # fmt: skip
+    for tid in ("t1", "t2"):
+        assert rows[tid]["verdict"] == "void", rows[tid]
+        assert "not run: interrupted by the user (Ctrl-C)" in rows[tid]["error"], rows[tid]
+        assert not (runs / tid).exists()  # never started
+    first = rows["t0"]
+    assert first["verdict"] == "void" or "degraded" not in str(first), first
+    if first["verdict"] == "void":
+        assert "degraded replay: interrupted by the user (Ctrl-C)" in first["error"], first
+    assert (tmp_path / "out" / "bench.scorecard.json").is_file()
+    assert validate_bundle(runs / "t0") == []
+
+
 def test_sigterm_mid_call_keeps_everything_marked_degraded(tmp_path):
     proc, url = _start_agent("--no-greet")
     try:

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turnscope import interrupts
 from turnscope.actors.caller.tags import with_implied_tags
 from turnscope.asr.settings import Settings
 from turnscope.capture.file.source import FileSource
@@ -302,8 +303,9 @@ async def run_fixture(
                 dialogue = run.result.assembly.dialogue()
                 seen = call_conversation(caller.report(), contract, dialogue)
                 outcome = seen.as_reported(fx.expect.intent) if seen is not None else None
-            if run.result.degraded:  # the call's, the caller's, the pipeline's
-                return _void(task, fx, kind, "degraded call: " + "; ".join(run.result.degraded))
+        if run.result.degraded:  # the call's, the caller's, the pipeline's; a replay cut short
+            return _void(task, fx, kind, f"degraded {'call' if kind == 'live' else 'replay'}: "
+                         + "; ".join(run.result.degraded))  # fmt: skip
     except TurnscopeError as exc:
         return _refused(task, fx, kind, exc)
     except Exception as exc:  # a call that could not be set up, and the like: void, not a crash
@@ -383,6 +385,8 @@ async def run_suite_fixtures(
 
     async def one(task: dict[str, Any]) -> FixtureRun:
         async with calls if live(task) else replays:
+            if (stopped := interrupts.received()) is not None:  # Ctrl-C: no new fixture starts
+                return void_run(task, suite_path, f"not run: {stopped}")
             result = await run_and_publish(
                 task,
                 suite_path,

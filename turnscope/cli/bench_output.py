@@ -8,14 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich import progress as rp
 
 from turnscope.cli.console import err, fail_line, out, say, warn_line
 from turnscope.cli.exit_codes import ExitCode
@@ -36,9 +29,10 @@ class SuiteBar:
 
     def __call__(self, p: SuiteProgress) -> None:
         if self.bar is None:
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
-            self.bar = Progress(*columns, console=out, disable=self.quiet, transient=True)
+            columns = (rp.TextColumn("{task.description}"), rp.BarColumn(),
+                       rp.MofNCompleteColumn(), rp.TimeElapsedColumn(),
+                       rp.TimeRemainingColumn())  # fmt: skip
+            self.bar = rp.Progress(*columns, console=out, disable=self.quiet, transient=True)
             self.bar.start()
             self.job = self.bar.add_task(p.name, total=p.total)
         if p.failed is not None:
@@ -103,6 +97,10 @@ def fixtures_code(run: SuiteRun, *, as_json: bool = False) -> int:
         fail_line(f"{run.ray.gone}: {run.lost} fixture(s) did not run (void); what finished is "
                   f"kept in {run.bundles} (start the cluster again and rerun)")  # fmt: skip
         return ExitCode.INCOMPLETE  # an upload failed, the Ray cluster went away
+    if run.interrupted is not None:  # what was captured is kept, the rest is void: say which
+        fail_line(f"{run.interrupted}: {len(run.void())} task(s) void (not run, or cut short: "
+                  "each named above); the scorecard holds the rest, the bundles kept")  # fmt: skip
+        return ExitCode.INCOMPLETE
     if run.void_of_bad_input:
         fail_line("every task is void for bad input in its fixture (each named above): fix "
                   "those files or keys and run the suite again")  # fmt: skip

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turnscope import transports
+from turnscope import interrupts, transports
 from turnscope.asr.settings import Settings, load_settings
 from turnscope.configs import resolve
 from turnscope.errors import InputError, UploadError
@@ -62,6 +62,7 @@ class SuiteRun:
     ray: RayRun | None = None
     lost: int = 0
     warnings: list[str] = field(default_factory=list)  # about the run as asked for
+    interrupted: str | None = None  # a signal (Ctrl-C): no fixture started after it
 
     @property
     def passed(self) -> bool:
@@ -153,6 +154,7 @@ def run_suite(
                                                       **options))  # fmt: skip
         done = _finish(data, fixtures, store, output, scorecard_path, ray)
         done.warnings += unused
+        done.interrupted = interrupts.received()
         return done
     except BaseException:
         store.tidy()  # bad input found late (a Ray address), an interrupt: no empty folder
