@@ -148,6 +148,20 @@ def test_sigint_during_a_replay_keeps_a_scored_degraded_bundle(tmp_path):
     assert validate_bundle(out) == []
 
 
+@pytest.mark.parametrize("after_s", [0.05, 0.6])
+def test_ctrl_c_while_the_cli_loads_or_before_a_run_is_one_line_exit_130(tmp_path, after_s):
+    """Ctrl-C while the command line is still importing (a Python traceback, exit -2) or in a
+    command's own work before any run (typer's silent exit 130: a bare ^C on the terminal):
+    one line, exit 130."""
+    done = _signal_after(
+        [*turnscope_exe(), "synth", "barge-ins", "--snr-db", "10", "-o", str(tmp_path / "s")],
+        after_s,
+        signal.SIGINT,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "turnscope: error: interrupted (Ctrl-C)\n", done.stderr
+
+
 def test_ctrl_c_during_a_bench_starts_no_new_task_and_says_so(tmp_path):
     """A bench of three replays, one at a time, interrupted once the first has begun: the
     first is kept (scored, or void for the replay it cut short: never a pass or fail on part

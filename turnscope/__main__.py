@@ -1,3 +1,3 @@
-from turnscope.cli.main import run
+from turnscope.cli.entry import run
 
 run()

@@ -34,6 +34,9 @@ _HELP_SHOWN = tuple(
 )
 
 
+INTERRUPTED = "interrupted (Ctrl-C)"
+
+
 def guarded(command: Callable[[], Any], args: Sequence[str] = ()) -> int:
     """Run ``command`` (the CLI given ``args``); user-facing errors become one line and exit
     code 2, never a traceback."""
@@ -65,14 +68,15 @@ def guarded(command: Callable[[], Any], args: Sequence[str] = ()) -> int:
         fail_line("aborted")
         return ExitCode.INTERRUPTED
     except KeyboardInterrupt:
-        fail_line("interrupted")
+        fail_line(INTERRUPTED)
         return ExitCode.INTERRUPTED
     except OSError as exc:  # a path or OS problem the command did not expect: still bad input
-        error = OutputError(exc)
-        fail_line(str(error))
+        fail_line(str(error := OutputError(exc)))
         return error.exit_code
     except Exception as exc:  # a bug in turnscope: one line, and the whole trace in a file
         return bug(exc)
+    if code == ExitCode.INTERRUPTED:  # typer turns a Ctrl-C into exit 130 and says nothing
+        fail_line(INTERRUPTED)
     return code if isinstance(code, int) else 0
 
 

@@ -105,11 +105,15 @@ ASR_COMMANDS = {"replay", "bench", "call", "demo", "scenario"}  # scenario from-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user-facing errors become one line and exit code 2, never a traceback."""
     args = _optional_values(sys.argv[1:] if argv is None else list(argv))
-    if args and args[0] in ASR_COMMANDS and not {"--help", "-h"} & set(args):
-        from turnscope.asr.worker import start_asr_worker
 
-        start_asr_worker()
-    return guarded(lambda: app(args=args, prog_name="turnscope", standalone_mode=False), args)
+    def command() -> object:
+        if args and args[0] in ASR_COMMANDS and not {"--help", "-h"} & set(args):
+            from turnscope.asr.worker import start_asr_worker
+
+            start_asr_worker()
+        return app(args=args, prog_name="turnscope", standalone_mode=False)
+
+    return guarded(command, args)
 
 
 def run() -> None:
