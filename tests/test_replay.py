@@ -221,8 +221,11 @@ def test_truncated_file_is_replayed_and_marked_degraded(tmp_path, cli):
     sf.write(tmp_path / "full.flac", audio, rate)
     flac = (tmp_path / "full.flac").read_bytes()
     (tmp_path / "cut.flac").write_bytes(flac[: len(flac) * 2 // 3])
-    code, _, err = cli("replay", str(tmp_path / "cut.flac"), "-q", "-o", str(tmp_path / "o"))
+    code, out, err = cli("replay", str(tmp_path / "cut.flac"), "-q", "-o", str(tmp_path / "o"))
     assert code == 4, err  # degraded evidence: the documented exit code
+    # The verdict line says it is not one to trust (it read "verdict: PASS" alone above it).
+    [line] = [x for x in out.splitlines() if x.startswith("verdict: ")]
+    assert "on degraded evidence, not to be trusted (why: below)" in line, out
     result = json.loads((tmp_path / "o" / "result.json").read_text())
     assert result["source"]["duration_ms"] < 3500
 

@@ -49,7 +49,7 @@ def report_call(call: CallRun, *, model: str) -> int:
     run = call.run
     for w in run.result.warnings:
         warn_line(w)
-    out.print(outcome_table(run.outcome))
+    out.print(outcome_table(run.outcome, degraded=bool(call.degraded)))
     s = call_summary(run, call.script)
     if s.exercised:
         say("; ".join(f"{e.exercised} of {e.planned} planned {e.kind.replace('_', '-')} "
@@ -76,7 +76,7 @@ def report_replay(run: RunOutput, *, model: str) -> int:
     for w in r.warnings:
         warn_line(w)
     if r.channels_alike is None:  # else not scored: the degraded line says why
-        out.print(outcome_table(run.outcome))
+        out.print(outcome_table(run.outcome, degraded=bool(r.degraded)))
     if run.outcome.wer is not None and r.channels_alike is None:
         w = run.outcome.wer
         parts = [f"{ch} {s.wer:.3f}" for ch, s in w.per_channel.items() if s.wer is not None]

@@ -36,9 +36,11 @@ def verdict_table(
     exercise: Mapping[str, Exercise] | None = None,
     failures: Sequence[str] = (),
     failing: Mapping[str, str] | None = None,
+    degraded: bool = False,
 ) -> Group:
     """The sub-scores against their floors (a failing one says why: ``failing``), what was
-    not exercised, then the verdict, the failing floors and any other reason it failed."""
+    not exercised, then the verdict, the failing floors and any other reason it failed; on
+    ``degraded`` evidence the verdict line says it is not one to trust."""
     result = scored["result"]
     table = Table(title=title, title_justify="left")
     table.add_column("dimension")
@@ -72,13 +74,16 @@ def verdict_table(
     )
     if passed and unexercised:
         line.append(f"  not exercised: {', '.join(unexercised)}", style="yellow")
+    if degraded:  # a pass or a fail on evidence the run itself says is degraded
+        line.append("  on degraded evidence, not to be trusted (why: below)", style="bold yellow")
     return Group(table, line)
 
 
-def outcome_table(outcome: Outcome, *, title: str = "verdict") -> Group:
+def outcome_table(outcome: Outcome, *, title: str = "verdict", degraded: bool = False) -> Group:
     """``verdict_table`` of an outcome: its verifier result, exercise and failures."""
     return verdict_table(outcome.verifier, title=title, exercise=outcome.exercise,
-                         failures=outcome.failures, failing=outcome.failing)  # fmt: skip
+                         failures=outcome.failures, failing=outcome.failing,
+                         degraded=degraded)  # fmt: skip
 
 
 def score_cell(value: float | None, note: str = "") -> Text | str:
