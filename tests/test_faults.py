@@ -707,6 +707,28 @@ def test_fixture_add_refuses_paths_and_empty_bundles(cli, tmp_path, sample_bundl
     assert "no usable audio" in err
 
 
+def test_fixture_add_refuses_a_run_whose_evidence_is_degraded_unless_kept(cli, tmp_path):
+    """A replay of a file cut off mid-data is degraded: as a fixture it would hold the agent to
+    a call that was never whole. Refused in one line naming why and the flag; with
+    --keep-degraded it is added (it was added silently)."""
+    data = SAMPLE.read_bytes()
+    (tmp_path / "cut.wav").write_bytes(data[: len(data) // 3])
+    code, _, err = cli("replay", str(tmp_path / "cut.wav"), "-q", "-o", str(tmp_path / "run"))
+    assert code == 4 and "the file was cut off" in err, err
+    suite = tmp_path / "suite.json"
+    shutil.copy(ROOT / "configs" / "suites" / "voice_starter.json", suite)
+    before = suite.read_text()
+    err = _bad_input(
+        cli, "fixture", "add", str(tmp_path / "run"), "--suite", str(suite), "--tags", "acoustic"
+    )
+    assert "its evidence is degraded" in err and "the file was cut off" in err, err
+    assert "--keep-degraded" in err and suite.read_text() == before
+    assert not (tmp_path / "fixtures").exists()
+    code, out, err = cli("fixture", "add", str(tmp_path / "run"), "--suite", str(suite),
+                         "--tags", "acoustic", "--keep-degraded")  # fmt: skip
+    assert code == 0 and "added task 'run'" in out, (out, err)
+
+
 def test_an_edited_verdict_is_caught_by_validate(cli, tmp_path, sample_bundle):
     copy = tmp_path / "b"
     shutil.copytree(sample_bundle, copy)

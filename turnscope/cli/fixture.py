@@ -25,6 +25,12 @@ def add(
         help="What was really said, for WER (default: the reference the run was scored with: a "
         "replay's --reference, a scenario's lines; without one, WER is not measured).",
     ),
+    keep_degraded: bool = typer.Option(
+        False,
+        "--keep-degraded",
+        help="Add a run whose evidence is degraded (interrupted, lost audio, a failed caller) "
+        "as it is; without it such a run is refused.",
+    ),
 ) -> int:
     """Copy the call's audio next to the suite, with its WER reference and contract, as a task.
 
@@ -34,7 +40,8 @@ def add(
     from turnscope.use_cases.fixture_add import add_fixture
 
     tag_list = [t.strip() for t in tags.split(",") if t.strip()]
-    added = add_fixture(bundle, suite, tag_list, task_id=task_id, reference=reference)
+    added = add_fixture(bundle, suite, tag_list, task_id=task_id, reference=reference,
+                        keep_degraded=keep_degraded)  # fmt: skip
     tid = added.task_id
     say(f"added task {tid!r} to {suite} ({added.audio}, tags {', '.join(added.tags)})")
     if added.reference_source is not None:

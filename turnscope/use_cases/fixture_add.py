@@ -44,11 +44,14 @@ def add_fixture(
     *,
     task_id: str | None = None,
     reference: str | Path | None = None,
+    keep_degraded: bool = False,
 ) -> AddedFixture:
     """Add the run in ``bundle`` (of call, replay or demo) to ``suite`` as a recorded task
     tagged ``tags``, named ``task_id`` (default: the bundle's folder name). The WER reference
     is never the ASR's own transcript: it is ``reference``, else the one the run was scored
-    with, else none (WER not measured). InputError for bad input, before anything is written."""
+    with, else none (WER not measured). A run whose evidence is degraded (interrupted, lost
+    audio, a caller that failed) is refused unless ``keep_degraded``: a fixture is the call a
+    suite holds the agent to. InputError for bad input, before anything is written."""
     bundle, suite, reference = Path(bundle), Path(suite), as_path(reference)
     unknown = [t for t in tags if t not in TAGS]
     if not tags or unknown:
@@ -79,6 +82,13 @@ def add_fixture(
             "nothing to replay",
             path=bundle,
             fix="add a run that captured the call",
+        )
+    if (degraded := result.get("degraded")) and not keep_degraded:
+        raise InputError(
+            f"its evidence is degraded ({'; '.join(map(str, degraded))}): a fixture is the call "
+            "the suite holds the agent to",
+            path=bundle,
+            fix="record the call again, or add it as it is with --keep-degraded",
         )
     folder = suite.parent / "fixtures"
     folder.mkdir(parents=True, exist_ok=True)
