@@ -196,3 +196,17 @@ def test_placement_rules_and_reference_words():
         {"reply_gap_ms": 200},
     ]
     assert len(notes) == 1 and "placed as after the caller's previous line" in notes[0]
+
+
+def test_a_degraded_runs_bundle_is_re_driven_with_a_warning_naming_why(tmp_path, cli):
+    """A bundle whose own result.json says its evidence is degraded (here a replay of a file
+    cut off mid-data) makes a scenario of what it captured, and says so (it said nothing)."""
+    data = (Path(__file__).parent.parent / "recordings" / "refund-call.wav").read_bytes()
+    (tmp_path / "cut.wav").write_bytes(data[: len(data) // 3])
+    code, _, err = cli("replay", str(tmp_path / "cut.wav"), "-q", "-o", str(tmp_path / "run"))
+    assert code == 4 and "the file was cut off" in err, err
+    code, out, err = cli("scenario", "from-recording", str(tmp_path / "run"), "-o",
+                         str(tmp_path / "redrive"))  # fmt: skip
+    assert code == 0 and (tmp_path / "redrive" / "scenario.yaml").is_file(), (out, err)
+    [line] = [x for x in err.splitlines() if "degraded evidence" in x]
+    assert "the file was cut off" in line and "re-drives what it captured" in line, line

@@ -42,6 +42,18 @@ class Redrive:
     bundle: Path
     caller_turns: int
     agent_turns: int
+    degraded: tuple[str, ...] = ()  # the recorded run's own, and the replay's: a partial call
+
+
+def _degraded(call: Path) -> list[str]:
+    """What a bundle's own result.json says degraded its evidence (a call cut short, lost
+    audio): the scenario re-drives only what it captured."""
+    from turnscope.jsonio import read_json
+
+    if not (call.is_dir() and (call / "result.json").is_file()):
+        return []
+    doc = read_json(call / "result.json", what="result")
+    return [str(d) for d in doc.get("degraded") or []] if isinstance(doc, dict) else []
 
 
 def _inputs(call: Path) -> tuple[dict[str, Path], str]:
@@ -217,6 +229,7 @@ def scenario_from_recording(
         bundle=bundle,
         caller_turns=sum(t.speaker == "caller" for t in turns),
         agent_turns=sum(t.speaker == "agent" for t in turns),
+        degraded=tuple(dict.fromkeys([*_degraded(call), *run.result.degraded])),
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.console import say
+from turnscope.cli.console import say, warn_line
 
 scenario_app = typer.Typer(
     name="scenario",
@@ -51,6 +51,8 @@ def from_recording(
     )
     for note in b.notes:
         say(f"note: {note}", markup=False)
+    for why in made.degraded:  # a partial call makes a partial scenario: said, not refused
+        warn_line(f"{call}: degraded evidence: {why}; the scenario re-drives what it captured")
     say(f"the recorded call's bundle: {made.bundle}", markup=False)
     say(f"wrote {b.scenario}", markup=False)
     say(f"re-drive it: turnscope call URL --scenario {b.scenario}", markup=False)
