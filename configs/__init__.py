@@ -21,19 +21,29 @@ def shipped_names(kind: str) -> list[str]:
     return sorted(p.stem for p in config_path(kind).glob(f"*{suffix}"))
 
 
+def shipped(kind: str, name: str | Path) -> Path | None:
+    """The shipped config a bare name (``refund-call`` or ``refund-call.yaml``, no folder)
+    names, or None when it names none."""
+    suffix = KINDS[kind][0]
+    path = Path(name)
+    if path.parent != Path(".") or path.suffix not in ("", suffix):
+        return None
+    candidate = config_path(kind, path.stem + suffix)
+    return candidate if candidate.is_file() else None
+
+
 def resolve(kind: str, given: str | Path) -> Path:
     """``given`` as a path when something is there; else, when it is a bare name (``refund-call``
     or ``refund-call.yaml``, no folder), the shipped config of that name; else InputError
     naming ``given`` as it was given and the shipped names."""
     from turnscope.errors import InputError
 
-    suffix, what = KINDS[kind]
+    what = KINDS[kind][1]
     path = Path(given)
     if path.exists():
         return path
-    bare = path.parent == Path(".") and path.suffix in ("", suffix)
-    if bare and (candidate := config_path(kind, path.stem + suffix)).is_file():
-        return candidate
+    if (found := shipped(kind, given)) is not None:
+        return found
     raise InputError(
         f"no such {what} file",
         path=given,

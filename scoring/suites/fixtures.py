@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from turnscope.configs import config_path
+from turnscope.configs import shipped
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, joined_problems
 from turnscope.scoring.suites.defaults import TAGS
@@ -211,11 +211,9 @@ def located(base: Path, relative: str) -> Path:
     """``relative`` under ``base`` (the suite's folder); a bare scenario name with no such file
     there (``refund-call.yaml``) is the shipped scenario of that name."""
     path = base / relative
-    bare = Path(relative).parent == Path(".") and relative.endswith(SCENARIO_SUFFIXES)
-    if path.exists() or not bare:
+    if path.exists() or not relative.endswith(SCENARIO_SUFFIXES):
         return path
-    shipped = config_path("scenarios", Path(relative).stem + ".yaml")
-    return shipped if shipped.is_file() else path
+    return shipped("scenarios", Path(relative).with_suffix(".yaml")) or path
 
 
 def resolve(suite_path: Path | None, relative: str) -> Path:
