@@ -210,8 +210,9 @@ def _check(
             path=path,
             fix="use --use-reference or --transcripts DIR, or add fixtures to the tasks",
         )
-    check_fixtures(load_suite(data), path)  # every fixture file, in one line, before any runs
-    kinds = {str(t["id"]): fx.kind() for t in data["tasks"] if (fx := parse_fixture(t, path))}
+    suite = load_suite(data)
+    check_fixtures(suite, path)  # every fixture file, in one line, before any runs
+    kinds = {t.id: t.fixture.kind() for t in suite.tasks if t.fixture is not None}
     if agent is None and set(kinds.values()) == {"live"}:  # nothing could run: say so now
         raise InputError(
             f"every task calls an agent live ({', '.join(kinds)}), and no --agent was given",
