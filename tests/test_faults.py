@@ -427,6 +427,8 @@ def test_output_paths_are_checked_before_anything_runs(cli, tmp_path):
     assert f"give -o a folder, e.g. {tmp_path / 'result'}" in err and not named.exists(), err
     err = _bad_input(cli, "scenario", "from-recording", str(SAMPLE), "-o", str(tmp_path / "s.yaml"))
     assert "not a .yaml file" in err and not (tmp_path / "s.yaml").exists(), err
+    err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(tmp_path / "call.mp3"))
+    assert "not a .mp3 file" in err and not (tmp_path / "call.mp3").exists(), err
     proc = Path("/proc/turnscope-cannot-write-here")
     err = _bad_input(cli, "replay", str(SAMPLE), "-q", "-o", str(proc))
     assert str(proc) in err

@@ -35,7 +35,10 @@ RUN_FILES = (
 LOAD_FILES = ("load.json", "load.html")  # a load run's aggregate, beside its calls/ folder
 # A new -o named like a file (`-o result.json`, `-o my.yaml`) made a folder of that name, the
 # files inside it: refused before anything runs, naming the folder it likely meant.
-FILE_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".wav", ".flac", ".html", ".xml", ".txt"})
+FILE_SUFFIXES = frozenset(
+    {".json", ".yaml", ".yml", ".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".html", ".png"}
+    | {".xml", ".txt", ".csv"}
+)
 
 
 def holds_a_run(folder: Path) -> bool:
