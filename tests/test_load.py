@@ -275,7 +275,10 @@ def test_calls_whose_agent_lost_audio_in_their_turns_are_said_by_code(scenario, 
     assert r["calls_degraded"] == {"audio_lost_in_turns": 2} and not r["degraded"], r
     assert "evidence degraded in 2 of 2 call(s): audio_lost_in_turns 2" in done.stdout
     page = (out / "load.html").read_text()
-    assert page.count("<td>audio_lost_in_turns</td>") == 2 and "evidence degraded in 2" in page
+    assert (
+        page.count("<td class='note l'>audio_lost_in_turns</td>") == 2
+        and "evidence degraded in 2" in page
+    )
     for c in r["calls"]:
         details = json.loads((Path(c["bundle"]) / "result.json").read_text())["source"]["details"]
         assert details["agent_unsent_ms"] == 0 and details["reorder_wait_ms"] == 40, details
@@ -305,7 +308,9 @@ def test_load_against_the_stock_pipecat_bot(scenario, tmp_path):
     said = " ".join(done.stdout.split())
     assert "verdict failed in 2 of 2 completed call(s); floors failed: " in said, said
     page = (out / "load.html").read_text()
-    assert "<p class='v'>FAILED</p>" in page and page.count("<td>fail: ") == 2, page
+    assert (
+        "<p class='v v-fail'>FAILED</p>" in page and page.count("<td class='v-fail l'>fail: ") == 2
+    ), page
 
 
 def test_an_agent_that_is_not_there_is_a_set_up_failure_per_call(scenario, tmp_path):

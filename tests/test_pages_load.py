@@ -130,3 +130,23 @@ def test_the_budget_line_is_drawn_whatever_the_replies(load_run):
     labels = re.findall(r'<g class="y-axis">.*?</g>', html, re.S)[0]
     assert ">5 s<" in labels or ">6 s<" in labels
     assert 'data-budget-ms="5000"' in html
+
+
+def test_the_page_says_at_a_glance_what_is_over_budget_and_how_the_run_went(load_run):
+    """The verdict is coloured as the scorecard's is; a latency over the scenario's budget is a
+    red cell (each percentile, each span of the run, each call's median), and nothing is red
+    under a budget every reply met; a call's verdict is green or red."""
+    report = LoadReport.model_validate_json((load_run / "load.json").read_text())
+    tight = render(report, budget_ms=1, budget_source="test", here=load_run)
+    loose = render(report, budget_ms=60_000, budget_source="test", here=load_run)
+    colour = "void" if report.degraded else "v-fail" if report.verdicts_failed else "pass"
+    assert re.search(rf"<p class='v {colour}'>", tight), tight[:2000]
+    red = re.findall(r"<td class='fail'>(\d+) ms</td>", tight)
+    windows = [w for w in report.latency_over_time if w.latency_ms.n]
+    # reply latency's four percentiles, p50/p90/p99 of each span with replies, each call's p50
+    assert len(red) >= 4 + 3 * len(windows) + len(report.calls), red
+    assert "class='fail'" not in loose and "class='fail l'" not in loose
+    verdicts = re.findall(r"<td class='(pass|v-fail) l'>(pass|fail[^<]*)</td>", loose)
+    assert len(verdicts) == report.completed, verdicts
+    # no barge-in was planned: the line is not flagged
+    assert "<p>barge-ins planned 0, exercised 0" in loose

@@ -111,11 +111,14 @@ class FileSource:
         if caller_channel not in (0, 1):
             raise InputError(f"caller channel must be 0 (left) or 1 (right), not {caller_channel}")
         picks = [caller_channel, 1 - caller_channel]
-        side = "left" if caller_channel == 0 else "right"
+        side, other = ("left", "right") if caller_channel == 0 else ("right", "left")
         info = SourceInfo(
             transport="file",
             timing_evidence=FILE_TIMING,
-            description=f"{reader.path.name} (stereo, caller on the {side})",
+            # The flag that swaps them is named: a file with the sides the other way round
+            # scores the agent as the caller, and only the transcript shows it.
+            description=f"{reader.path.name} (stereo: caller {side}, agent {other}; "
+            f"--caller-channel {other} if the other way round)",
             realtime=realtime,
             duration_ms=_duration_ms(reader),
             details={

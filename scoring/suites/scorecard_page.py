@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from turnscope.scoring.exercise import NOT_EXERCISED
+from turnscope.scoring.report.table_page import TABLE_CSS
 from turnscope.scoring.suites.gate import (
     DEFAULT_FLOORS,
     DEFAULT_TOLERANCE,
@@ -33,17 +34,7 @@ BASELINE_BESIDE = "baseline.scorecard.json"  # a baseline pinned next to the sco
 EPSILON = 1e-9
 NOT_MEASURED = "not measured"
 
-CSS = """
-body{font:14px system-ui,sans-serif;margin:2em;max-width:1200px}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}
-td.l,th.l{text-align:left}.d{display:block;font-size:12px}
-.fail{background:#fdd;color:#9b1c1c;font-weight:bold}.worse{background:#fff0f0}
-.worse .d,.fail .d{color:#c53030}.better .d{color:#2f855a}.better{background:#f0fff4}
-.note{background:#fff7e0;color:#7a5a00}.pass{color:#2f855a;font-weight:bold}
-.void{color:#7a5a00;font-weight:bold}.v-fail{color:#c53030;font-weight:bold}
-.meta{color:#555}
-"""
+CSS = TABLE_CSS
 
 
 def scorecard_note(card: Mapping[str, Any], tag: str, dim: str) -> str:

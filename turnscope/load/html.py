@@ -13,6 +13,7 @@ from turnscope.load.chart import chart
 from turnscope.load.hops import growth_line, levels_cell, sources_text
 from turnscope.load.record import CallRecord
 from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line, verdicts_line
+from turnscope.scoring.report.table_page import TABLE_CSS, Mark
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
 from turnscope.scoring.voice_wer import voice_line
@@ -25,35 +26,73 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f} ms"
 
 
-def _verdict(c: CallRecord) -> str:
-    """A call's verdict cell: pass, or fail and on what; - for a call that did not complete."""
-    if c.passed is None or c.status != "completed":
-        return "-"
-    return "pass" if c.passed else "fail: " + (", ".join(c.failed_floors) or "see its report")
-
-
 class Raw(str):
     """A cell's markup, put in as it is (a link)."""
 
 
-def _row(cells: Sequence[str], tag: str = "td") -> str:
-    return (
-        "<tr>"
-        + "".join(f"<{tag}>{c if isinstance(c, Raw) else escape(c)}</{tag}>" for c in cells)
-        + "</tr>"
-    )
+class Marked(str):
+    """A cell's text and how it is coloured (over the budget, failed, late)."""
+
+    mark: Mark
+
+    def __new__(cls, text: str, mark: Mark) -> Marked:
+        cell = super().__new__(cls, text)
+        cell.mark = mark
+        return cell
+
+
+def _marked(text: str, mark: Mark | None) -> str:
+    return text if mark is None else Marked(text, mark)
+
+
+def _verdict(c: CallRecord) -> str:
+    """A call's verdict cell: pass, or fail and on what; - for a call that did not complete."""
+    if c.passed is None or c.status != "completed":
+        return "-"
+    if c.passed:
+        return Marked("pass", Mark.PASS)
+    return Marked("fail: " + (", ".join(c.failed_floors) or "see its report"), Mark.FAILED)
+
+
+def _words(c: str) -> bool:
+    """A cell of words (a verdict, a worker, a link), not a figure."""
+    return isinstance(c, Raw) or (not c[:1].isdigit() and c != "-")
+
+
+def _cell(c: str, tag: str, left: bool) -> str:
+    body = c if isinstance(c, Raw) else escape(c)
+    classes = [c.mark.value] if isinstance(c, Marked) else []
+    classes += ["l"] if left else []
+    attr = f" class='{' '.join(classes)}'" if classes else ""
+    return f"<{tag}{attr}>{body}</{tag}>"
+
+
+def _row(cells: Sequence[str], left: Sequence[bool], tag: str = "td") -> str:
+    return "<tr>" + "".join(_cell(c, tag, x) for c, x in zip(cells, left, strict=True)) + "</tr>"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    return (
-        "<table>" + _row(head, "th") + "".join(_row(r) for r in rows) + "</table>"
-        if rows
-        else "<p>none</p>"
-    )
+    """A table whose columns of words are on the left and of figures on the right (as its
+    first row has them), heading and all."""
+    if not rows:
+        return "<p>none</p>"
+    left = [_words(c) for c in rows[0]]
+    return "<table>" + _row(head, left, "th") + "".join(_row(r, left) for r in rows) + "</table>"
 
 
-def _pct(name: str, p: Percentiles) -> list[str]:
-    return [name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max)]
+def _over(v: float | None, budget_ms: float | None) -> str:
+    """A latency figure, red when it is over the budget."""
+    late = v is not None and budget_ms is not None and v > budget_ms
+    return _marked(_ms(v), Mark.FAIL if late else None)
+
+
+def _pct(name: str, p: Percentiles, budget_ms: float | None = None) -> list[str]:
+    return [name, str(p.n), *(_over(v, budget_ms) for v in (p.p50, p.p90, p.p99, p.max))]
+
+
+def _count(n: int) -> str:
+    """A count of things gone wrong (late, lost), amber when there are any."""
+    return _marked(str(n), Mark.NOTE if n else None)
 
 
 def _hops(r: LoadReport) -> list[str]:
@@ -73,6 +112,11 @@ def _hops(r: LoadReport) -> list[str]:
         f"the hops of a reply sum to its latency.{grew}{without}</p>",
         _table(["hop", "n", "p50", "p90", "p99", "max", "p50 (ms) by calls up (replies)"], rows),
     ]
+
+
+def _missed(r: LoadReport) -> str:
+    """The barge-in line's class: amber when a planned barge-in was not exercised."""
+    return f" class='{Mark.NOTE.value}'" if r.barge_ins_exercised < r.barge_ins_planned else ""
 
 
 def budget_of(scenario: Scenario) -> tuple[int, str]:
@@ -115,35 +159,50 @@ def render(
     the page's folder, which the calls' links to their report.html are relative to."""
     h = r.harness
     # A run whose calls all completed but failed their verdicts is no OK (the exit code is 1).
-    verdict = "DEGRADED" if r.degraded else ("FAILED" if r.failed or r.verdicts_failed else "OK")
+    verdict, mark = (
+        ("DEGRADED", Mark.VOID)
+        if r.degraded
+        else ("FAILED", Mark.FAILED)
+        if r.failed or r.verdicts_failed
+        else ("OK", Mark.PASS)
+    )
     failures = [
         [status.replace("_", " "), kind, str(n), r.failure_reasons.get(status, {}).get(kind, "")]
         for status, kinds in r.failures.items()
         for kind, n in kinds.items()
     ]
     windows = [
-        [f"{x.start_s:.0f}-{x.end_s:.0f} s", str(x.calls_up), *_pct("", x.latency_ms)[1:5]]
+        [
+            f"{x.start_s:.0f}-{x.end_s:.0f} s",
+            str(x.calls_up),
+            *_pct("", x.latency_ms, budget_ms)[1:5],
+        ]
         for x in r.latency_over_time
     ]
     calls = [
         [
             str(c.slot + 1) + (f".{c.attempt}" if c.attempt > 1 else ""),
             c.worker,
-            c.status.replace("_", " ") + (f" ({c.kind})" if c.kind else ""),
+            _marked(
+                c.status.replace("_", " ") + (f" ({c.kind})" if c.kind else ""),
+                None if c.status == "completed" else Mark.FAIL,
+            ),
             _verdict(c),
             f"{c.planned_s:.1f} s",
             "-" if c.placement_lag_s is None else f"{c.placement_lag_s * 1000:.0f} ms",
-            "-" if not c.replies else f"{median(x.latency_ms for x in c.replies):.0f} ms",
-            str(c.unanswered),
+            _over(median(x.latency_ms for x in c.replies) if c.replies else None, budget_ms),
+            _count(c.unanswered),
             "-" if c.caller_max_send_lag_ms is None else f"{c.caller_max_send_lag_ms:.0f} ms",
-            ", ".join(c.degraded_codes) or ("whole" if c.status == "completed" else "-"),
+            _marked(", ".join(c.degraded_codes), Mark.NOTE)
+            if c.degraded_codes
+            else ("whole" if c.status == "completed" else "-"),
             _bundle(c.bundle, here),
         ]
         for c in r.calls
     ]
     body = [
         f"<h1>Load: {escape(r.scenario)} against {escape(r.target)}</h1>",
-        f"<p class='v'>{verdict}</p>",
+        f"<p class='v {mark.value}'>{verdict}</p>",
         f"<p>{r.plan.calls} callers at {r.plan.rate:g}/s"
         + (f" for {r.plan.duration_s:g} s" if r.plan.duration_s else "")
         + f" over {r.transport}, {r.loops} event loop(s) on {escape(r.where)}; "
@@ -166,9 +225,9 @@ def render(
         _table(
             ["", "n", "p50", "p90", "p99", "max"],
             [
-                _pct("reply latency", r.latency_ms),
+                _pct("reply latency", r.latency_ms, budget_ms),
                 *(
-                    [_pct("reply latency, caller audio on time", r.latency_on_time_ms)]
+                    [_pct("reply latency, caller audio on time", r.latency_on_time_ms, budget_ms)]
                     if r.latency_on_time_ms is not None
                     else []
                 ),
@@ -180,7 +239,8 @@ def render(
                 ),
             ],
         ),
-        f"<p>barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
+        f"<p{_missed(r)}>barge-ins planned {r.barge_ins_planned}, "
+        f"exercised {r.barge_ins_exercised}; "
         f"unanswered caller turns {r.unanswered_turns}"
         + (f" in {r.calls_with_unanswered} call(s)" if r.unanswered_turns else "")
         + "</p>",
@@ -209,11 +269,11 @@ def render(
             [
                 [
                     "-" if h.placement_lag_max_s is None else f"{h.placement_lag_max_s:.2f} s",
-                    str(h.calls_placed_late),
+                    _count(h.calls_placed_late),
                     _ms(h.caller_max_send_lag_ms),
-                    str(h.caller_late_frames),
-                    str(h.calls_caller_audio_late),
-                    str(h.agent_lost_frames),
+                    _count(h.caller_late_frames),
+                    _count(h.calls_caller_audio_late),
+                    _count(h.agent_lost_frames),
                     str(h.max_calls_up),
                 ]
             ],
@@ -236,12 +296,10 @@ def render(
             calls,
         ),
     ]
-    style = (
-        "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
-        "margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}"
-        # a figure and its unit on one line ("546 ms", not "546" over "ms")
+    style = TABLE_CSS + (
+        # a figure and its unit on one line ("546 ms", not "546" over "ms"); names on the left
         "td{white-space:nowrap}td:first-child,td:last-child{white-space:normal}"
-        ".v{font-size:1.4em;font-weight:bold}"
+        ".v{font-size:1.6em;margin:.3em 0}p.note{display:inline-block;padding:2px 6px;margin:0}"
     )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>turnscope load</title>"
