@@ -185,6 +185,86 @@ def test_every_worker_dying_at_once_is_waited_for_not_spent(monkeypatch):
     assert sum(w.handed_while_down for w in workers) == 0
 
 
+def test_a_signal_hands_out_nothing_more_and_tells_the_workers_to_stop():
+    """Ctrl-C in the driver (a real SIGINT, after the first result): no fixture is handed out
+    after it, each worker is told to stop (its fixtures under way end and come back, written),
+    the fixtures never handed out are void "not run", and a worker dying after the signal is
+    never retried."""
+    from turnscope import interrupts
+    from turnscope.distributed.fixtures import _dispatch
+    from turnscope.scoring.suites.suite import SuiteTask
+
+    class Ray(_FakeRay):
+        waits = 0
+
+        def wait(self, refs, num_returns, timeout):
+            self.waits += 1
+            if self.waits == 2:  # one result is in: the user presses Ctrl-C
+                os.kill(os.getpid(), signal.SIGINT)
+            return super().wait(refs, num_returns, timeout)
+
+    told: list[str] = []
+
+    class Stoppable(_Worker):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.stop = type("Stop", (), {"remote": lambda _, reason: told.append(reason)})()
+
+    tasks = [SuiteTask.model_validate({"id": f"t{k}"}) for k in range(12)]  # as load_suite's
+    workers = [Stoppable("a", die_on="t2"), Stoppable("b")]
+    try:
+        run = _dispatch(Ray(), tasks, None, workers, None)
+        assert interrupts.received() == interrupts.REASONS[signal.SIGINT]
+    finally:
+        interrupts.reset()
+    reason = interrupts.REASONS[signal.SIGINT]
+    assert told == [reason, reason]  # each worker, once
+    ids = [r.task.id if hasattr(r, "task") else r.scores.task_id for r in run.runs]
+    assert ids == [t.id for t in tasks]  # every task, in suite order
+    ran = sorted(t for w in workers for t in w.ran)
+    handed = 2 * 4 + 1  # both workers full, one more for the first result; none after Ctrl-C
+    void = {r.scores.task_id: r.scores.note for r in run.runs if r.scores.verdict == "void"}
+    assert len(ran) + len(void) == 12 and len(ran) < handed, (ran, void)
+    assert void["t2"].startswith(f"{reason}: its Ray worker ended")  # died after: not retried
+    never = [t.id for t in tasks[handed:]]
+    assert all(void[t] == f"not run: {reason}" for t in never), void
+    assert run.retried == 0 and run.gone is None and run.lost == 0
+
+
+def test_ctrl_c_during_a_bench_on_ray_keeps_what_ran_and_says_so(tmp_path):
+    """`bench --ray` interrupted once the first fixture has begun: the fixtures under way end
+    and are written (each bundle valid: scored whole, or void for a replay cut short), those
+    never handed out are void "not run", the scorecard is written, one error line, exit 4 (it
+    exited 130 with "interrupted" alone, no scorecard, and half-written bundles of two files)."""
+    from turnscope.scoring.evidence.validate import validate_bundle
+
+    suite = regression_suite(tmp_path, 6)
+    runs = tmp_path / "runs"
+    cmd = [*NETNS, *turnscope_exe(), "bench", str(suite), "-q", "--runs", str(runs), "-o",
+           str(tmp_path / "out" / "bench.json"), "--ray"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    began = time.monotonic()
+    while not list(runs.glob("*/caller.wav")) and time.monotonic() - began < 300:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4 and "Traceback" not in err, (out, err)
+    errors = [x for x in err.splitlines() if x.startswith("turnscope: error:")]
+    assert len(errors) == 1 and "interrupted by the user (Ctrl-C):" in errors[0], err
+    rows = json.loads((tmp_path / "out" / "bench.json").read_text())["per_task"]
+    assert len(rows) == 6 and (tmp_path / "out" / "bench.scorecard.json").is_file()
+    never = [r for r in rows if "not run: interrupted by the user (Ctrl-C)" in str(r)]
+    assert never, rows  # one worker takes 4 at once: the rest were never handed out
+    for r in never:
+        assert r["verdict"] == "void" and not (runs / r["task_id"]).exists()
+    ran = [r for r in rows if r not in never]
+    assert ran
+    for r in ran:
+        assert r["verdict"] != "void" or "interrupted by the user (Ctrl-C)" in r["error"], r
+        assert validate_bundle(runs / r["task_id"]) == [], r["task_id"]
+
+
 def _kill(pattern: str, ready, *, every: bool = False) -> None:  # type: ignore[no-untyped-def]
     """Once ``ready()`` holds, SIGKILL the first process whose command line has ``pattern``
     (``every``: each of them)."""

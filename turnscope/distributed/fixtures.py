@@ -11,6 +11,7 @@ its own input is void once with its reason, as locally.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from turnscope import interrupts
 from turnscope.asr.settings import Settings
 from turnscope.distributed.cluster import (
     GONE,
@@ -38,6 +40,7 @@ PER_WORKER = 4  # fixtures at once on one worker
 MAX_ATTEMPTS = 3  # a fixture whose worker died this many times is void
 REST_S = 1.0  # a restarting worker that refused its probe is asked again this much later
 MAX_RESTART_S = 300.0  # no worker back this long after they all died: the rest is void
+STOP_WAIT_S = 60.0  # after Ctrl-C, the fixtures under way this long to end and be written
 
 
 @dataclass
@@ -149,6 +152,11 @@ class FixtureWorker:
         run = await run_and_publish(task, self.suite_path, self.settings, self.runs, **self.options)
         return run, self.node
 
+    async def stop(self, reason: str) -> None:
+        """The driver was interrupted: the fixtures under way end now, written as usual (a
+        replay cut short is degraded, so void), and any handed over after this is stopped."""
+        interrupts.stop_all(reason)
+
 
 def _start_workers(
     ray: Any,
@@ -172,7 +180,7 @@ def _start_workers(
                     num_cpus=min(per, node.cpus),
                     num_gpus=1 if gpu else 0,
                     max_restarts=-1,
-                    max_concurrency=PER_WORKER,
+                    max_concurrency=PER_WORKER + 1,  # a probe or a stop beside full work
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=True),
                 ).remote(
                     (settings.on_gpu() if gpu else settings).model_dump_json(),
@@ -229,7 +237,30 @@ def _dispatch(
     workers: list[Any],
     progress: Callable[[Progress], None] | None,
 ) -> RayRun:
-    """Keep every worker at ``PER_WORKER`` fixtures until all have a result."""
+    """Keep every worker at ``PER_WORKER`` fixtures until all have a result. A signal (Ctrl-C,
+    SIGTERM) hands out nothing more and stops the fixtures under way, as a local bench does."""
+    stopped: list[str] = []
+
+    def stop(reason: str) -> None:
+        if not stopped:
+            interrupts.stop_all(reason)  # the driver's record of it (SuiteRun.interrupted)
+            for w in workers:
+                with contextlib.suppress(Exception):
+                    w.stop.remote(reason)
+        stopped.append(reason)
+
+    with interrupts.signals_to(stop):
+        return _hand_out(ray, tasks, suite_path, workers, progress, stopped)
+
+
+def _hand_out(
+    ray: Any,
+    tasks: list[dict[str, Any]],
+    suite_path: Path | None,
+    workers: list[Any],
+    progress: Callable[[Progress], None] | None,
+    stopped: list[str],
+) -> RayRun:
     from ray.exceptions import RayError, RayTaskError
 
     state = Progress(len(tasks))
@@ -241,9 +272,17 @@ def _dispatch(
     per_node: dict[str, int] = {}
     gone: str | None = None
     restarting = _Restarting()
-    while (queue and gone is None) or flying:
+    stop_by: float | None = None
+    while (queue and gone is None and not stopped) or flying:
+        if stopped and stop_by is None:
+            stop_by = time.monotonic() + STOP_WAIT_S
+        if stop_by is not None and time.monotonic() > stop_by:
+            for k, _ in flying.values():  # a worker that does not end: void, not waited for
+                why = f"{stopped[0]}: its Ray worker did not end it within {STOP_WAIT_S:.0f} s"
+                results[k] = void_run(tasks[k], suite_path, why)
+            break
         awake = restarting.awake(workers)
-        while queue and gone is None and awake:  # one at a time to the least loaded worker
+        while queue and gone is None and not stopped and awake:  # to the least loaded worker
             w = min(awake, key=lambda w: load[id(w)])
             if load[id(w)] >= PER_WORKER:
                 break
@@ -271,16 +310,20 @@ def _dispatch(
                 results[k] = void_run(tasks[k], suite_path, why)
             except RayError as exc:  # the worker died (killed, out of memory, node gone)
                 restarting.down(w)
-                if gone is None and not alive(ray):
+                if gone is None and not stopped and not alive(ray):
                     gone = f"{GONE} ({one_line(exc)[:120]})"
-                if gone is not None:
+                if gone is not None and not stopped:
                     queue.appendleft(k)
                     continue
-                if attempts[k] < MAX_ATTEMPTS:
+                if attempts[k] < MAX_ATTEMPTS and not stopped:
                     state.retried += 1
                     queue.appendleft(k)
                     continue
-                why = f"its Ray worker died {attempts[k]} times ({one_line(exc)})"
+                why = (  # after a signal the worker's death is the signal's: never retried
+                    f"{stopped[0]}: its Ray worker ended ({one_line(exc)})"
+                    if stopped
+                    else f"its Ray worker died {attempts[k]} times ({one_line(exc)})"
+                )
                 results[k] = void_run(tasks[k], suite_path, why)
             else:
                 results[k] = run
@@ -289,8 +332,9 @@ def _dispatch(
             state.failed += results[k].scores.verdict == "void"  # type: ignore[union-attr]
         if progress is not None:
             progress(state)
-    for k in queue:  # never ran: the cluster went away
-        results[k] = void_run(tasks[k], suite_path, gone or GONE)
+    for k in queue:  # never ran: the cluster went away, or a signal came first
+        why = gone or (f"not run: {stopped[0]}" if stopped else GONE)
+        results[k] = void_run(tasks[k], suite_path, why)
     run = RayRun([r for r in results if r is not None], [], per_node, retried=state.retried)
-    run.gone, run.lost = gone, len(queue)
+    run.gone, run.lost = gone, len(queue) if gone else 0
     return run
