@@ -51,6 +51,15 @@ def test_misuse_is_one_line():
         transports.options("sip", "sip:agent@127.0.0.1")
     with pytest.raises(InputError, match="is a websocket: a phone line"):
         transports.options("webrtc", "ws://127.0.0.1:1/ws")
+    # a hosted room is not an agent's endpoint: said before any lookup (offline, it was
+    # "Name or service not known"), its token scrubbed
+    for room, name in (
+        ("https://acme.daily.co/support?t=SECRET1", "a Daily room"),
+        ("wss://acme-x1.livekit.cloud?access_token=SECRET1", "a LiveKit Cloud"),
+    ):
+        with pytest.raises(InputError, match=f"is {name}") as err:
+            transports.options("webrtc", room)
+        assert "SECRET1" not in str(err.value) and "bot.py -t webrtc" in str(err.value)
     with pytest.raises(InputError, match="takes no URL"):
         transports.options("device", "http://x", caller_out="a_out", agent_in="b_in")
     spec = transports.spec("webrtc")

@@ -10,6 +10,9 @@ from turnscope import redact
 from turnscope.errors import InputError
 
 ICE_SCHEMES = ("stun", "stuns", "turn", "turns")
+# Hosted rooms a voice agent is often reached in: turnscope joins none of them (it calls an
+# agent's own SmallWebRTC or WHIP endpoint, or plays a carrier on its websocket).
+ROOMS = {"daily.co": "a Daily room", "livekit.cloud": "a LiveKit Cloud room"}
 
 
 def _checked(url: str, schemes: tuple[str, ...], what: str, fix: str) -> str:
@@ -46,6 +49,16 @@ def check_agent_url(url: str, schemes: tuple[str, ...], transport: str, example:
     """The agent URL of a ``transport`` call: one of ``schemes`` with a host and a valid port
     (its secrets registered)."""
     redact.register_url(url)
+    host = (urlsplit(url).hostname or "").lower()
+    room = next((name for domain, name in ROOMS.items() if host.endswith(f".{domain}")), None)
+    if room is not None:
+        raise InputError(
+            f"{redact.scrub(url)!r} is {room}, which turnscope does not join: it calls the "
+            "agent itself, over WebRTC (SmallWebRTC's /api/offer, or WHIP) or as a phone line",
+            fix="serve the bot on WebRTC where turnscope can reach it, e.g. a pipecat bot "
+            "with `python bot.py -t webrtc` at http://HOST:7860/api/offer; or call its phone "
+            "line's websocket with --transport twilio",
+        )
     if url.startswith(("ws:", "wss:")) and "ws" not in schemes:
         raise InputError(
             f"{redact.scrub(url)!r} is a websocket: a phone line",
