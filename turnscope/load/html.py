@@ -55,8 +55,8 @@ def _verdict(c: CallRecord) -> str:
 
 
 def _words(c: str) -> bool:
-    """A cell of words (a verdict, a worker, a link), not a figure."""
-    return isinstance(c, Raw) or (not c[:1].isdigit() and c != "-")
+    """A cell of words (a verdict, a worker, a link), not a figure nor empty ("-", "")."""
+    return isinstance(c, Raw) or (c not in ("", "-") and not c[0].isdigit())
 
 
 def _cell(c: str, tag: str, left: bool) -> str:
@@ -72,11 +72,11 @@ def _row(cells: Sequence[str], left: Sequence[bool], tag: str = "td") -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table whose columns of words are on the left and of figures on the right (as its
-    first row has them), heading and all."""
+    """A table whose columns of words are on the left and of figures on the right, heading
+    and all."""
     if not rows:
         return "<p>none</p>"
-    left = [_words(c) for c in rows[0]]
+    left = [any(_words(r[i]) for r in rows) for i in range(len(head))]
     return "<table>" + _row(head, left, "th") + "".join(_row(r, left) for r in rows) + "</table>"
 
 
