@@ -150,3 +150,33 @@ def test_the_page_says_at_a_glance_what_is_over_budget_and_how_the_run_went(load
     assert len(verdicts) == report.completed, verdicts
     # no barge-in was planned: the line is not flagged
     assert "<p>barge-ins planned 0, exercised 0" in loose
+
+
+def test_the_runs_budget_is_kept_and_marked_on_the_page_and_in_the_terminal(load_run, monkeypatch):
+    """load.json keeps the budget the replies were held to (the scenario's); load.html draws
+    and marks it without being told; the terminal's latency table names it and prints each
+    figure over it in red (a figure under it plain)."""
+    import io
+
+    from rich.console import Console
+
+    from turnscope.cli import load_latency
+
+    report = LoadReport.model_validate_json((load_run / "load.json").read_text())
+    assert (report.latency_budget_ms, report.latency_budget_source) == (BUDGET_MS, "the scenario's")
+    page = (load_run / "load.html").read_text()
+    assert (
+        f'data-budget-ms="{BUDGET_MS}"' in page and f"budget {BUDGET_MS} ms (the scenario" in page
+    )
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, color_system="standard", width=120)
+    monkeypatch.setattr(load_latency, "out", console)
+    report.latency_budget_ms = 1  # every reply over it
+    load_latency.latency_tables(report)
+    text = screen.getvalue()
+    assert "budget 1, the scenario's" in text
+    assert f"\x1b[1;31m{report.latency_ms.p50:.0f}\x1b[0m" in text, text
+    screen.truncate(0)
+    report.latency_budget_ms = 60_000  # none over it
+    load_latency.latency_tables(report)
+    assert "\x1b[1;31m" not in screen.getvalue()

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from turnscope.capture.player import LATE_MS
 from turnscope.cli.console import out, say, warn_line
+from turnscope.cli.load_latency import latency_tables
 from turnscope.cli.narrow import fits
 from turnscope.load.hops import (
     HopsReport,
@@ -17,7 +18,6 @@ from turnscope.load.hops import (
 )
 from turnscope.load.report import (
     LoadReport,
-    Percentiles,
     degraded_calls_line,
     late_frames_line,
     verdicts_line,
@@ -27,31 +27,6 @@ from turnscope.scoring.voice_wer import voice_line
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
-
-
-def latency_tables(r: LoadReport) -> None:
-    """Reply latency and barge-in yield percentiles, and reply latency over the run."""
-    t = Table(title="latency (ms)", title_justify="left")
-    for col in ("", "n", "p50", "p90", "p99", "max"):
-        t.add_column(col, justify="right" if col else "left")
-    rows: list[tuple[str, Percentiles]] = [("reply", r.latency_ms)]
-    if r.latency_on_time_ms is not None and r.latency_on_time_ms.n < r.latency_ms.n:
-        rows.append(("reply, caller audio on time", r.latency_on_time_ms))
-    rows.append(("barge-in yield", r.barge_in_yield_ms))
-    if r.caller_llm_ms is not None:  # the caller's own LLM: not the agent's latency
-        rows.append(("caller's LLM answer", r.caller_llm_ms))
-    for name, p in rows:
-        t.add_row(name, str(p.n), _ms(p.p50), _ms(p.p90), _ms(p.p99), _ms(p.max))
-    out.print(t)
-    if len(r.latency_over_time) > 1:
-        w = Table(title="reply latency over the run (ms)", title_justify="left")
-        for col in ("span", "calls up", "replies", "p50", "p90", "p99"):
-            w.add_column(col, justify="right")
-        for x in r.latency_over_time:
-            p = x.latency_ms
-            w.add_row(f"{x.start_s:.0f}-{x.end_s:.0f} s", str(x.calls_up), str(p.n),
-                      _ms(p.p50), _ms(p.p90), _ms(p.p99))  # fmt: skip
-        out.print(w)
 
 
 def hop_table(r: LoadReport) -> None:

@@ -151,12 +151,17 @@ def _bundle(bundle: str | None, here: Path | None) -> Raw | str:
 def render(
     r: LoadReport,
     *,
-    budget_ms: float = DEFAULT_MAX_LATENCY_MS,
-    budget_source: str = "",
+    budget_ms: float | None = None,
+    budget_source: str | None = None,
     here: Path | None = None,
 ) -> str:
-    """The page; ``budget_ms``: the scenario's latency budget, drawn on the chart; ``here``:
-    the page's folder, which the calls' links to their report.html are relative to."""
+    """The page; ``budget_ms``: the latency budget drawn on the chart and marked in the
+    tables (default: the report's own, else the verifier's); ``here``: the page's folder,
+    which the calls' links to their report.html are relative to."""
+    if budget_ms is None:
+        budget_ms = r.latency_budget_ms or DEFAULT_MAX_LATENCY_MS
+        budget_source = r.latency_budget_source if r.latency_budget_ms else "the verifier's default"
+    budget_source = budget_source or ""
     h = r.harness
     # A run whose calls all completed but failed their verdicts is no OK (the exit code is 1).
     verdict, mark = (
@@ -222,6 +227,9 @@ def render(
         )
     body += [
         "<h2>Latency (caller turn end to agent reply)</h2>",
+        f"<p class='meta'>budget {budget_ms:.0f} ms"
+        + (f" ({escape(budget_source)})" if budget_source else "")
+        + ": a figure over it is red</p>",
         _table(
             ["", "n", "p50", "p90", "p99", "max"],
             [

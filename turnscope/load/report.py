@@ -67,6 +67,10 @@ class LoadReport(BaseModel):
     floors_failed: dict[str, int] = Field(default_factory=dict)
     verdict_reason: str | None = None  # the first such call's failure beyond the floors
     latency_ms: Percentiles
+    # The budget each reply is held to (the scenario's task's max_latency_ms, else the
+    # verifier's default) and which it is: the terminal and load.html mark what is over it.
+    latency_budget_ms: int | None = None
+    latency_budget_source: str = ""
     # The replies whose caller turn ended with the caller's audio on time: what the agent did,
     # with none of the harness's lateness in it.
     latency_on_time_ms: Percentiles | None = None

@@ -138,8 +138,9 @@ def load_test(
         finally:
             if receiver is not None:
                 receiver.stop()  # a second stop (after the calls, in _place) does nothing
+    report.latency_budget_ms, report.latency_budget_source = budget_of(sc)
     tell.aggregated(report)  # the summary first: it is all a full disk leaves of the run
-    return LoadRun(report, folder, write_load(folder, report, budget=budget_of(sc)))
+    return LoadRun(report, folder, write_load(folder, report))
 
 
 def _receiver(otlp: str | None, folder: Path) -> RunReceiver | None:
@@ -230,17 +231,12 @@ def _on_ray(job: LoadJob, plan: LoadPlan, address: str, heard: Callable[[Event],
     return stopped, problems, owner, placed.get("n", 0)
 
 
-def write_load(
-    outdir: Path, report: LoadReport, budget: tuple[int, str] | None = None
-) -> str | None:
+def write_load(outdir: Path, report: LoadReport) -> str | None:
     """load.json (the report with every call's record), then load.html, each tried whatever
     became of the other; None, or one line on what could not be written and why."""
 
-    def page() -> str:  # the chart's budget line: the scenario's; links relative to outdir
-        budget_ms, source = budget or (None, "")
-        if budget_ms is None:
-            return render(report, here=outdir)
-        return render(report, budget_ms=budget_ms, budget_source=source, here=outdir)
+    def page() -> str:  # links relative to outdir
+        return render(report, here=outdir)
 
     missing: list[str] = []
     cause: OutputError | None = None
