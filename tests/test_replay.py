@@ -230,6 +230,18 @@ def test_truncated_file_is_replayed_and_marked_degraded(tmp_path, cli):
     assert result["source"]["duration_ms"] < 3500
 
 
+def test_the_header_says_which_side_is_the_caller_and_the_flag_that_swaps_them(tmp_path, cli):
+    """A file with its parties the other way round scores the agent as the caller, and without
+    a reference only the transcript shows it: the first line names the sides and the flag."""
+    clip = _excerpt(tmp_path, 15000, 18500)
+    for side, other in (("left", "right"), ("right", "left")):
+        code, out, err = cli("replay", str(clip), "--caller-channel", side,
+                             "-o", str(tmp_path / side))  # fmt: skip
+        assert code in (0, 1), err
+        head = out.splitlines()[0]
+        assert f"(stereo: caller {side}, agent {other}; --caller-channel {other} if" in head, out
+
+
 def test_mismatched_mono_lengths_warn(tmp_path, cli):
     audio, rate = sf.read(_excerpt(tmp_path, 15000, 18500), dtype="float32")
     sf.write(tmp_path / "c.wav", audio[:, 0], rate)
