@@ -190,3 +190,26 @@ def test_a_takeover_at_a_pause_is_not_a_smooth_answer():
     assert (tt.pause_talk_over_count, tt.pause_talk_over_ms) == (0, 0.0)
     s = tt.conditions["smooth_turn_taking"]
     assert (s.events, s.tor) == (1, 0.0)
+
+
+def test_a_long_calls_events_are_folded_under_one_line(sample_bundle, tmp_path):
+    """A call of many events: the measures stay open, the list of events is folded under one
+    line saying how many (a short call's list stays open)."""
+    import shutil
+
+    from turnscope.scoring.report.html import build_report
+    from turnscope.scoring.report.turn_taking import FOLD_AFTER
+
+    short = (sample_bundle / "report.html").read_text()
+    assert 'id="tt-0"' in short and 'class="tt-events"' not in short
+    bundle = tmp_path / "long"
+    shutil.copytree(sample_bundle, bundle)
+    result = json.loads((bundle / "result.json").read_text())
+    events = result["turn_taking"]["events"]
+    result["turn_taking"]["events"] = (events * (FOLD_AFTER // len(events) + 2))[: FOLD_AFTER + 3]
+    (bundle / "result.json").write_text(json.dumps(result))
+    build_report(bundle)
+    page = (bundle / "report.html").read_text()
+    n = FOLD_AFTER + 3
+    assert f'<details class="tt-events"><summary>the {n} events, one per row (show)' in page
+    assert page.count('class="tt-event"') == n and 'id="tt-0"' in page

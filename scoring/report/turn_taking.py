@@ -21,6 +21,9 @@ NAMES = {
 LEAD_MS = 1000.0  # play from a little before the event, to hear what led to it
 
 
+FOLD_AFTER = 12  # events listed open; more are folded under one line
+
+
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f} ms"
 
@@ -95,6 +98,11 @@ def turn_taking(m: ReportModel) -> str:
         if rows
         else '<div class="box note">No turn-taking event in this call.</div>'
     )
+    if len(tt.events) > FOLD_AFTER:  # a long call's list: the measures above are the glance
+        table = (
+            f'<details class="tt-events"><summary>the {len(tt.events)} events, one per row '
+            f"(show)</summary>{table}</details>"
+        )
     return (
         '<section id="turn-taking"><h2>Turn-taking</h2><div class="meta">In Full-Duplex-Bench\'s '
         "terms (TOR: the share of events where the agent took the turn: spoke >= 1 s or more "
