@@ -71,7 +71,7 @@ def test_the_plan_ramps_and_deals_the_callers_evenly():
     assert overload(16, 2) is None and "--ray" in (overload(200, 2) or "")
 
 
-def test_the_aggregate_counts_what_each_call_measured():
+def test_the_aggregate_counts_what_each_call_measured(capsys):
     replies = [Reply(at_ms=1000 + 100 * k, latency_ms=800 + k) for k in range(10)]
     records = [
         _record(0, replies=replies[:5], ended_s=20.0, barge_in_yields_ms=[300.0]),
@@ -98,6 +98,14 @@ def test_the_aggregate_counts_what_each_call_measured():
     assert r.calls_degraded == {"audio_lost_in_turns": 1}
     assert degraded_calls_line(r).startswith("evidence degraded in 1 of 4 call(s): "
                                              "audio_lost_in_turns 1")  # fmt: skip
+    # A planned barge-in that never happened is a warning in the terminal, not a count alone.
+    from turnscope.cli.load_tables import print_load
+
+    assert r.barge_ins_exercised < r.barge_ins_planned
+    print_load(r)
+    err = " ".join(capsys.readouterr().err.split())
+    missed = r.barge_ins_planned - r.barge_ins_exercised
+    assert f"warning: {missed} of {r.barge_ins_planned} planned barge-ins were not exercised" in err
 
 
 def test_replies_after_caller_audio_sent_late_are_told_apart(capsys):

@@ -102,6 +102,9 @@ def print_load(r: LoadReport) -> None:
         f"unanswered turns {r.unanswered_turns}",
         soft_wrap=True,
     )
+    if (missed := r.barge_ins_planned - r.barge_ins_exercised) > 0:  # never a silent pass
+        warn_line(f"{missed} of {r.barge_ins_planned} planned barge-ins were not exercised: "
+                  "those calls do not test barge-in (each call's report says why)")  # fmt: skip
     voice_lines(r)
     for line in [verdicts_line(r), *failure_lines(r), degraded_calls_line(r)]:
         if line:
