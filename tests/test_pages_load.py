@@ -180,3 +180,23 @@ def test_the_runs_budget_is_kept_and_marked_on_the_page_and_in_the_terminal(load
     report.latency_budget_ms = 60_000  # none over it
     load_latency.latency_tables(report)
     assert "\x1b[1;31m" not in screen.getvalue()
+
+
+def test_report_writes_a_load_runs_page_again_from_load_json(load_run, tmp_path):
+    """`turnscope report DIR` of a load run (a page lost, or made by an older version): the
+    page again from load.json, the same facts and marks (it said "not a run bundle")."""
+    import shutil
+
+    copy = tmp_path / "load-copy"
+    shutil.copytree(load_run, copy)
+    (copy / "load.html").unlink()
+    done = subprocess.run([*turnscope_exe(), "report", str(copy)], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == str(copy / "load.html"), done.stderr
+    again = (copy / "load.html").read_text()
+    assert again == (load_run / "load.html").read_text().replace(str(load_run), str(copy))
+    (copy / "load.json").write_text('{"kind": "something else"}')
+    done = subprocess.run([*turnscope_exe(), "report", str(copy)], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 2 and "load.json: is not a load run's record" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

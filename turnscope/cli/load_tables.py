@@ -20,6 +20,7 @@ from turnscope.load.report import (
     LoadReport,
     degraded_calls_line,
     late_frames_line,
+    missed_barge_ins_line,
     verdicts_line,
 )
 from turnscope.scoring.voice_wer import voice_line
@@ -102,9 +103,8 @@ def print_load(r: LoadReport) -> None:
         f"unanswered turns {r.unanswered_turns}",
         soft_wrap=True,
     )
-    if (missed := r.barge_ins_planned - r.barge_ins_exercised) > 0:  # never a silent pass
-        warn_line(f"{missed} of {r.barge_ins_planned} planned barge-ins were not exercised: "
-                  "those calls do not test barge-in (each call's report says why)")  # fmt: skip
+    if (line := missed_barge_ins_line(r)) is not None:  # never a silent pass
+        warn_line(line)
     voice_lines(r)
     for line in [verdicts_line(r), *failure_lines(r), degraded_calls_line(r)]:
         if line:

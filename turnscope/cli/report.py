@@ -12,14 +12,16 @@ from turnscope.cli.console import out, warn_line
 
 
 def report(
-    bundle: Path = typer.Argument(..., help="A run's output folder (a voice artifact bundle)."),
+    bundle: Path = typer.Argument(
+        ..., help="A run's output folder: a call's or a replay's bundle, a load or a bench run's."
+    ),
 ) -> int:
-    """(Re)build report.html and timeline.png in BUNDLE and print their paths."""
-    from turnscope.scoring.report.html import build_report
-    from turnscope.use_cases.open_page import not_a_bundle_page
+    """Write a run's page again from what the run keeps, and print its path: a bundle's
+    report.html and timeline.png, a load run's load.html (from load.json), a bench run's
+    scorecard page (from its scorecard JSON, against a baseline pinned beside it)."""
+    from turnscope.use_cases.rebuild_page import rebuild_pages
 
-    not_a_bundle_page(bundle)  # a load or bench run's folder: its own page, said in one line
-    for path in build_report(bundle):
+    for path in rebuild_pages(bundle):
         out.print(str(path), markup=False, highlight=False, soft_wrap=True)
     return 0
 
@@ -68,5 +70,5 @@ def browser_here() -> bool:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report", short_help="Rebuild a bundle's report.html and timeline.png.")(report)
+    app.command("report", short_help="Rebuild a run's page (report, load or scorecard).")(report)
     app.command("open", short_help="Open a run's page (report, load or scorecard).")(open_report)

@@ -18,7 +18,7 @@ from turnscope.asr.settings import Settings
 from turnscope.bundle_writer import RunIncomplete
 from turnscope.errors import CallSetupError, TurnscopeError
 from turnscope.load.plan import Slot
-from turnscope.load.record import CallRecord, finished_record
+from turnscope.load.record import CALLS, CallRecord, finished_record
 from turnscope.otlp.shared import SharedSpans
 
 
@@ -45,7 +45,7 @@ class LoadJob:
 
     def folder(self, slot: int, attempt: int) -> Path:
         name = f"call-{slot + 1:04d}" + (f"-{attempt}" if attempt > 1 else "")
-        return self.outroot / "calls" / name
+        return self.outroot / CALLS / name
 
 
 class Stopping:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from turnscope.load.chart import chart
 from turnscope.load.hops import growth_line, levels_cell, sources_text
-from turnscope.load.record import CallRecord
+from turnscope.load.record import CALLS, CallRecord
 from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line, verdicts_line
 from turnscope.scoring.report.table_page import TABLE_CSS, Mark
 from turnscope.scoring.stats import median
@@ -132,12 +132,13 @@ def budget_of(scenario: Scenario) -> tuple[int, str]:
 
 def _bundle(bundle: str | None, here: Path | None) -> Raw | str:
     """The call's bundle as a link to its report.html (relative to the page when its folder is
-    known); a URL or nothing as text."""
+    known, and found under it when the run's folder has moved); a URL or nothing as text."""
     if not bundle:
         return "-"
     if "://" in bundle:
         return bundle
-    report = Path(bundle) / "report.html"
+    moved = here / CALLS / Path(bundle).name if here is not None else None
+    report = (moved if moved is not None and moved.is_dir() else Path(bundle)) / "report.html"
     href = (
         Path(os.path.relpath(report, here)).as_posix()
         if here is not None

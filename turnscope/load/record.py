@@ -19,6 +19,9 @@ Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
 END_WINDOW_MS = (300.0, 20.0)  # before, after the caller turn's end
 
 
+CALLS = "calls"  # the folder, under a load run's, of its calls' bundles
+
+
 class ReplyHop(BaseModel):
     """One hop of a reply (scoring.latency's Point names): the hops sum to its latency."""
 

@@ -325,6 +325,18 @@ def degraded_calls_line(r: LoadReport) -> str | None:
     )
 
 
+def missed_barge_ins_line(r: LoadReport) -> str | None:
+    """Planned barge-ins that never happened: those calls do not test barge-in (None when
+    every planned one was exercised)."""
+    missed = r.barge_ins_planned - r.barge_ins_exercised
+    if missed <= 0:
+        return None
+    return (
+        f"{missed} of {r.barge_ins_planned} planned barge-ins were not exercised: those calls "
+        "do not test barge-in (each call's report says why)"
+    )
+
+
 def missing_slots(
     records: Sequence[CallRecord],
     plan: LoadPlan,

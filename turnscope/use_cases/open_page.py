@@ -10,7 +10,7 @@ from pathlib import Path
 from turnscope.errors import InputError
 from turnscope.scoring.report import REPORT
 
-__all__ = ["LOAD_PAGE", "SCORECARD_PAGE", "newest_page", "not_a_bundle_page", "page_of"]
+__all__ = ["LOAD_PAGE", "SCORECARD_PAGE", "newest_page", "page_of"]
 
 LOAD_PAGE = "load.html"  # turnscope load -o DIR
 SCORECARD_PAGE = "scorecard.html"  # turnscope bench without -o: runs/bench-NAME-TIME/
@@ -56,21 +56,6 @@ def page_of(path: Path) -> Path:
             )
         build_report(path)  # a bundle: its report built (or what it lacks, named)
     return page
-
-
-def not_a_bundle_page(path: Path) -> None:
-    """InputError when ``path`` is a load or bench run's folder rather than a run bundle: its
-    page is its own (``turnscope report`` builds a bundle's)."""
-    if not path.is_dir() or any((path / name).exists() for name in BUNDLE_FILES):
-        return
-    page = page_of(path) if any(path.glob("*.html")) else None
-    if page is not None and page.name != REPORT:
-        raise InputError(
-            f"is not a run bundle but a {'load' if page.name == LOAD_PAGE else 'bench'} run's "
-            f"folder: its page is {page.name}",
-            path=path,
-            fix=f"turnscope open {path}",
-        )
 
 
 def newest_page(runs: Path) -> Path:
