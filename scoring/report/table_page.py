@@ -3,9 +3,9 @@ cell, a green verdict and an amber "not exercised" mean the same thing on each."
 
 from __future__ import annotations
 
-__all__ = ["TABLE_CSS", "Mark"]
+from enum import StrEnum
 
-from enum import Enum
+__all__ = ["TABLE_CSS", "Mark"]
 
 TABLE_CSS = """
 body{font:14px system-ui,sans-serif;margin:2em;max-width:1200px}
@@ -20,7 +20,7 @@ td.l,th.l{text-align:left}.d{display:block;font-size:12px}
 """
 
 
-class Mark(str, Enum):
+class Mark(StrEnum):
     """What a cell or line says at a glance, as TABLE_CSS colours it."""
 
     FAIL = "fail"  # red ground: over a budget, below a floor
