@@ -76,7 +76,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "--keep-worst",
     ),
     "doctor": ("turnscope doctor", "turnscope doctor --all --json"),
-    "report": (f"turnscope report {_DEMO}",),
+    "report": (f"turnscope report {_DEMO}", "turnscope report runs/load"),
     "open": (
         f"turnscope open {_DEMO}",
         f"turnscope open {_DEMO} --print",
