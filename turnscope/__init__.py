@@ -28,8 +28,11 @@ Names are imported when first used, so ``import turnscope`` (and the CLI) stays 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+# Nothing is imported here at run time: the console script imports this package before its
+# Ctrl-C guard (turnscope/cli/entry.py) can run, so the less it does the smaller that window.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -76,6 +79,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'turnscope' has no attribute {name!r}")
+    import importlib
+
     return getattr(importlib.import_module(module), _RENAMED.get(name, name))
 
 
