@@ -201,7 +201,7 @@ def test_a_disk_that_fills_during_load_keeps_the_summary_and_names_each_calls_lo
     assert got["rc"] == 4, got["err"]
     line = _one_line(got["err"])
     assert "could not write load.json" in line and "disk is full" in line
-    assert "latency (ms)" in got["out"] and "reply" in got["out"]  # the summary, printed
+    assert "latency (ms; budget 1200)" in got["out"] and "reply" in got["out"]  # the summary
     assert "load.json" not in got["top"]
     for call, files in got["calls"].items():
         assert "caller.wav" in files and "transcript.json" in files, files  # the valuable first

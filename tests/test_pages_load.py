@@ -174,7 +174,7 @@ def test_the_runs_budget_is_kept_and_marked_on_the_page_and_in_the_terminal(load
     report.latency_budget_ms = 1  # every reply over it
     load_latency.latency_tables(report)
     text = screen.getvalue()
-    assert "budget 1, the scenario's" in text
+    assert "latency (ms; budget 1)" in text
     assert f"\x1b[1;31m{report.latency_ms.p50:.0f}\x1b[0m" in text, text
     screen.truncate(0)
     report.latency_budget_ms = 60_000  # none over it

@@ -18,10 +18,8 @@ def _ms(v: float | None, budget_ms: int | None = None) -> Text:
 
 
 def _budget(r: LoadReport) -> str:
-    if r.latency_budget_ms is None:
-        return ""
-    source = f", {r.latency_budget_source}" if r.latency_budget_source else ""
-    return f"; budget {r.latency_budget_ms}{source}"
+    """The title's budget, short enough not to wrap over the table (load.json says whose)."""
+    return "" if r.latency_budget_ms is None else f"; budget {r.latency_budget_ms}"
 
 
 def latency_tables(r: LoadReport) -> None:
