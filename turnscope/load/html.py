@@ -261,7 +261,8 @@ def render(
         *_hops(r),
         "<h2>Over the run</h2>",
         chart(r, budget_ms, budget_source),
-        _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows),
+        # no reply timed: the chart already says so (a "none" under it said it twice)
+        _table(["span", "calls up", "replies", "p50", "p90", "p99"], windows) if windows else "",
         "<h2>Calls not set up or dropped, by kind</h2>",
         _table(["status", "kind", "calls", "the first call's reason"], failures),
         "<h2>The harness</h2>",
