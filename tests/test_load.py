@@ -101,11 +101,9 @@ def test_the_aggregate_counts_what_each_call_measured(capsys):
     # A planned barge-in that never happened is a warning in the terminal, not a count alone.
     from turnscope.cli.load_tables import print_load
 
-    assert r.barge_ins_exercised < r.barge_ins_planned
     print_load(r)
     err = " ".join(capsys.readouterr().err.split())
-    missed = r.barge_ins_planned - r.barge_ins_exercised
-    assert f"warning: {missed} of {r.barge_ins_planned} planned barge-ins were not exercised" in err
+    assert "warning: 1 of the 1 barge-ins planned in completed calls were not exercised" in err
 
 
 def test_replies_after_caller_audio_sent_late_are_told_apart(capsys):

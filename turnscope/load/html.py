@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from turnscope.load.chart import chart
 from turnscope.load.hops import growth_line, levels_cell, sources_text
 from turnscope.load.record import CALLS, CallRecord
-from turnscope.load.report import LoadReport, Percentiles, degraded_calls_line, verdicts_line
+from turnscope.load.report import (
+    LoadReport,
+    Percentiles,
+    degraded_calls_line,
+    missed_barge_ins_line,
+    verdicts_line,
+)
 from turnscope.scoring.report.table_page import TABLE_CSS, Mark
 from turnscope.scoring.stats import median
 from turnscope.scoring.verifier import DEFAULT_MAX_LATENCY_MS
@@ -115,8 +121,9 @@ def _hops(r: LoadReport) -> list[str]:
 
 
 def _missed(r: LoadReport) -> str:
-    """The barge-in line's class: amber when a planned barge-in was not exercised."""
-    return f" class='{Mark.NOTE.value}'" if r.barge_ins_exercised < r.barge_ins_planned else ""
+    """The barge-in line's class: amber when a completed call's planned barge-in was not
+    exercised (as the terminal's warning)."""
+    return f" class='{Mark.NOTE.value}'" if missed_barge_ins_line(r) is not None else ""
 
 
 def budget_of(scenario: Scenario) -> tuple[int, str]:

@@ -326,14 +326,16 @@ def degraded_calls_line(r: LoadReport) -> str | None:
 
 
 def missed_barge_ins_line(r: LoadReport) -> str | None:
-    """Planned barge-ins that never happened: those calls do not test barge-in (None when
-    every planned one was exercised)."""
-    missed = r.barge_ins_planned - r.barge_ins_exercised
+    """Planned barge-ins that never happened in calls that completed: those calls do not test
+    barge-in (None when each was exercised; a call cut short says so in its own line)."""
+    done = [c for c in r.calls if c.status == "completed"]
+    planned = sum(c.barge_ins_planned for c in done)
+    missed = sum(max(0, c.barge_ins_planned - c.barge_ins_exercised) for c in done)
     if missed <= 0:
         return None
     return (
-        f"{missed} of {r.barge_ins_planned} planned barge-ins were not exercised: those calls "
-        "do not test barge-in (each call's report says why)"
+        f"{missed} of the {planned} barge-ins planned in completed calls were not exercised: "
+        "those calls do not test barge-in (each call's report says why)"
     )
 
 
