@@ -86,8 +86,23 @@ def test_every_scenario_problem_at_once(cli, tmp_path):
     assert "more problem" not in err
     assert "3 problems" in err, err
     assert "name: Field required (add it)" in err
-    assert "script[0].caler: Extra inputs are not permitted (remove it, or fix its spelling)" in err
+    # the key it was likely meant to be, from every key a scenario knows at any depth
+    assert "script[0].caler: Extra inputs are not permitted (remove it, or fix its spelling: "
+    assert "fix its spelling: 'caller'?)" in err, err
     assert "script[2].barge_in_ms: Input should be a valid integer" in err and "'soon'" in err
+    bad.write_text("name: x\ncaller: {timout_s: 3}\nscript:\n  - agent: hi\n    wibble: 1\n")
+    code, _, err = cli("synth", str(bad), "-o", str(tmp_path / "s"))
+    assert code == 2 and "caller.timout_s: " in err and "spelling: 'timeout_s'?)" in err, err
+    assert (
+        "script[0].wibble: Extra inputs are not permitted (remove it, or fix its spelling)" in err
+    )
+    # a suite's fixture: the same
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"kind": "agent-learning.bench-suite.v1", "control": "voice",
+                                 "name": "s", "version": "1", "tasks": [{"id": "t", "fixture": {
+                                     "source": "recorded", "audo": "x.wav"}}]}))  # fmt: skip
+    code, _, err = cli("bench", str(suite), "-o", str(tmp_path / "b.json"))
+    assert code == 2 and "audo" in err and "spelling: 'audio'?)" in err, err
 
 
 def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):

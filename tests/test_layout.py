@@ -16,6 +16,7 @@ SHARED = (
     "turnscope.offline",
     "turnscope.configs",
     "turnscope.reasons",
+    "turnscope.spelling",
 )
 ALLOWED = {
     # transports: PCM on the call clock, nothing about what is said in it

@@ -14,6 +14,7 @@ from turnscope.actors.caller.voices.spec import voice_files
 from turnscope.configs import resolve
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, read_yaml
+from turnscope.spelling import field_names
 
 __all__ = ["files_used", "load_scenario", "voice_named", "voiced_by"]
 
@@ -36,7 +37,7 @@ def load_scenario(path: str | Path, *, caller_voice: str | None = None) -> Scena
     try:
         scenario = Scenario.model_validate(data, context={"base_dir": p.parent})
     except ValidationError as exc:
-        raise InputError(every_problem(exc), path=p) from None
+        raise InputError(every_problem(exc, known=field_names(Scenario)), path=p) from None
     scenario._source = p
     scenario_task(scenario)  # fail now, not after synthesis, on a bad suite reference
     return scenario

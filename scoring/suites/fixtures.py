@@ -46,6 +46,7 @@ from turnscope.configs import shipped
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, joined_problems
 from turnscope.scoring.suites.defaults import TAGS
+from turnscope.spelling import field_names
 
 if TYPE_CHECKING:
     from turnscope.scoring.suites.suite import Suite, SuiteTask
@@ -177,7 +178,8 @@ def parse_fixture(task: SuiteTask | Mapping[str, Any], suite_path: Path | None) 
     try:
         fx = raw if isinstance(raw, Fixture) else Fixture.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(every_problem(exc, prefix=where), path=suite_path) from None
+        problems = every_problem(exc, prefix=where, known=field_names(Fixture))
+        raise InputError(problems, path=suite_path) from None
     base = suite_path.parent if suite_path else Path.cwd()
     missing = fx.missing_files(base)
     if missing:

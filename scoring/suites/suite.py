@@ -30,6 +30,7 @@ from turnscope.jsonio import joined_problems, problem_list, read_json
 from turnscope.scoring.budgets import Budgets
 from turnscope.scoring.suites.fixtures import Fixture
 from turnscope.scoring.transcript import validate_dialogue
+from turnscope.spelling import field_names
 
 SUITE_KIND = "agent-learning.bench-suite.v1"
 # A number given where the contract has a string (``"version": 1``, ``"id": 7``) is that string.
@@ -155,7 +156,7 @@ def validate_suite(obj: Any, *, source: str | Path | None = None) -> Suite:
     try:
         suite = Suite.model_validate(obj)
     except ValidationError as exc:
-        problems += [_readable(p) for p in problem_list(exc)]
+        problems += [_readable(p) for p in problem_list(exc, known=field_names(Suite))]
     problems += _duplicate_ids(obj.get("tasks"))
     if problems:
         raise InputError(joined_problems(problems), path=source)
