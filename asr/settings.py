@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from turnscope.configs import config_path
 from turnscope.errors import InputError
-from turnscope.jsonio import one_line, read_yaml
+from turnscope.jsonio import every_problem, read_yaml
+from turnscope.spelling import field_names
 
 
 class _Strict(BaseModel):
@@ -167,4 +168,4 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise InputError(one_line(exc), path=source) from None
+        raise InputError(every_problem(exc, known=field_names(Settings)), path=source) from None
