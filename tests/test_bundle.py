@@ -417,7 +417,10 @@ def test_validate_cli(bundle, tmp_path, cli):
     assert code == 1 and "does not match 'agent.wav'" in out and "2 problem(s)" in out
     code, _, err = cli("validate", str(tmp_path / "nope"))
     assert code == 2 and "no such bundle" in err
-    code, out, _ = cli("validate", str(tmp_path))
+    other = tmp_path / "other"  # a folder that neither is nor holds a bundle
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    code, out, _ = cli("validate", str(other))
     assert code == 1 and "not a voice artifact bundle" in out
     # Another of the bundle's files in the manifest's place is bad input naming the folder (it
     # was five schema problems and exit 1, as if the bundle were damaged).
@@ -508,3 +511,19 @@ def test_a_narrow_terminal_does_not_break_a_line_the_cli_says(bundle):
                           text=True, timeout=60, env={**os.environ, "COLUMNS": "40"})  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"{bundle}: valid voice artifact bundle\n" in done.stdout
+
+
+def test_validate_a_folder_of_bundles_checks_each(bundle, tmp_path, cli):
+    """A bench run's folder (its tasks' bundles side by side): each checked, the damaged one's
+    problems named by its path, a count; it said "not a voice artifact bundle", exit 1."""
+    import shutil
+
+    run = tmp_path / "bench-run"
+    for name in ("task-a", "task-b"):
+        shutil.copytree(bundle, run / name)
+    code, out, err = cli("validate", str(run))
+    assert code == 0 and f"{run}: all 2 bundles are valid voice artifact bundles" in out + err
+    (run / "task-b" / "agent.wav").write_bytes(b"changed")
+    code, out, err = cli("validate", str(run))
+    assert code == 1 and f"{run / 'task-b'}" in out and "does not match 'agent.wav'" in out, out
+    assert "1 of 2 bundles has problems" in out + err and "the others are valid" in out + err

@@ -200,3 +200,21 @@ def test_report_writes_a_load_runs_page_again_from_load_json(load_run, tmp_path)
                           text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert done.returncode == 2 and "load.json: is not a load run's record" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_validate_checks_every_calls_bundle_of_a_load_run(load_run, tmp_path):
+    """`turnscope validate` of a load run: every call's bundle, a call folder without its
+    manifest among the problems (it said "not a voice artifact bundle", exit 1)."""
+    import shutil
+
+    done = subprocess.run([*turnscope_exe(), "validate", str(load_run)], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{load_run}: all 2 bundles are valid" in done.stdout + done.stderr
+    copy = tmp_path / "load-copy"
+    shutil.copytree(load_run, copy)
+    (copy / "calls" / "call-0002" / "voice_artifact_manifest.json").unlink()
+    done = subprocess.run([*turnscope_exe(), "validate", str(copy)], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 1 and "call-0002" in done.stdout, done.stdout
+    assert "1 of 2 bundles has problems" in done.stdout + done.stderr

@@ -66,6 +66,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "validate": (
         f"turnscope validate {_DEMO}",
         f"turnscope validate {_DEMO}/voice_artifact_manifest.json",
+        "turnscope validate runs/load",
     ),
     "gate": (
         "turnscope gate out/bench.scorecard.json --baseline "
