@@ -522,7 +522,15 @@ def test_validate_a_folder_of_bundles_checks_each(bundle, tmp_path, cli):
     for name in ("task-a", "task-b"):
         shutil.copytree(bundle, run / name)
     code, out, err = cli("validate", str(run))
-    assert code == 0 and f"{run}: all 2 bundles are valid voice artifact bundles" in out + err
+    assert code == 0 and f"{run}: all 2 bundles are valid" in out + err
+    # a bench's -o folder: the bundles of the runs its scorecard names
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "bench.scorecard.json").write_text(
+        json.dumps({"kind": "turnscope.scorecard.v1", "runs": "../bench-run"})
+    )
+    code, out, err = cli("validate", str(out_dir))
+    assert code == 0 and f"all 2 bundles are valid (in {run.resolve()})" in out + err, out + err
     (run / "task-b" / "agent.wav").write_bytes(b"changed")
     code, out, err = cli("validate", str(run))
     assert code == 1 and f"{run / 'task-b'}" in out and "does not match 'agent.wav'" in out, out

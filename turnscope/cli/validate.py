@@ -61,7 +61,10 @@ def _each(run: Path, checks: list[BundleCheck]) -> int:
         say(f"{run}: {len(bad)} of {len(checks)} bundles {have} problems "
             f"({sum(len(c.problems) for c in bad)} in all){rest}")  # fmt: skip
         return 1
-    say(f"{run}: all {len(checks)} bundles are valid voice artifact bundles")
+    where = sorted({str(c.bundle.parent) for c in checks} - {str(run)})
+    kept = f" (in {', '.join(where)})" if where and where != [str(run / "calls")] else ""
+    n = len(checks)
+    say(f"{run}: {f'all {n} bundles are' if n > 1 else 'its bundle is'} valid{kept}")
     return 0
 
 

@@ -23,12 +23,30 @@ class BundleCheck:
 
 def bundles_in(folder: Path) -> list[Path]:
     """The bundles ``folder`` holds when it is a run of many (none when it is a bundle itself,
-    or holds none): a load run's every call folder, or the sub-folders that are bundles."""
+    or holds none): a load run's every call folder, the sub-folders that are bundles, or, for
+    a bench's output folder (``-o out/bench.json``), those of the runs its scorecard names."""
     if not folder.is_dir() or (folder / MANIFEST).exists():
         return []
     if (folder / "load.json").is_file() and (folder / CALLS).is_dir():
         return sorted(p for p in (folder / CALLS).iterdir() if p.is_dir())
-    return sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
+    here = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
+    return here or [b for runs in _scorecards_runs(folder) for b in bundles_in(runs)]
+
+
+def _scorecards_runs(folder: Path) -> list[Path]:
+    """The per-task bundles' folders the scorecards in ``folder`` name (``runs``, relative)."""
+    from turnscope.errors import TurnscopeError
+    from turnscope.jsonio import SCORECARD_LIMITS, read_json
+
+    found: list[Path] = []
+    for card in sorted(folder.glob("*scorecard.json")):
+        try:
+            runs = read_json(card, what="scorecard", limits=SCORECARD_LIMITS).get("runs")
+        except (TurnscopeError, AttributeError):
+            continue  # not a scorecard this version reads: nothing named
+        if isinstance(runs, str) and (folder / runs).is_dir() and folder / runs != folder:
+            found.append((folder / runs).resolve())
+    return sorted(set(found))
 
 
 def validate_run(folder: Path) -> list[BundleCheck]:
