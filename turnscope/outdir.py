@@ -32,7 +32,8 @@ RUN_FILES = (
 )
 
 
-LOAD_FILES = ("load.json", "load.html")  # a load run's aggregate, beside its calls/ folder
+LOAD_JSON = "load.json"  # a load run's record, beside load.html and its calls/ folder
+LOAD_FILES = (LOAD_JSON, "load.html")
 # A new -o named like a file (`-o result.json`, `-o my.yaml`) made a folder of that name, the
 # files inside it: refused before anything runs, naming the folder it likely meant.
 FILE_SUFFIXES = frozenset(

@@ -34,8 +34,6 @@ BASELINE_BESIDE = "baseline.scorecard.json"  # a baseline pinned next to the sco
 EPSILON = 1e-9
 NOT_MEASURED = "not measured"
 
-CSS = TABLE_CSS
-
 
 def scorecard_note(card: Mapping[str, Any], tag: str, dim: str) -> str:
     """What a scorecard cell says instead of a number: "not measured" (WER without ASR),
@@ -296,7 +294,7 @@ def page(
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>turnscope scorecard: {escape(name)} {escape(version)}</title>"
-        f"<style>{CSS}</style></head><body>"
+        f"<style>{TABLE_CSS}</style></head><body>"
         f"<h1>Scorecard: {escape(name)} <span class='version'>{escape(version)}</span></h1>"
         f"<p class='{'pass' if judged.passed else 'v-fail'}' id='gate'>{verdict}: "
         f"{counts.get('passed', 0)} of {counts.get('scored', 0)} scored tasks passed, "

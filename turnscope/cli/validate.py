@@ -61,8 +61,10 @@ def _each(run: Path, checks: list[BundleCheck]) -> int:
         say(f"{run}: {len(bad)} of {len(checks)} bundles {have} problems "
             f"({sum(len(c.problems) for c in bad)} in all){rest}")  # fmt: skip
         return 1
-    where = sorted({str(c.bundle.parent) for c in checks} - {str(run)})
-    kept = f" (in {', '.join(where)})" if where and where != [str(run / "calls")] else ""
+    from turnscope.load.record import CALLS
+
+    where = sorted({str(c.bundle.parent) for c in checks} - {str(run), str(run / CALLS)})
+    kept = f" (in {', '.join(where)})" if where else ""
     n = len(checks)
     say(f"{run}: {f'all {n} bundles are' if n > 1 else 'its bundle is'} valid{kept}")
     return 0

@@ -9,25 +9,25 @@ from pathlib import Path
 
 from turnscope.errors import InputError
 from turnscope.jsonio import read_json, write_text
+from turnscope.outdir import LOAD_JSON
+from turnscope.use_cases.open_page import BUNDLE_FILES, LOAD_PAGE
+from turnscope.use_cases.scorecard_files import (
+    load_scorecard,
+    scorecards_in,
+    write_scorecard_page,
+)
 
 __all__ = ["rebuild_pages"]
-
-LOAD_JSON = "load.json"
-
-
-def _scorecards(folder: Path) -> list[Path]:
-    return sorted({*folder.glob("*.scorecard.json"), *folder.glob("scorecard.json")})
 
 
 def rebuild_pages(folder: Path) -> list[Path]:
     """Write ``folder``'s page(s) again; return their paths (bad input: not a run's folder)."""
     from turnscope.scoring.report.html import build_report
-    from turnscope.use_cases.open_page import BUNDLE_FILES
 
     if folder.is_dir() and not any((folder / name).exists() for name in BUNDLE_FILES):
         if (folder / LOAD_JSON).is_file():
             return [_load_page(folder)]
-        if cards := _scorecards(folder):
+        if cards := scorecards_in(folder):
             return [_scorecard_page(card) for card in cards]
         if any(folder.glob("*.html")):  # a page without the JSON it was made from
             raise InputError(
@@ -51,10 +51,8 @@ def _load_page(folder: Path) -> Path:
             path=folder / LOAD_JSON,
             fix="run the load again with this version",
         ) from None
-    return write_text(folder / "load.html", render(report, here=folder))
+    return write_text(folder / LOAD_PAGE, render(report, here=folder))
 
 
 def _scorecard_page(card_path: Path) -> Path:
-    from turnscope.use_cases.scorecard_files import load_scorecard, write_scorecard_page
-
     return write_scorecard_page(card_path, load_scorecard(card_path))

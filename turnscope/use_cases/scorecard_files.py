@@ -31,6 +31,12 @@ def load_scorecard(path: Path) -> dict[str, Any]:
     )
 
 
+def scorecards_in(folder: Path) -> list[Path]:
+    """The scorecards a folder holds: ``NAME.scorecard.json`` beside a bench's ``-o`` result,
+    ``scorecard.json`` in a bench run's own folder."""
+    return sorted({*folder.glob("*.scorecard.json"), *folder.glob("scorecard.json")})
+
+
 def _suite_of(card: Mapping[str, Any]) -> str:
     suite = card.get("suite") or {}
     if isinstance(suite, str):  # hand-written: a name alone

@@ -7,8 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from turnscope.errors import TurnscopeError
 from turnscope.load.record import CALLS
+from turnscope.outdir import LOAD_JSON
 from turnscope.scoring.evidence.bundle import MANIFEST
+from turnscope.use_cases.scorecard_files import load_scorecard, scorecards_in
 
 __all__ = ["BundleCheck", "bundles_in", "validate_run"]
 
@@ -27,7 +30,7 @@ def bundles_in(folder: Path) -> list[Path]:
     a bench's output folder (``-o out/bench.json``), those of the runs its scorecard names."""
     if not folder.is_dir() or (folder / MANIFEST).exists():
         return []
-    if (folder / "load.json").is_file() and (folder / CALLS).is_dir():
+    if (folder / LOAD_JSON).is_file() and (folder / CALLS).is_dir():
         return sorted(p for p in (folder / CALLS).iterdir() if p.is_dir())
     here = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
     return here or [b for runs in _scorecards_runs(folder) for b in bundles_in(runs)]
@@ -35,14 +38,11 @@ def bundles_in(folder: Path) -> list[Path]:
 
 def _scorecards_runs(folder: Path) -> list[Path]:
     """The per-task bundles' folders the scorecards in ``folder`` name (``runs``, relative)."""
-    from turnscope.errors import TurnscopeError
-    from turnscope.jsonio import SCORECARD_LIMITS, read_json
-
     found: list[Path] = []
-    for card in sorted(folder.glob("*scorecard.json")):
+    for card in scorecards_in(folder):
         try:
-            runs = read_json(card, what="scorecard", limits=SCORECARD_LIMITS).get("runs")
-        except (TurnscopeError, AttributeError):
+            runs = load_scorecard(card).get("runs")
+        except TurnscopeError:
             continue  # not a scorecard this version reads: nothing named
         if isinstance(runs, str) and (folder / runs).is_dir() and folder / runs != folder:
             found.append((folder / runs).resolve())
