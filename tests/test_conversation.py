@@ -224,6 +224,10 @@ def test_an_llm_caller_is_asked_spoken_recorded_and_replayed(tmp_path: Path):
     assert "replay_late" not in (warned.get("warning_codes") or []), warned["warnings"]
 
 
+# The script is the guide's example as written (docs/guide/caller.md): no agent line after the
+# greeting, a choose: right after a caller line (it waits for the answer) and the caller's line
+# last (with until:, the answer is waited for). The answer is a sentence: the bot asks again
+# after an answer under 0.8 s, and espeak-ng says "four two seven" in about that.
 PIPECAT_ORDER = """
 name: pipecat-order
 task: {budgets: {max_latency_ms: 3000}}
@@ -235,32 +239,36 @@ facts:
     asked_by: [order number, your order]
 goal: {description: when does my order ship, reached_when: {says: [tomorrow morning]}}
 until: {agent_says: {says: [goodbye]}}
-script:
-  - agent: Hello, thanks for calling. How can I help you today?
-  - caller: Hi, I would like to know when my order ships.
-  - agent: Can I have your order number please?
-  - agent: Thank you. Your order ships tomorrow morning. Is there anything else?
-  - choose:
-      - when: {says: [anything else]}
-        caller: No, that is all. Thank you.
-      - caller: Sorry, could you repeat that?
-  - agent: You are welcome. Goodbye.
 """
+
+
+def guide_script() -> str:
+    """The ``script:`` of the reactive caller's example in docs/guide/caller.md."""
+    guide = (ROOT / "docs" / "guide" / "caller.md").read_text()
+    block = guide.split("matched on which words) is in result.json's `script`:\n\n")[1]
+    lines = [line[4:] for line in block.split("\n\n")[0].splitlines()]
+    return "\n".join(lines[lines.index("script:") :]) + "\n"
 
 
 def test_a_pipecat_bot_that_asks_for_the_order_number_gets_it_and_the_call_ends(tmp_path: Path):
     """The stock pipecat bot asks for the order number (no caller line says it) and branches on
     the answer (an answer too short to be one is asked again): the caller answers from its facts,
-    the bot goes on to the shipping date, the caller takes the branch its words choose and hangs
-    up at the goodbye."""
+    the bot goes on to the shipping date, the caller takes the branch its words choose (once the
+    bot has answered the line before it) and hangs up at the goodbye (the answer to the script's
+    last line, waited for)."""
     scenario = tmp_path / "order.yaml"
-    scenario.write_text(PIPECAT_ORDER)
+    scenario.write_text(PIPECAT_ORDER + guide_script())
     with pipecat_bot(tmp_path / "bot", greeting=True, reply="order", latency_ms=400) as bot:
         run, _call, _caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
         truth = bot.truth()
     script = json.loads((tmp_path / "call" / "result.json").read_text())["script"]
     assert [d["kind"] for d in script["decisions"]] == ["fact", "goal", "choose", "until"], script
     assert script["goal"]["reached"] and script["ended_early"] == "the agent said it"
+    assert [r["text"] for r in script["lines"] if r["status"] == "spoken"] == [
+        "Hi, I would like to know when my order ships.",
+        "My order number is four two seven.",
+        "No, that is all. Thank you.",
+    ], script["lines"]
     replies = [r["text"] for r in truth if r["event"] == "reply" and r["kind"] == "reply"]
     assert replies == [
         "Sure, I can check that. Can I have your order number please?",

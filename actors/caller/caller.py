@@ -6,8 +6,8 @@ settings the turn detection uses) and drives the call through the call's own int
 write: agents that do not greet, answer in one short sentence, reply twice, or never answer.
 Per caller line:
 - after_agent_ms: think time after the agent's end of turn (as the endpointer decides it); when
-  the line before it in the script is the caller's own, after that line instead. The agent's
-  answer is waited for at most ``reply_timeout_ms`` of its silence (the greeting of a script
+  the line before it is the caller's own, after that line (a choose: still answers the agent).
+  The agent is waited for at most ``reply_timeout_ms`` of its silence (the greeting of a script
   that opens with the agent: ``greeting_timeout_ms`` from the start of media); then the line is
   spoken anyway, with a warning. If the agent speaks again as the line is due (a second reply,
   also one begun while the caller waited for words), the caller waits for it to end and thinks.
@@ -121,8 +121,7 @@ class ScriptedCaller(
         self._init_llm(llm_endpoint, replay)
 
     def transcribed(self, start_ms: float, end_ms: float, text: str) -> None:
-        """An agent utterance as the pipeline transcribed it (what the caller's words react
-        to)."""
+        """An agent utterance as the pipeline transcribed it (what the caller reacts to)."""
         self.ear.transcribed(start_ms, end_ms, text)
 
     def start(self) -> None:
@@ -228,6 +227,7 @@ class ScriptedCaller(
             # It answers the agent's turn, not a backchannel of its own said into that turn.
             if trigger == "reply_gap_ms" or (trigger == "after_agent_ms" and after_backchannel):
                 previous, last_end = reply_context(script, index, self.records)
+            previous = "agent" if line.choose is not None else previous  # it answers the agent
             if trigger == "at_ms":
                 await self.ear.until(ms)
             elif trigger in ("after_agent_ms", "reply_gap_ms") and previous != "agent":

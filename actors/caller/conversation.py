@@ -219,7 +219,15 @@ class Reactions:
 
     async def _converse_on(self: ScriptedCaller, last_end: float) -> float:
         """After the last scripted line: keep answering the agent's questions for facts until
-        ``until`` is met or the agent stops asking; the end of what the caller said."""
+        ``until`` is met or the agent stops asking; the end of what the caller said, or of the
+        agent's answer to it. A script that ends with the caller's line waits for that answer
+        first (it may say the words ``until`` waits for, or ask for a fact)."""
+        answer_end = last_end
+        ends_with_caller = self.lines and self.lines[-1][0] == len(self.scenario.script) - 1
+        if ends_with_caller and not self.ended_early:
+            speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
+            if speech is not None and not self.ended_early:
+                answer_end = (await self._end_of(speech)).end_ms or last_end
         while not self.ended_early:
             heard = await self._heard(last_end)
             if self._until_met(heard, None):
@@ -228,7 +236,7 @@ class Reactions:
             if answered is None:
                 break
             last_end = answered
-        return last_end
+        return max(last_end, answer_end)
 
     def reactions_report(self) -> dict[str, Any]:
         """The decisions, the goal and how the conversation ended (result.json's ``script``)."""
