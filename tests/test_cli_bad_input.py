@@ -247,11 +247,12 @@ def test_a_settings_file_names_every_misspelt_key_and_what_it_likely_meant(cli, 
     """Both problems at once (it said the first "and 1 more problem"), each with the key it
     likely meant, before anything runs."""
     settings = tmp_path / "s.yaml"
-    settings.write_text("asr:\n  modle: tiny.en\nvad:\n  agressiveness: 2\n")
+    settings.write_text("asr:\n  modle: tiny.en\nvad:\n  agressiveness: 2\naggressiveness: 2\n")
     wav = Path(__file__).resolve().parents[1] / "recordings" / "refund-call.wav"
     code, _, err = cli("replay", str(wav), "--settings", str(settings), "-o", str(tmp_path / "o"))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "2 problems: " in err and "more problem" not in err, err
+    assert "3 problems: " in err and "more problem" not in err, err
+    assert "aggressiveness: Extra inputs are not permitted (remove it, or move it under vad)" in err
     assert (
         "asr.modle: Extra inputs are not permitted (remove it, or fix its spelling: 'model'?)"
         in err

@@ -87,8 +87,8 @@ def test_every_scenario_problem_at_once(cli, tmp_path):
     assert "3 problems" in err, err
     assert "name: Field required (add it)" in err
     # the key it was likely meant to be, from every key a scenario knows at any depth
-    assert "script[0].caler: Extra inputs are not permitted (remove it, or fix its spelling: "
-    assert "fix its spelling: 'caller'?)" in err, err
+    caler = "script[0].caler: Extra inputs are not permitted (remove it, or fix its spelling: "
+    assert caler + "'caller'?)" in err, err
     assert "script[2].barge_in_ms: Input should be a valid integer" in err and "'soon'" in err
     bad.write_text("name: x\ncaller: {timout_s: 3}\nscript:\n  - agent: hi\n    wibble: 1\n")
     code, _, err = cli("synth", str(bad), "-o", str(tmp_path / "s"))
@@ -96,13 +96,22 @@ def test_every_scenario_problem_at_once(cli, tmp_path):
     assert (
         "script[0].wibble: Extra inputs are not permitted (remove it, or fix its spelling)" in err
     )
+    # a key in the wrong place: where it goes (it said "fix its spelling: 'timeout_s'?")
+    bad.write_text("name: x\ntimeout_s: 30\nscript:\n  - caller: hi\n    voise: en-us\n")
+    code, _, err = cli("synth", str(bad), "-o", str(tmp_path / "s"))
+    moved = "timeout_s: Extra inputs are not permitted (remove it, or move it under caller)"
+    assert code == 2 and moved in err, err
+    assert "script[0].voise: " in err and "fix its spelling: 'voice'?)" in err, err
     # a suite's fixture: the same
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"kind": "agent-learning.bench-suite.v1", "control": "voice",
                                  "name": "s", "version": "1", "tasks": [{"id": "t", "fixture": {
-                                     "source": "recorded", "audo": "x.wav"}}]}))  # fmt: skip
+                                     "source": "recorded", "audo": "x.wav"}}],
+                                 "max_latency_ms": 900}))  # fmt: skip
     code, _, err = cli("bench", str(suite), "-o", str(tmp_path / "b.json"))
     assert code == 2 and "audo" in err and "spelling: 'audio'?)" in err, err
+    moved = "max_latency_ms: Extra inputs are not permitted (remove it, or move it under "
+    assert moved + "tasks[N].budgets)" in err, err
 
 
 def test_suite_init_then_fixture_add_then_bench(cli, tmp_path, monkeypatch):

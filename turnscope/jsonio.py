@@ -16,7 +16,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from turnscope import redact
 from turnscope.errors import InputError, NotAFile, OutputError, ParseError, ParseProblem
-from turnscope.spelling import close_to
+from turnscope.spelling import Keys, extra_fix
 
 
 @dataclass(frozen=True)
@@ -390,9 +390,9 @@ def one_line(exc: ValidationError, *, prefix: str = "") -> str:
 _FIXES = {"missing": "add it", "extra_forbidden": "remove it, or fix its spelling"}
 
 
-def every_problem(exc: ValidationError, *, prefix: str = "", known: Collection[str] = ()) -> str:
+def every_problem(exc: ValidationError, *, prefix: str = "", known: Keys | None = None) -> str:
     """Every pydantic error, each as `where: what (the value given)`, on one line: a file is
-    fixed in one go, not one error per run (``known``: keys a misspelt one is matched to)."""
+    fixed in one go, not one error per run (``known``: where a misplaced or misspelt key goes)."""
     return joined_problems(problem_list(exc, prefix=prefix, known=known))
 
 
@@ -403,17 +403,15 @@ def joined_problems(parts: list[str]) -> str:
     return f"{len(parts)} problems: " + "; ".join(parts)
 
 
-def problem_list(
-    exc: ValidationError, *, prefix: str = "", known: Collection[str] = ()
-) -> list[str]:
+def problem_list(exc: ValidationError, *, prefix: str = "", known: Keys | None = None) -> list[str]:
     """Each pydantic error as `where: what (the value given)`."""
     parts = []
     for error in exc.errors():
         loc = key_path(error["loc"], prefix)
         what, given = error["msg"], error.get("input")
         if error["type"] in _FIXES:
-            near = close_to(error["loc"], known) if error["type"] == "extra_forbidden" else ""
-            what += f" ({_FIXES[error['type']]}{near})"
+            fix = extra_fix(error["loc"], known) if error["type"] == "extra_forbidden" else None
+            what += f" ({fix or _FIXES[error['type']]})"
         elif isinstance(given, (str, int, float, bool)):
             what += f" (got {str(given)[:40]!r})" if isinstance(given, str) else f" (got {given})"
         parts.append(f"{loc}: {what}" if loc else what)
