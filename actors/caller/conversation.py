@@ -143,14 +143,16 @@ class Reactions:
                     rec.notes.append("no branch matched and there is no default: not spoken")
                     self._decide(DecisionKind.CHOOSE, index, heard, "no branch matched")
                     return "", np.zeros(0, np.float32), last_end
-                self._decide(DecisionKind.CHOOSE, index, heard, f"choose[{k}]", hit, branch.when)
-                text = branch.caller
+                text = branch.caller  # what the caller did, as for a fact: what it said
+                said = f"said {quote(text)} (choose[{k}])"
+                self._decide(DecisionKind.CHOOSE, index, heard, said, hit, branch.when)
                 return text, await self._audio(text, branch.voice or line.voice), last_end
             if line.when is None:
                 return line.text, audio, last_end
             hit = reactive.test(line.when, heard)
             if hit is not None:
-                self._decide(DecisionKind.WHEN, index, heard, "spoken", hit, line.when)
+                self._decide(DecisionKind.WHEN, index, heard, f"said {quote(line.text)}", hit,
+                             line.when)  # fmt: skip
                 return line.text, audio, last_end
             waited += 1
             heard_end = max((s.end_ms or 0.0 for s in self.ear.speeches), default=last_end)
