@@ -1,7 +1,7 @@
 """Two caller lines into the agent's speech, live against the reference agent: a backchannel
 after the agent's false yield goes into its restart, not the turn it stopped (whose end is not
 yet decided), and a barge-in placed where the backchannel before it in the same turn is still
-sounding is kept apart from it (actors/caller/caller.py's INTO_AGAIN_MS), so both are heard.
+sounding is kept apart from it (actors/caller/into_agent.py's INTO_AGAIN_MS), so both are heard.
 The shipped pauses and backchannel-yield scenarios: benchmarks/shipped_scenarios.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import turnscope
-from turnscope.actors.caller.caller import INTO_AGAIN_MS
+from turnscope.actors.caller.into_agent import INTO_AGAIN_MS
 
 EXPLAIN = (
     "First you send the item back to us, then we check it in our warehouse, and then we pay "

@@ -34,6 +34,7 @@ from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
 from turnscope.actors.caller.in_step import ahead_of_script, sent_starts
+from turnscope.actors.caller.into_agent import IntoAgent
 from turnscope.actors.caller.lines import CallerLine, LineRecord, caller_lines, line_pauses, quote
 from turnscope.actors.caller.llm import LlmEndpoint
 from turnscope.actors.caller.llm_driver import LlmDriver
@@ -44,18 +45,13 @@ from turnscope.actors.caller.overlaps import Overlaps
 from turnscope.actors.caller.pauses import note_sent
 from turnscope.actors.caller.phrase import PhraseTriggers
 from turnscope.actors.caller.reply_gap import after_stop, reply_context
-from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, Line, Scenario
+from turnscope.actors.caller.scenario import Line, Scenario
 from turnscope.asr.settings import Settings
 from turnscope.capture.clock import CallClock
 from turnscope.capture.frames import PcmFrame
 from turnscope.capture.player import Player
 from turnscope.capture.source import SourceInfo
 from turnscope.reasons import Note, Severity
-
-# A caller line into an agent turn that already holds one of the caller's starts at least this
-# long after it ended, so that a listener hears two utterances (the harness ends one after 600
-# ms of silence, the reference agent after 400), not "mm-hmm wait" as one, its barge-in unheard.
-INTO_AGAIN_MS = 1000
 
 
 class CallControl(Protocol):
@@ -81,7 +77,7 @@ class KeypadControl(CallControl, Protocol):
 
 
 class ScriptedCaller(
-    Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport, AgentLines, Overlaps
+    Reactions, LlmDriver, LlmListener, PhraseTriggers, CallerReport, AgentLines, Overlaps, IntoAgent
 ):
     """Plays the caller side of ``scenario`` into ``call`` (a WebRTC call or a sound-device
     call) from ``start()``; hangs the call up when done. It reacts to the agent's words where
@@ -369,52 +365,3 @@ class ScriptedCaller(
             at_ms = (await self._end_of(speech)).decided_ms or self.clock.now_ms()
             await self._quiet_then(at_ms + think_ms, think_ms, rec)
         await self._rest_of_row(index, last_end, think_ms, rec)
-
-    async def _into_agent(self, index: int, line: Line, last_end: float, rec: LineRecord) -> str:
-        """Barge in (or backchannel) that far into the agent's current turn while it speaks;
-        what the line was spoken as."""
-        what = "barge-in" if line.kind == "barge_in" else "backchannel"
-        timeout = self.scenario.caller.reply_timeout_ms
-        # The agent's current turn: the utterance it is in (a second backchannel into the same
-        # line counts from the same start), else the next one it starts.
-        speech = self.ear.current()
-        if speech is not None and speech.start_ms < last_end and self._into_next_line(index):
-            speech = None  # not the turn its line before went into, stopped or ending
-        speech = speech or await self._agent_turn(last_end, timeout, rec)
-        if speech is None:
-            self._warn(
-                CallerNote.INTO_SILENCE,
-                f"script[{index}] {quote(line.text)}: planned as a {what}, but the agent did "
-                f"not speak within {timeout} ms; spoken into silence",
-            )
-            return "line"
-        if line.phrase is not None:  # when the agent says it (``phrase.py``)
-            return await self._on_phrase(index, line, speech, rec)
-        starts = list(sent_starts(self.records).values())
-        turn_ms, how = self.mid.turn_ms(index, self.ear.texts, starts, self.ear.typical_turn_ms())
-        rec.notes += [how] if how else []
-        _, offset = line.placed_trigger(turn_ms)
-        if speech.start_ms < last_end and last_end + INTO_AGAIN_MS - speech.start_ms > offset:
-            offset = round(last_end + INTO_AGAIN_MS - speech.start_ms)
-            rec.notes.append(f"placed {INTO_AGAIN_MS} ms after the caller's line before it "
-                             "in the same agent turn, to be heard apart from it")  # fmt: skip
-        rec.trigger_ms = offset
-        # Until the moment, or the end of the agent's utterance if that comes first.
-        await self.ear.wait_for(
-            lambda: speech.decided_ms is not None, lambda: speech.start_ms + offset
-        )  # its start may move past a recording's room tone (asr/room_tone_start.py)
-        rec.agent_start_ms = round(speech.start_ms, 1)  # what the offset was counted from
-        if (waited := await self.ear.through_pause(speech)) and speech.decided_ms is None:
-            rec.notes.append(f"due in a pause of the agent's turn: went out as it went on, "
-                             f"{waited:.0f} ms later")  # fmt: skip
-        if speech.decided_ms is None:
-            return line.kind
-        rec.agent_turn_ms = round(speech.length_ms, 1)
-        self._warn(
-            CallerNote.NOT_EXERCISED,
-            f"script[{index}] {quote(line.text)}: planned as a {what} {offset} ms into the "
-            f"agent's turn, but that turn lasted {speech.length_ms:.0f} ms; spoken as an "
-            f"ordinary reply (the {what} was not exercised)",
-        )
-        await self._quiet_then(speech.decided_ms + DEFAULT_THINK_MS, DEFAULT_THINK_MS, rec)
-        return "line"
