@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import statistics
 import subprocess
@@ -324,6 +325,35 @@ def test_short_reply_bot_without_greeting_runs_the_shipped_refund_call(tmp_path,
     assert "Caller voices" in (tmp_path / "r.scorecard.html").read_text()
     code, out, _ = cli("gate", str(tmp_path / "r.scorecard.json"))
     assert code == 1 and "not exercised" in out and "barge_in" in out, out
+
+
+# A script as one writes it for an agent whose words one does not know: the caller's lines alone.
+CALLER_LINES_ONLY = """
+name: caller-lines-only
+caller: {voice: en-us, timeout_s: 50, hangup_after_ms: 800}
+script:
+  - caller: Hi, what are your opening hours?
+  - caller: And are you open on Sundays?
+"""
+
+
+def test_a_script_of_the_callers_lines_alone_is_a_conversation(tmp_path):
+    """No agent line in the script: the caller waits for the bot's greeting, says each line once
+    the bot has finished its answer to the one before, and waits for the answer to the last (the
+    lines went out back to back over the greeting, and the call hung up before any answer: a
+    PASS with latency not exercised)."""
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_text(CALLER_LINES_ONLY)
+    with pipecat_bot(tmp_path / "bot", greeting=True, reply="short", latency_ms=300) as bot:
+        run, _call, _caller = asyncio.run(call_bot(bot.url, scenario, tmp_path / "call"))
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    turns = [(t.speaker, t.start_ms, t.end_ms) for t in run.result.assembly.turns]
+    assert [t[0] for t in turns] == ["agent", "caller", "agent", "caller", "agent"], turns
+    for before, after in itertools.pairwise(turns):
+        assert after[1] > before[2], turns  # each turn after the one before it: no talk-over
+    assert result["script"]["greeting"]["heard"] is True, result["script"]
+    assert result["warnings"] == [], result["warnings"]
+    assert result["exercise"]["latency"]["count"] == 2, result["exercise"]
 
 
 # --- faults: one clear line, exit 4, the bundle kept and marked degraded -------------------------

@@ -23,12 +23,24 @@ from typing import TYPE_CHECKING
 from turnscope.actors.caller.in_step import said_lines, words_of
 from turnscope.actors.caller.lines import LineRecord
 from turnscope.actors.caller.notes import CallerNote
-from turnscope.actors.caller.scenario import Line
+from turnscope.actors.caller.scenario import Line, Scenario
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.caller import ScriptedCaller
 
-__all__ = ["AgentLines", "agent_lines_before"]
+__all__ = ["AgentLines", "agent_lines_before", "no_agent_lines"]
+
+
+def no_agent_lines(scenario: Scenario) -> bool:
+    """A scripted caller whose script has no agent line (written for an agent whose words it
+    does not know) and answers the agent (a line at the default trigger, not only lines placed
+    on the clock): each caller line answers the agent's turn, the greeting first, and the last
+    line's answer is waited for. Without this its lines went out back to back, over the
+    greeting, and the call hung up before the agent answered: a pass that tested nothing."""
+    script = scenario.script
+    if scenario.caller.driver == "llm" or any(line.speaker == "agent" for line in script):
+        return False
+    return any(line.trigger[0] in ("after_agent_ms", "reply_gap_ms") for line in script)
 
 
 def agent_lines_before(script: Sequence[Line], index: int) -> list[int]:

@@ -6,7 +6,8 @@ settings the turn detection uses) and drives the call through the call's own int
 write: agents that do not greet, answer in one short sentence, reply twice, or never answer.
 Per caller line:
 - after_agent_ms: think time after the agent's end of turn (as the endpointer decides it); when
-  the line before it is the caller's own, after that line (a choose: still answers the agent).
+  the line before it is the caller's own, after that line (a choose: still answers the agent;
+  a script of caller lines alone: each answers the agent, ``agent_lines.no_agent_lines``).
   The agent is waited for at most ``reply_timeout_ms`` of its silence (the greeting of a script
   that opens with the agent: ``greeting_timeout_ms`` from the start of media); then the line is
   spoken anyway, with a warning. If the agent speaks again as the line is due (a second reply,
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from turnscope.actors.caller.acoustics import attach
-from turnscope.actors.caller.agent_lines import AgentLines
+from turnscope.actors.caller.agent_lines import AgentLines, no_agent_lines
 from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
@@ -223,7 +224,8 @@ class ScriptedCaller(
             # It answers the agent's turn, not a backchannel of its own said into that turn.
             if trigger == "reply_gap_ms" or (trigger == "after_agent_ms" and after_backchannel):
                 previous, last_end = reply_context(script, index, self.records)
-            previous = "agent" if line.choose is not None else previous  # it answers the agent
+            if line.choose is not None or no_agent_lines(self.scenario):
+                previous = "agent"  # it answers the agent (the greeting, or its previous line)
             if trigger == "at_ms":
                 await self.ear.until(ms)
             elif trigger in ("after_agent_ms", "reply_gap_ms") and previous != "agent":
@@ -262,7 +264,7 @@ class ScriptedCaller(
         llm_driven = self.scenario.caller.driver == "llm"
         if llm_driven and not self.ended_early:
             last_end = await self._llm_converse(last_end)
-        elif self.lines and self.lines[-1][0] < len(script) - 1 and not self.ended_early:
+        elif self.lines and self._answer_expected() and not self.ended_early:
             # The script expects the agent to answer the last caller line: wait for it.
             speech = await self._talked_over(self.records[-1], self.records[-1]) or (
                 await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
@@ -281,6 +283,11 @@ class ScriptedCaller(
             last_end = max(last_end, await self._converse_on(said_end))
         self.call.script_done = True
         await self.ear.until(last_end + self.scenario.caller.hangup_after_ms)
+
+    def _answer_expected(self) -> bool:
+        """Whether the agent answers the script's last caller line: an agent line follows it,
+        or the script has none (each caller line answers the agent)."""
+        return self.lines[-1][0] < len(self.scenario.script) - 1 or no_agent_lines(self.scenario)
 
     async def _press(self, digits: str, rec: LineRecord) -> float:
         """A dtmf line: the keys pressed on the phone line; when the last one went."""
@@ -330,7 +337,8 @@ class ScriptedCaller(
         """Wait for the agent's turn (the greeting, or its answer to our previous line) to end,
         at most the timeout, then think."""
         spec = self.scenario.caller
-        greeting = not spoken_any and index > 0 and self.scenario.script[0].speaker == "agent"
+        opens = self.scenario.script[0].speaker == "agent" or no_agent_lines(self.scenario)
+        greeting = not spoken_any and opens and (index > 0 or no_agent_lines(self.scenario))
         timeout = spec.greeting_timeout_ms if greeting else spec.reply_timeout_ms
         rec.waited_for_agent = True
         speech = (

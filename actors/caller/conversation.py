@@ -225,8 +225,7 @@ class Reactions:
         agent's answer to it. A script that ends with the caller's line waits for that answer
         first (it may say the words ``until`` waits for, or ask for a fact)."""
         answer_end = last_end
-        ends_with_caller = self.lines and self.lines[-1][0] == len(self.scenario.script) - 1
-        if ends_with_caller and not self.ended_early:
+        if self.lines and not self._answer_expected() and not self.ended_early:
             speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
             if speech is not None and not self.ended_early:
                 answer_end = (await self._end_of(speech)).end_ms or last_end
