@@ -259,3 +259,16 @@ def test_a_settings_file_names_every_misspelt_key_and_what_it_likely_meant(cli, 
     )
     assert "vad.agressiveness: " in err and "spelling: 'aggressiveness'?)" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_reference_agent_given_a_scenario_without_agent_lines_says_so(cli, tmp_path):
+    """A script of the caller's lines alone (for one's own agent) given to the reference agent:
+    one line naming the file and the fix (it was an internal error, a pydantic trace)."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: mine\nscript:\n  - caller: Hi, what are your opening hours?\n")
+    for args in (["demo", "-o", str(tmp_path / "d")], ["agent", "--port", "0"]):
+        code, _, err = cli(*args, "--scenario", str(mine))
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{mine}: has no agent line: the reference agent speaks" in err, err
+        assert "turnscope call URL --scenario FILE" in err, err
+    assert not (tmp_path / "d").exists()

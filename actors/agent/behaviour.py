@@ -16,6 +16,7 @@ from turnscope.actors.agent.talk_over import OverCaller, over_caller
 from turnscope.actors.caller.fields import Voice
 from turnscope.actors.caller.scenario import Scenario
 from turnscope.actors.caller.speech import load_clip, speak
+from turnscope.errors import InputError
 
 __all__ = ["AgentBehaviour", "AgentLine", "prompt_audio"]
 
@@ -108,6 +109,13 @@ class AgentBehaviour(BaseModel):
             for k, line in enumerate(scenario.script)
             if line.speaker == "agent"
         ]
+        if not lines:
+            raise InputError(
+                "has no agent line: the reference agent speaks a scenario's agent lines",
+                path=scenario.source,
+                fix="add `- agent: TEXT` lines where it answers, or call your own agent with "
+                "it: turnscope call URL --scenario FILE",
+            )
         data: dict[str, Any] = {
             "lines": lines,
             "greet": scenario.script[0].speaker == "agent",
