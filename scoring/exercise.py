@@ -94,6 +94,14 @@ def exercise(facts: Facts, plan: Plan | None = None) -> dict[str, Exercise]:
     return {d: Exercise(d, counts[d], planned if d == "barge_in" else None) for d in COMPONENTS}
 
 
+def barge_ins_happened(exercised: Mapping[str, Exercise], planned: int) -> int:
+    """How many of a script's ``planned`` barge-ins happened, as the verifier counted them: a
+    caller line said as a barge-in that met no agent speech (said into a pause of the agent's
+    turn, within the VAD's hangover) is none, whatever the caller believed."""
+    found = exercised.get("barge_in")
+    return min(found.count if found is not None else 0, planned)
+
+
 def exercise_from_dict(doc: Mapping[str, Any] | None) -> dict[str, Exercise]:
     """Read back ``{dim: Exercise.to_dict()}`` (as written in result.json and scorecards)."""
     out: dict[str, Exercise] = {}

@@ -243,7 +243,8 @@ def test_recorded_audio_line(tmp_path):
         ),
         (
             "name: x\nscript:\n  - caller: wait\n    barge_in_ms: 100\n",
-            "script[0].barge_in_ms: a barge-in must follow an agent line",
+            "script[0].barge_in_ms: a barge-in must follow an agent line (the turn it goes "
+            "into: put `- agent: TEXT` before it)",
         ),
         (
             "name: x\nscript:\n  - agent: hello there\n  - caller: wait\n    barge_in_ms: soon\n",

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from turnscope.actors.caller.into_agent import warn_into_no_speech
 from turnscope.actors.caller.own_line import warn_own_line, warn_unheard
 from turnscope.asr.assembly import Heard
 from turnscope.asr.events import (
@@ -228,4 +229,5 @@ class CallerHears(Sink):
         script, now that every agent turn is transcribed."""
         self.caller.judge_in_step()
         warn_own_line(self.caller.found, result.assembly.dialogue(), self.caller.records)
+        warn_into_no_speech(self.caller.found, result.assembly.dialogue(), self.caller.records)
         warn_unheard(self.caller.found, result.assembly, self.caller.records, result.audio_ms)

@@ -5,17 +5,19 @@ is spoken as an ordinary reply, said as not exercised."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from turnscope.actors.caller.in_step import sent_starts
 from turnscope.actors.caller.lines import LineRecord, quote
 from turnscope.actors.caller.notes import CallerNote
 from turnscope.actors.caller.scenario import DEFAULT_THINK_MS, Line
+from turnscope.reasons import Findings
 
 if TYPE_CHECKING:
     from turnscope.actors.caller.caller import ScriptedCaller
 
-__all__ = ["INTO_AGAIN_MS", "IntoAgent"]
+__all__ = ["INTO_AGAIN_MS", "IntoAgent", "warn_into_no_speech"]
 
 # A caller line into an agent turn that already holds one of the caller's starts at least this
 # long after it ended, so that a listener hears two utterances (the harness ends one after 600
@@ -76,3 +78,29 @@ class IntoAgent:
         )
         await self._quiet_then(speech.decided_ms + DEFAULT_THINK_MS, DEFAULT_THINK_MS, rec)
         return "line"
+
+
+def warn_into_no_speech(
+    found: Findings, dialogue: Sequence[Mapping[str, Any]], records: Sequence[LineRecord]
+) -> None:
+    """Warn of each line said as a barge-in or backchannel that started under no agent turn of
+    the call as assembled: said into a pause of the agent's turn, before the caller's ear could
+    tell the pause from the turn's end (the VAD's hangover), it overlapped no agent speech, so
+    the verifier counts no barge-in there, whatever the caller's record says."""
+    agent = [(float(t["start_ms"]), float(t["end_ms"])) for t in dialogue
+             if t.get("speaker") == "agent"]  # fmt: skip
+    for r in records:
+        start = (r.sent or {}).get("start_ms")
+        if r.spoken_as not in ("barge_in", "backchannel") or not isinstance(start, int | float):
+            continue
+        if any(a <= start < b for a, b in agent):
+            continue
+        before = [b for _, b in agent if b <= start]
+        gap = f", {start - max(before):.0f} ms after the agent's voice stopped" if before else ""
+        what = r.spoken_as.replace("_", "-")
+        found.warn(
+            CallerNote.INTO_NO_SPEECH,
+            f"script[{r.line}] {quote(r.text)}: said as a {what} at {start / 1000:.2f} s{gap}, "
+            "in a pause the caller took for the agent still speaking: no agent speech under "
+            f"it, so it is no {what} to the verifier",
+        )

@@ -28,6 +28,7 @@ class CallerNote(StrEnum):
     ROW_CUT_SHORT = "agent_lines_cut_short"  # said a row's first lines, not its last
     LAST_UNANSWERED = "last_line_unanswered"
     INTO_SILENCE = "spoken_into_silence"  # a planned barge-in met no agent speech
+    INTO_NO_SPEECH = "into_no_agent_speech"  # said into speech the assembled call shows none of
     NOT_EXERCISED = "barge_in_not_exercised"  # the agent's turn ended first: an ordinary reply
     TRANSCRIPT_LATE = "transcript_late"  # the caller decided on what it had (its delay)
     CONDITION_NEVER_MET = "condition_never_met"

@@ -403,7 +403,8 @@ def script_problem(script: list[Line]) -> str | None:
             if not prior or prior[-1].speaker != "agent":
                 what = "a barge-in" if kind == "barge_in" else "a backchannel"
                 key = next(k for k in CALLER_TRIGGERS if getattr(line, k) is not None)
-                return f"script[{i}].{key}: {what} must follow an agent line"
+                return (f"script[{i}].{key}: {what} must follow an agent line (the turn it "
+                        "goes into: put `- agent: TEXT` before it)")  # fmt: skip
         if line.talk_over_ms is not None:
             before = script[i - 1] if i else None
             if before is None or before.speaker != "caller" or before.kind == "backchannel":

@@ -10,6 +10,7 @@ from turnscope.actors.caller.notes import CallerNote
 from turnscope.capture.player import LATE_MS
 from turnscope.otlp.records import SpansBy
 from turnscope.reasons import Severity
+from turnscope.scoring.exercise import barge_ins_happened
 from turnscope.scoring.voice_wer import VoiceHeard, heard_in
 
 Status = Literal["completed", "dropped", "setup_failed", "error", "not_run"]
@@ -134,7 +135,9 @@ def finished_record(base: dict[str, Any], run: Any, call: Any, caller: Any) -> C
         ],
         barge_in_yields_ms=[float(o.yield_ms) for o in facts.barge_ins if o.yield_ms is not None],
         barge_ins_planned=script["barge_ins"]["planned"],
-        barge_ins_exercised=script["barge_ins"]["exercised"],
+        barge_ins_exercised=barge_ins_happened(
+            run.outcome.exercise, script["barge_ins"]["planned"]
+        ),
         unanswered=len(script["unanswered_lines"]),
         caller_max_send_lag_ms=details.get("caller_max_send_lag_ms"),
         caller_late_frames=int(details.get("caller_late_frames") or 0),

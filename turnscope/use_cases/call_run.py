@@ -16,6 +16,7 @@ from turnscope.asr.settings import Settings
 from turnscope.capture.transport import TransportOptions
 from turnscope.live_call import place_call
 from turnscope.runner import RunOutput
+from turnscope.scoring.exercise import barge_ins_happened
 
 SCRIPTED = ("barge_ins", "backchannels")  # what a script plans and a call may not exercise
 
@@ -68,7 +69,7 @@ class CallSummary:
 
 def call_summary(run: RunOutput, script: dict[str, Any] | None = None) -> CallSummary:
     """The summary of ``run`` (and of the caller's ``script`` report, when there was one)."""
-    done = [Exercised(k, script[k]["exercised"], script[k]["planned"])
+    done = [Exercised(k, _happened(run, k, script[k]), script[k]["planned"])
             for k in SCRIPTED if script is not None and script[k]["planned"]]  # fmt: skip
     b, split = run.breakdown, None
     medians = b.medians() if b is not None else {}  # scoring.stats.median, the one median
@@ -79,6 +80,14 @@ def call_summary(run: RunOutput, script: dict[str, Any] | None = None) -> CallSu
     r = run.result
     return CallSummary(done, split, len(r.assembly.turns), len(r.assembly.backchannels),
                        r.audio_ms / 1000)  # fmt: skip
+
+
+def _happened(run: RunOutput, kind: str, planned: dict[str, int]) -> int:
+    """Barge-ins as the verdict counted them, not as the caller spoke them; backchannels as
+    the caller spoke them (no dimension counts them)."""
+    if kind == "barge_ins":
+        return barge_ins_happened(run.outcome.exercise, planned["planned"])
+    return planned["exercised"]
 
 
 async def place_scripted_call(
