@@ -219,7 +219,11 @@ def _noise_onset(energies: Sequence[float], ramp: int, ceiling: float = _INF) ->
     keeps within ``_STEADY`` of its quietest and under ``ceiling``, and it fills at least half
     the block; else None."""
     first = next((k for k, e in enumerate(energies) if e >= SILENT), None)
-    if first is None or 2 * first > len(energies):
+    # Half the block sound, not only its rest from the first sound: a reply's first syllable
+    # cut off by a barge-in (16 frames of 50, then zeros) had its quietest frame as the median
+    # of what followed, was taken for a steady noise at -89 dBFS, and the zeros forgotten: the
+    # agent channel's background learnt from speech alone, "a loud constant background".
+    if first is None or 2 * sum(e >= SILENT for e in energies[first:]) < len(energies):
         return None
     sound = sorted(energies[first:])
     median = sound[len(sound) // 2]

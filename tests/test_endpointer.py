@@ -254,3 +254,20 @@ def test_events_do_not_depend_on_chunking_where_a_noise_comes_on_before_the_spee
                 for chunk in (160, 320, 4000, 4100)
             }
             assert told[320] == told[160] == told[4000] == told[4100], (tone_at, speech_at)
+
+
+def test_a_syllable_cut_off_after_digital_silence_is_no_noise_coming_on():
+    """A block of the stock pipecat bot's agent channel (10 ms frames, dBFS): zeros, its next
+    reply's first syllable cut off by a barge-in, zeros. It was taken for a steady noise coming
+    on at -89 dBFS (the median of what followed the first sound was the syllable's last frame),
+    the zeros forgotten, and the channel's background learnt from speech: "a loud constant
+    background (-30 dBFS)". A noise that comes on fills at least half the block."""
+    from turnscope.asr.noise import _noise_onset
+
+    silent = -240.0
+    syllable = [-42, -30, -27, -26, -25, -24, -22, -19, -15, -16, -17, -19, -23, -27, -70, -89]
+    block_db = [silent] * 19 + syllable + [silent] * 15
+    energy = [10 ** (d / 10) if d > silent else 0.0 for d in block_db]
+    assert _noise_onset(energy, ramp=3) is None
+    hum = [silent] * 19 + [-50.0 + (k % 3) for k in range(31)]  # a steady hum from frame 19
+    assert _noise_onset([10 ** (d / 10) if d > silent else 0.0 for d in hum], ramp=3) == 19
