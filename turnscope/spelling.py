@@ -46,7 +46,7 @@ def field_names(model: type[BaseModel]) -> Keys:
     """Every key a document of ``model`` may hold and where: its fields' names and aliases, and
     those of every model inside them (in lists, unions, mappings)."""
     at: dict[str, set[str]] = {}
-    seen: set[tuple[type, str]] = set()
+    inside: set[type] = set()  # the models being visited, outermost first
     paths: set[str] = set()
 
     def visit(tp: Any, path: str) -> None:
@@ -58,12 +58,17 @@ def field_names(model: type[BaseModel]) -> Keys:
             path = f"{path}.NAME".lstrip(".")
         for arg in get_args(tp):
             visit(arg, path)
-        if isinstance(tp, type) and issubclass(tp, BaseModel) and (tp, path) not in seen:
-            seen.add((tp, path))
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            # A model inside itself (at any depth): its keys here, and no deeper (no end).
+            again = tp in inside
+            inside.add(tp)
             for name, field in tp.model_fields.items():
                 for key in {name, field.alias} - {None}:
                     at.setdefault(key, set()).add(path)
-                visit(field.annotation, f"{path}.{field.alias or name}".lstrip("."))
+                if not again:
+                    visit(field.annotation, f"{path}.{field.alias or name}".lstrip("."))
+            if not again:
+                inside.discard(tp)
 
     visit(model, TOP)
     return Keys({key: frozenset(where) for key, where in at.items()}, frozenset(paths))
