@@ -82,12 +82,13 @@ def call_summary(run: RunOutput, script: dict[str, Any] | None = None) -> CallSu
                        r.audio_ms / 1000)  # fmt: skip
 
 
-def _happened(run: RunOutput, kind: str, planned: dict[str, int]) -> int:
-    """Barge-ins as the verdict counted them, not as the caller spoke them; backchannels as
-    the caller spoke them (no dimension counts them)."""
+def _happened(run: RunOutput, kind: str, counts: dict[str, int]) -> int:
+    """Of the script's ``counts`` (planned, exercised): barge-ins as the verdict counted them,
+    not as the caller spoke them; backchannels as the caller spoke them (no dimension counts
+    them)."""
     if kind == "barge_ins":
-        return barge_ins_happened(run.outcome.exercise, planned["planned"])
-    return planned["exercised"]
+        return barge_ins_happened(run.outcome.exercise, counts["planned"])
+    return counts["exercised"]
 
 
 async def place_scripted_call(
