@@ -97,10 +97,10 @@ def print_load(r: LoadReport) -> None:
             if line:
                 warn_line(line)
     h = r.harness
+    barge = f"barge-ins {r.barge_ins_exercised} of {r.barge_ins_planned} planned exercised; "
     out.print(
         f"{r.placed} of {len(r.calls)} calls placed, {r.completed} completed, {r.passed} "
-        f"passed; barge-ins {r.barge_ins_exercised} of {r.barge_ins_planned} planned exercised; "
-        f"unanswered turns {r.unanswered_turns}",
+        f"passed; {barge if r.barge_ins_planned else ''}unanswered turns {r.unanswered_turns}",
         soft_wrap=True,
     )
     if (line := missed_barge_ins_line(r)) is not None:  # never a silent pass

@@ -120,6 +120,13 @@ def _hops(r: LoadReport) -> list[str]:
     ]
 
 
+def _barge_ins(r: LoadReport) -> str:
+    """The barge-ins planned and exercised, when the scenario planned any."""
+    if not r.barge_ins_planned:
+        return ""
+    return f"barge-ins planned {r.barge_ins_planned}, exercised {r.barge_ins_exercised}; "
+
+
 def _missed(r: LoadReport) -> str:
     """The barge-in line's class: amber when a completed call's planned barge-in was not
     exercised (as the terminal's warning)."""
@@ -255,9 +262,7 @@ def render(
                 ),
             ],
         ),
-        f"<p{_missed(r)}>barge-ins planned {r.barge_ins_planned}, "
-        f"exercised {r.barge_ins_exercised}; "
-        f"unanswered caller turns {r.unanswered_turns}"
+        f"<p{_missed(r)}>{_barge_ins(r)}unanswered caller turns {r.unanswered_turns}"
         + (f" in {r.calls_with_unanswered} call(s)" if r.unanswered_turns else "")
         + "</p>",
         *(
