@@ -350,6 +350,11 @@ def test_synth_says_an_llm_callers_lines_are_not_in_the_call(tmp_path, cli):
     assert "order-status-llm.yaml: caller.driver is llm, and synth asks no LLM" in err, err
     code, _, err = cli("synth", "quick-exchange", "-o", str(tmp_path / "q"))
     assert code == 0 and "warning" not in err, err
+    # the caller's lines alone (a live call's conversation): rendered back to back, said so
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: mine\nscript:\n  - caller: Hi there.\n  - caller: Are you open?\n")
+    code, _, err = cli("synth", str(mine), "-o", str(tmp_path / "m"))
+    assert code == 0 and f"{mine}: the script has no agent line: synth renders" in err, err
 
 
 def test_cli_writes_the_call(tmp_path, cli):

@@ -38,14 +38,15 @@ def synth(
     reference.json for SCENARIO into the output folder."""
     from turnscope.actors.caller.scenario_file import load_scenario
     from turnscope.actors.caller.synth import render, write_call
-    from turnscope.use_cases.scenario_notes import synth_asks_no_llm
+    from turnscope.use_cases.scenario_notes import synth_asks_no_llm, synth_has_no_agent
 
     if seed is not None and snr_db is None:  # it would seed nothing
         raise InputError("--seed seeds the noise --snr-db adds: give --snr-db too, or leave "
                          "--seed out (a scenario's caller.acoustics has its own)")  # fmt: skip
     sc = load_scenario(scenario)
-    if (note := synth_asks_no_llm(sc)) is not None:
-        warn_line(note)
+    for note in (synth_asks_no_llm(sc), synth_has_no_agent(sc)):
+        if note is not None:
+            warn_line(note)
     call = render(sc, caller_voice=caller_voice, agent_voice=agent_voice, snr_db=snr_db,
                   telephone=telephone, seed=seed or 0)  # fmt: skip
     paths = write_call(call, output)

@@ -3,6 +3,7 @@ it is placed."""
 
 from __future__ import annotations
 
+from turnscope.actors.caller.agent_lines import no_agent_lines
 from turnscope.actors.caller.scenario import Scenario
 
 
@@ -15,4 +16,16 @@ def synth_asks_no_llm(sc: Scenario) -> str | None:
         f"{sc.source}: caller.driver is llm, and synth asks no LLM: it renders the script's own "
         "lines, so the agent lines after the last caller line follow each other unanswered "
         "(a call with its LLM caller: turnscope call --caller-llm URL)"
+    )
+
+
+def synth_has_no_agent(sc: Scenario) -> str | None:
+    """A line when ``sc``'s script is the caller's lines alone: live, each answers the agent's
+    turn; synth has no agent, so it renders them back to back."""
+    if not no_agent_lines(sc):
+        return None
+    return (
+        f"{sc.source}: the script has no agent line: synth renders its caller lines back to "
+        "back, with no agent between them (a live call waits for the agent's answer to each: "
+        "turnscope call URL --scenario FILE)"
     )
