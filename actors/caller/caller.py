@@ -337,8 +337,8 @@ class ScriptedCaller(
         """Wait for the agent's turn (the greeting, or its answer to our previous line) to end,
         at most the timeout, then think."""
         spec = self.scenario.caller
-        opens = self.scenario.script[0].speaker == "agent" or no_agent_lines(self.scenario)
-        greeting = not spoken_any and opens and (index > 0 or no_agent_lines(self.scenario))
+        opens = index > 0 and self.scenario.script[0].speaker == "agent"
+        greeting = not spoken_any and (opens or no_agent_lines(self.scenario))
         timeout = spec.greeting_timeout_ms if greeting else spec.reply_timeout_ms
         rec.waited_for_agent = True
         speech = (
