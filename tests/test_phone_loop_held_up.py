@@ -62,12 +62,12 @@ def test_a_held_up_loop_leaves_the_bots_reply_where_it_played(tmp_path: Path) ->
     heard = next(t for t in turns if t.start_ms < HOLD_UPS[1][0] * 1000)
     # The start, read after 200 ms held up, is placed from the audio read with it (before: as
     # late as the hold-up, 150-200 ms), and the rest of the reply plays on from there. pipecat
-    # sends one chunk ahead of its playout (its first two together): allowed for, the start
-    # may be up to a chunk late, not early (before the allowance: some 30 ms early).
-    assert abs(heard.start_ms - start) <= 40 and abs(heard.end_ms - end) <= 40, (
-        (heard.start_ms, heard.end_ms),
-        (start, end),
-    )
+    # sends one chunk ahead of its playout: allowed for, the start is placed late, never early
+    # (before the allowance: some 30 ms early). How late depends on where in a 20 ms chunk the
+    # hold ends and whether pipecat sent its first two chunks together: measured 9-15 ms late
+    # in some runs, 35-42 ms in others (the estimate's bound is two chunks, plus a VAD frame).
+    for got, truth in ((heard.start_ms, start), (heard.end_ms, end)):
+        assert -5 <= got - truth <= 50, ((heard.start_ms, heard.end_ms), (start, end))
     details = json.loads((tmp_path / "out" / "result.json").read_text())["source"]["details"]
     assert details["playout_underruns"] == 0, details
     # The hold-ups are stated: late caller frames from each, as long as it (less a frame or so).
@@ -104,6 +104,8 @@ def test_a_loop_late_on_every_frame_leaves_each_reply_where_it_played(tmp_path: 
     played = [(call_ms(r["start_monotonic"]), call_ms(r["end_monotonic"])) for r in truth]
     heard = [(t.start_ms, t.end_ms) for t in run.result.assembly.turns if t.speaker == "agent"]
     assert len(heard) == len(played) == 2, (heard, played)
-    # read up to a frame's lateness after it came: late by that much at most, never early
+    # read up to a frame's lateness (15 ms) after it came, placed to a 10 ms VAD frame: late
+    # by that much, never early. Measured -1 to 18 ms late; 25-30 ms once, in a CI run on 2
+    # busy cores (before: replies played back to back, 15-18 s late).
     for (hs, he), (ps, pe) in zip(heard, played, strict=True):
-        assert -5 <= hs - ps <= 25 and -5 <= he - pe <= 25, (heard, played)
+        assert -5 <= hs - ps <= 35 and -5 <= he - pe <= 35, (heard, played)
