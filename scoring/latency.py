@@ -171,17 +171,22 @@ def _last_within(times: Sequence[float], lo: float, hi: float) -> float | None:
 
 
 NO_START = "no bot-started-speaking from the agent for it"
+NO_DECISION = "no turn decision (user-stopped-speaking) from the agent for it"
 
 
-def _rtvi_no_start(started: Sequence[float], heard: float, until: float) -> str:
-    """Why a reply has no RTVI start of speaking: none came, or only once the reply was being
-    heard (up to ``until``, its turn's end: the message arrived late, as one can from a busy
-    agent; split at it, the delivery would come out negative)."""
-    i = bisect.bisect_right(started, heard)
-    if i < len(started) and started[i] <= until:
-        late = started[i] - heard
-        return f"the agent's bot-started-speaking came {late:.0f} ms after the reply was heard"
-    return NO_START
+def _after_heard(times: Sequence[float], heard: float, until: float, what: str, rtvi: bool) -> str:
+    """Why a reply has no ``what`` (the agent's turn decision or start of speaking) before it
+    was heard: none came, or one only while the reply was being heard (up to ``until``, its
+    turn's end). An RTVI message arrives late, as one can from a busy agent; an agent's own log
+    or spans stamp it late (a starved pipecat bot's tts span began 22-49 ms after its audio
+    was heard). Split at it, a part would come out negative."""
+    i = bisect.bisect_right(times, heard)
+    if i < len(times) and times[i] <= until:
+        late = times[i] - heard
+        if rtvi:
+            return f"the agent's {what} came {late:.0f} ms after the reply was heard"
+        return f"the agent's {what} is stamped {late:.0f} ms after the reply was heard"
+    return NO_START if what == "bot-started-speaking" else NO_DECISION
 
 
 def _unsplit_late_starts(replies: list[ReplySplit]) -> None:
@@ -238,14 +243,16 @@ def split_latency(
         # of speaking for this reply: found by bisection, the events being sorted (scanning
         # them all for every reply was quadratic in a long call).
         d = _last_within(decided, end - EARLY_DECISION_MS, start)
-        if d is None:
-            split.missing = "no turn decision (user-stopped-speaking) from the agent for it"
+        rtvi, until = source == "rtvi", a["end_ms"]
+        if d is None:  # one after a caller turn begun in the reply would be about that turn
+            cut = [float(t["start_ms"]) for t in dialogue[gap.agent + 1 :]
+                   if t.get("speaker") == "caller"]  # fmt: skip
+            by = min([until, *cut])
+            split.missing = _after_heard(decided, start, by, "user-stopped-speaking", rtvi)
             continue
         s = _last_within(started, d, start + tolerance(uncertainty_ms))
         if s is None:
-            # An agent's own log or spans are its clock, not messages that can come late.
-            rtvi = source == "rtvi"
-            split.missing = _rtvi_no_start(started, start, a["end_ms"]) if rtvi else NO_START
+            split.missing = _after_heard(started, start, until, "bot-started-speaking", rtvi)
             continue
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)

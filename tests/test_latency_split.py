@@ -61,6 +61,27 @@ def test_a_start_of_speaking_that_came_after_the_reply_was_heard_is_said_late():
     assert b.reliable  # one reply split is a split: the other says why it is not
 
 
+def test_a_turn_decision_or_own_start_stamped_after_the_reply_was_heard_says_so():
+    """A busy agent's user-stopped-speaking can come after its reply was heard too; an agent's
+    own spans can stamp its start of speaking after its audio was heard (a starved pipecat
+    bot's tts span: 22-49 ms, two replies of a CI load run). Not split, and the reason says
+    which and how late, not that none came. A decision only after a caller turn begun in the
+    reply (a barge-in's) is about that turn: none came for the reply."""
+    late_decision = [*EVENTS[:2], AgentEvent(6600, "user_stopped_speaking"), EVENTS[3]]
+    b = split_latency(DIALOGUE, late_decision, source="rtvi", one_way_ms=10, uncertainty_ms=10)
+    said = "the agent's user-stopped-speaking came 90 ms after the reply was heard"
+    assert b.replies[1].missing == said, b.replies[1]
+    own = [*EVENTS[:3], AgentEvent(6549, "bot_started_speaking")]
+    b = split_latency(DIALOGUE, own, source="otlp")
+    said = "the agent's bot-started-speaking is stamped 49 ms after the reply was heard"
+    assert b.replies[1].missing == said, b.replies[1]
+    barged = [*DIALOGUE[:3], {**DIALOGUE[3], "end_ms": 9000},
+              {"speaker": "caller", "start_ms": 7000, "end_ms": 7400, "text": "wait"}]  # fmt: skip
+    events = [*EVENTS[:2], AgentEvent(7500, "user_stopped_speaking")]
+    b = split_latency(barged, events, source="rtvi", one_way_ms=10, uncertainty_ms=10)
+    assert b.replies[1].missing.startswith("no turn decision"), b.replies[1]
+
+
 def _pairs(deliveries: list[float]) -> tuple[list[dict], list[AgentEvent]]:
     """A call of one reply per delivery (caller turn, 500 ms endpointing, 300 ms processing)."""
     dialogue, events = [], []

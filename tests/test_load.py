@@ -190,10 +190,15 @@ def _assert_latency_bounds(r: dict) -> None:
                for x in _result(c)["latency_breakdown"]["replies"]]  # fmt: skip
     tail = [x for x in replies if x["latency_ms"] > tail_from]
     assert len(replies) == lat["n"] and tail, (lat, tail_from)
-    late = "the agent's bot-started-speaking came"  # its own start, later than its audio
     for x in tail:
-        assert late in x["missing"] if "missing" in x else x["unaccounted_ms"] <= EAR_EXTRA_MS[1], x
-    assert all(late in x["missing"] for x in replies if "missing" in x), replies
+        assert _late(x["missing"]) if "missing" in x else x["unaccounted_ms"] <= EAR_EXTRA_MS[1], x
+    assert all(_late(x["missing"]) for x in replies if "missing" in x), replies
+
+
+def _late(missing: str) -> bool:
+    """A reply unsplit because the agent's message came later than its audio: its start of
+    speaking, or (a CI run: one reply of 669 ms) its turn decision."""
+    return missing.startswith("the agent's ") and " came " in missing
 
 
 def _result(call: dict) -> dict:

@@ -270,7 +270,10 @@ def test_a_load_run_against_the_pipecat_bot_splits_every_calls_replies(tmp_path)
         kept |= ids
     assert kept == sessions
     h = r["hops"]
-    assert len(unsplit) <= 1 and h["replies_without"] == len(unsplit), unsplit
+    # and (a CI run, 2 of 6 replies) the bot's tts span stamped 22-49 ms after its audio was
+    # heard: each said, at most one unsplit for any other reason.
+    stamped = [x for x in unsplit if "is stamped" in x["no_hops"]]
+    assert len(unsplit) - len(stamped) <= 1 and h["replies_without"] == len(unsplit), unsplit
     assert h["calls"] == 3 and h["replies"] + len(unsplit) >= 6 and h["sources"] == {"otlp": 3}
     llm = next(x for x in h["hops"] if x["name"] == "turn end -> llm first token")
     assert abs(llm["ms"]["p50"] - LLM_MS) <= 30 and llm["ms"]["n"] == h["replies"], llm
