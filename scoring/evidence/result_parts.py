@@ -108,6 +108,11 @@ class SentRecord(Open):
 
 
 class Planned(Open):
+    """The script's barge-ins (or backchannels): how many it has and how many the caller said
+    as one, into the agent's speech as its ear heard it then. Whether agent speech lay under
+    them in the call as assembled is the verdict's: result.json's ``exercise`` (one said into
+    an agent's pause between sentences counts here, not there)."""
+
     planned: int = 0
     exercised: int = 0
 
