@@ -142,6 +142,34 @@ def test_a_question_the_script_did_not_foresee_is_answered_from_the_facts(tmp_pa
     assert len(agent_turns) == 4 and "goodbye" in agent_turns[-1].lower(), agent_turns
 
 
+# The reference agent speaks the script's agent lines: none answers the caller's last line.
+UNANSWERED = """
+name: last-line-unanswered
+caller: {voice: en-us, timeout_s: 30, hangup_after_ms: 600, reply_timeout_ms: 2000}
+until: {agent_says: {says: [goodbye]}}
+script:
+  - agent: Hello, how can I help?
+  - caller: Hi, I would like to know when my order ships.
+"""
+
+
+def test_the_answer_until_waits_for_is_waited_for_as_any_answer(tmp_path: Path):
+    """A script with ``until:`` that ends with the caller's line waits for the agent's answer
+    to it as any caller line does: an agent that says nothing leaves a warning naming the line
+    after ``caller.reply_timeout_ms`` and the caller hangs up (before: the same wait, silent)."""
+    from tests.conftest import reference_agent
+
+    scenario = tmp_path / "unanswered.yaml"
+    scenario.write_text(UNANSWERED)
+    with reference_agent(scenario) as url:
+        asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    assert "last_line_unanswered" in result["warning_codes"], result["warnings"]
+    said, lasted = result["script"]["lines"][-1]["sent"], result["source"]["duration_ms"]
+    # hung up once reply_timeout_ms had passed after the line, not at the call's timeout
+    assert said["end_ms"] + 2000 <= lasted < said["end_ms"] + 3500, (said, lasted)
+
+
 # The shipped example of an LLM-driven caller (docs/guide/caller.md): the test keeps it working.
 LLM_CALLER = (ROOT / "configs" / "scenarios" / "order-status-llm.yaml").read_text()
 

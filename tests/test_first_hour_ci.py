@@ -173,12 +173,15 @@ def test_a_newcomer_from_an_empty_folder_to_a_gate_that_names_the_slower_task(tm
     from tests.interop.pipecat import pipecat_bot
 
     scenario, suite, commands = readme_section()
-    call, add, bench, pin, ci_bench, ci_gate = commands
+    check, call, add, bench, pin, ci_bench, ci_gate = commands
     assert "--no-fail" in ci_bench and "--junit" in ci_gate
     home = tmp_path / "mine"
     home.mkdir()
     (home / "my-call.yaml").write_text(scenario)
     (home / "my_suite.json").write_text(suite)
+    done = as_user(check, "", home)  # no agent yet
+    shown = " ".join(done.stdout.split())
+    assert done.returncode == 0 and "500 ms after the agent's turn ends" in shown, done
     said = {}
     with pipecat_bot(tmp_path / "bot", latency_ms=300) as bot:  # the agent as it ships today
         for command in (call, add, bench, pin):

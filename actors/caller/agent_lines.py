@@ -43,6 +43,13 @@ def no_agent_lines(scenario: Scenario) -> bool:
     return any(line.trigger[0] in ("after_agent_ms", "reply_gap_ms") for line in script)
 
 
+def answers_agent(scenario: Scenario, index: int) -> bool:
+    """Whether the caller line ``index`` answers the agent's turn though the script does not
+    put an agent line before it: a ``choose:`` (it chooses on the agent's answer to the line
+    before), or any line of a script of the caller's lines alone (``no_agent_lines``)."""
+    return scenario.script[index].choose is not None or no_agent_lines(scenario)
+
+
 def agent_lines_before(script: Sequence[Line], index: int) -> list[int]:
     """Script indexes of the agent lines right before the caller line ``index`` that start
     after the caller's previous line (not into its pause, not talking over its end)."""

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from turnscope.actors.caller.acoustics import attach
-from turnscope.actors.caller.agent_lines import AgentLines, no_agent_lines
+from turnscope.actors.caller.agent_lines import AgentLines, answers_agent, no_agent_lines
 from turnscope.actors.caller.caller_report import CallerReport
 from turnscope.actors.caller.conversation import Reactions
 from turnscope.actors.caller.ear import AgentEar, AgentSpeech
@@ -224,7 +224,7 @@ class ScriptedCaller(
             # It answers the agent's turn, not a backchannel of its own said into that turn.
             if trigger == "reply_gap_ms" or (trigger == "after_agent_ms" and after_backchannel):
                 previous, last_end = reply_context(script, index, self.records)
-            if line.choose is not None or no_agent_lines(self.scenario):
+            if answers_agent(self.scenario, index):
                 previous = "agent"  # it answers the agent (the greeting, or its previous line)
             if trigger == "at_ms":
                 await self.ear.until(ms)
@@ -286,8 +286,15 @@ class ScriptedCaller(
 
     def _answer_expected(self) -> bool:
         """Whether the agent answers the script's last caller line: an agent line follows it,
-        or the script has none (each caller line answers the agent)."""
-        return self.lines[-1][0] < len(self.scenario.script) - 1 or no_agent_lines(self.scenario)
+        the script has none (each caller line answers the agent), or the call goes on past the
+        script (``facts`` or ``until``: the answer may ask for a fact or say the words)."""
+        scenario = self.scenario
+        return (
+            self.lines[-1][0] < len(scenario.script) - 1
+            or no_agent_lines(scenario)
+            or bool(scenario.facts)
+            or scenario.until is not None
+        )
 
     async def _press(self, digits: str, rec: LineRecord) -> float:
         """A dtmf line: the keys pressed on the phone line; when the last one went."""

@@ -220,15 +220,9 @@ class Reactions:
     # -- after the script ---------------------------------------------------------------------
 
     async def _converse_on(self: ScriptedCaller, last_end: float) -> float:
-        """After the last scripted line: keep answering the agent's questions for facts until
-        ``until`` is met or the agent stops asking; the end of what the caller said, or of the
-        agent's answer to it. A script that ends with the caller's line waits for that answer
-        first (it may say the words ``until`` waits for, or ask for a fact)."""
-        answer_end = last_end
-        if self.lines and not self._answer_expected() and not self.ended_early:
-            speech = await self.ear.start_after(last_end, self.scenario.caller.reply_timeout_ms)
-            if speech is not None and not self.ended_early:
-                answer_end = (await self._end_of(speech)).end_ms or last_end
+        """After the script, and the agent's answer to its last caller line: keep answering
+        the agent's questions for facts until ``until`` is met or the agent stops asking; the
+        end of what the caller said last."""
         while not self.ended_early:
             heard = await self._heard(last_end)
             if self._until_met(heard, None):
@@ -237,7 +231,7 @@ class Reactions:
             if answered is None:
                 break
             last_end = answered
-        return max(last_end, answer_end)
+        return last_end
 
     def reactions_report(self) -> dict[str, Any]:
         """The decisions, the goal and how the conversation ended (result.json's ``script``)."""

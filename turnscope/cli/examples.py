@@ -59,6 +59,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "--reference recordings/refund-call.reference.json",
         f"turnscope scenario from-recording {_DEMO} -o /tmp/redrive-demo",
     ),
+    "scenario check": (
+        "turnscope scenario check refund-call",
+        "turnscope scenario check configs/scenarios/*.yaml -q",
+    ),
     "synth": (
         "turnscope synth refund-call -o /tmp/refund-call",
         "turnscope synth configs/scenarios/barge-ins.yaml -o /tmp/b --snr-db 10 --telephone",
@@ -108,6 +112,7 @@ GROUP_EXAMPLES: dict[str, tuple[str, ...]] = {
         "turnscope bench voice_starter --use-reference",
     ),
     "scenario": (
+        "turnscope scenario check refund-call",
         "turnscope scenario from-recording recordings/refund-call.wav -o /tmp/redrive",
         f"turnscope call {_URL} --scenario /tmp/redrive/scenario.yaml",
     ),

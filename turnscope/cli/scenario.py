@@ -7,12 +7,14 @@ from pathlib import Path
 
 import typer
 
-from turnscope.cli.console import say, warn_line
+from turnscope.cli.console import fail_line, say, warn_line
+from turnscope.cli.exit_codes import ExitCode
 
 scenario_app = typer.Typer(
     name="scenario",
-    help="Make scenarios: from-recording re-drives a recorded call's real caller.",
-    short_help="Make scenarios (from-recording: a recorded call's caller).",
+    help="Make and check scenarios: from-recording re-drives a recorded call's real caller; "
+    "check loads scenario files as a call does and shows when each line is said.",
+    short_help="Make and check scenarios (from-recording, check).",
     no_args_is_help=True,
 )
 
@@ -57,6 +59,32 @@ def from_recording(
     say(f"wrote {b.scenario}", markup=False)
     say(f"re-drive it: turnscope call URL --scenario {b.scenario}", markup=False)
     return 0
+
+
+@scenario_app.command("check", short_help="Check scenario files without placing a call.")
+def check(
+    files: list[Path] = typer.Argument(..., help="Scenario YAML files (or shipped names)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="One line per file, no lines."),
+) -> int:
+    """Load each scenario as a call loads it (every key, voice, clip and suite task) and show
+    how the caller goes through it: each line and the moment it is said. Exit 2 when any file
+    is not a valid scenario (each one named, with its problem, on one line)."""
+    from turnscope.cli.scenario_view import show_check
+    from turnscope.errors import InputError
+    from turnscope.use_cases.scenario_check import check_scenario
+
+    bad = 0
+    for file in files:
+        try:
+            checked = check_scenario(file)
+        except InputError as exc:
+            fail_line(str(exc))
+            bad += 1
+            continue
+        show_check(checked, lines=not quiet)
+    good = len(files) - bad
+    say(f"{good} of {len(files)} scenario{'s' if len(files) > 1 else ''} valid", markup=False)
+    return ExitCode.BAD_INPUT if bad else ExitCode.PASSED
 
 
 def register(app: typer.Typer) -> None:
