@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,39 @@ def test_the_answer_until_waits_for_is_waited_for_as_any_answer(tmp_path: Path):
     said, lasted = result["script"]["lines"][-1]["sent"], result["source"]["duration_ms"]
     # hung up once reply_timeout_ms had passed after the line, not at the call's timeout
     assert said["end_ms"] + 2000 <= lasted < said["end_ms"] + 3500, (said, lasted)
+
+
+NEVER_SAID = """
+name: when-never-met
+caller: {voice: en-us, timeout_s: 30, hangup_after_ms: 600, reply_timeout_ms: 1500}
+script:
+  - agent: Hello, how can I help?
+  - caller: I would like a refund please.
+    when: {says: [refund policy]}
+  - agent: Sure.
+"""
+
+
+def test_a_line_whose_words_never_come_is_spoken_anyway_saying_what_was_heard(tmp_path: Path):
+    """The agent never says what a ``when:`` line waits for (an agent's own words, or the ASR
+    mishearing them: the stock pipecat bot's "order number" heard as "order, Amber"): after
+    the agent's next turn does not come, the line is spoken, and the warning says what was
+    heard last, so that a misheard word shows at once."""
+    from tests.conftest import reference_agent
+
+    scenario = tmp_path / "never.yaml"
+    scenario.write_text(NEVER_SAID)
+    with reference_agent(scenario) as url:
+        asyncio.run(call_bot(url, scenario, tmp_path / "call"))
+    result = json.loads((tmp_path / "call" / "result.json").read_text())
+    warned = [w for w in result["warnings"] if "script[1].when" in w]
+    heard = re.search(r"heard last: '([^']*)'", warned[0] if warned else "")
+    said = heard[1].lower().strip("?").replace(".", ",") if heard else None
+    assert said == "hello, how can i help", warned
+    lines = {r["line"]: r for r in result["script"]["lines"]}
+    assert lines[1]["status"] == "spoken", lines[1]
+    (decision,) = [d for d in result["script"]["decisions"] if d["kind"] == "when"]
+    assert decision["outcome"] == "condition never met: spoken", decision
 
 
 # The shipped example of an LLM-driven caller (docs/guide/caller.md): the test keeps it working.

@@ -53,7 +53,8 @@ def test_each_line_says_what_it_waits_for(tmp_path: Path, cli):
         "500 ms after the agent's turn ends",
         "500 ms after the agent's turn ends, once the agent says 'monday' or 'weekdays'",
     ]
-    assert alone.reactions == ["the caller hangs up at the first of: the agent says 'goodbye'"]
+    assert alone.reactions == ["the caller hangs up when its turn comes once: the agent says "
+                               "'goodbye'"]  # fmt: skip
     opens = check_scenario(tmp_path / "opens.yaml")
     assert [(p.speaker, p.when) for p in opens.lines] == [
         ("caller", "500 ms after the call starts"),

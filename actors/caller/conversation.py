@@ -160,7 +160,7 @@ class Reactions:
                 self._warn(
                     CallerNote.CONDITION_NEVER_MET,
                     f"script[{index}].when: the agent never said what the line waits for "
-                    f"({waited} turn(s)); spoken anyway",
+                    f"({waited} turn(s); heard last: {quote(heard, 70)}); spoken anyway",
                 )
                 self._decide(DecisionKind.WHEN, index, heard, "condition never met: spoken")
                 return line.text, audio, last_end

@@ -66,7 +66,9 @@ class Goal(_Strict):
 
 class Until(_Strict):
     """When the caller ends the call early (whichever comes first): the agent says this, the
-    goal is reached, after this many agent turns, after this many seconds."""
+    goal is reached, after this many agent turns, after this many seconds. Each is checked
+    when the caller's turn comes (the caller never hangs up over the agent): ``seconds`` ends
+    the call at the first caller turn past it."""
 
     agent_says: Condition | None = None
     goal_reached: bool = False

@@ -99,7 +99,7 @@ def _reactions(sc: Scenario) -> list[str]:
         ends += ["the goal is reached"] if u.goal_reached else []
         ends += [f"{u.turns} agent turns"] if u.turns else []
         ends += [f"{u.seconds:g} s into the call"] if u.seconds else []
-        said.append("the caller hangs up at the first of: " + "; ".join(ends))
+        said.append("the caller hangs up when its turn comes once: " + "; or ".join(ends))
     return said
 
 
