@@ -63,7 +63,7 @@ def from_recording(
 
 @scenario_app.command("check", short_help="Check scenario files without placing a call.")
 def check(
-    files: list[Path] = typer.Argument(..., help="Scenario YAML files (or shipped names)."),
+    scenarios: list[Path] = typer.Argument(..., help="Scenario YAML files (or shipped names)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="One line per file, no lines."),
 ) -> int:
     """Load each scenario as a call loads it (every key, voice, clip and suite task) and show
@@ -74,7 +74,7 @@ def check(
     from turnscope.use_cases.scenario_check import check_scenario
 
     bad = 0
-    for file in files:
+    for file in scenarios:
         try:
             checked = check_scenario(file)
         except InputError as exc:
@@ -82,8 +82,9 @@ def check(
             bad += 1
             continue
         show_check(checked, lines=not quiet)
-    good = len(files) - bad
-    say(f"{good} of {len(files)} scenario{'s' if len(files) > 1 else ''} valid", markup=False)
+    good = len(scenarios) - bad
+    say(f"{good} of {len(scenarios)} scenario{'s' if len(scenarios) > 1 else ''} valid",
+        markup=False)  # fmt: skip
     return ExitCode.BAD_INPUT if bad else ExitCode.PASSED
 
 
