@@ -78,6 +78,11 @@ def test_a_bad_file_is_one_line_and_the_rest_are_still_checked(tmp_path: Path, c
     assert errors[0].startswith(f"turnscope: error: {tmp_path / 'bad.yaml'}: script[0]"), err
     assert "timeout_s" in errors[0] and str(tmp_path / "none.yaml") in errors[1], err
     assert "caller-opens" in out and out.splitlines()[-1] == "1 of 3 scenarios valid", out
+    # a suite given for a scenario (the README writes both side by side) says what it is
+    suite = ROOT / "configs" / "suites" / "voice_starter.json"
+    code, _, err = cli("scenario", "check", str(suite))
+    assert code == 2 and "not a scenario: its kind is 'agent-learning.bench-suite.v1'" in err, err
+    assert "fixture.audio" in err, err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal")

@@ -14,6 +14,7 @@ from turnscope.actors.caller.voices.spec import voice_files
 from turnscope.configs import resolve
 from turnscope.errors import InputError
 from turnscope.jsonio import every_problem, read_yaml
+from turnscope.scoring.suites.suite import SUITE_KIND
 from turnscope.spelling import field_names
 
 __all__ = ["files_used", "load_scenario", "voice_named", "voiced_by"]
@@ -32,6 +33,11 @@ def load_scenario(path: str | Path, *, caller_voice: str | None = None) -> Scena
     data = read_yaml(p, what="scenario file")
     if not isinstance(data, dict):
         raise InputError("a scenario must be a YAML mapping (name, script, ...)", path=p)
+    if "kind" in data and "script" not in data:  # another file altogether: its fields say nothing
+        suite = " (a suite's live task names its scenario in fixture.audio)" if (
+            data["kind"] == SUITE_KIND) else ""  # fmt: skip
+        raise InputError(f"not a scenario: its kind is {str(data['kind'])[:80]!r}; a scenario "
+                         f"has name: and script:{suite}", path=p)  # fmt: skip
     if caller_voice is not None:
         data = voiced_by(data, caller_voice)
     try:
