@@ -63,8 +63,7 @@ def check_scenario(path: str | Path) -> ScenarioCheck:
 def _shape(sc: Scenario) -> str:
     c = sc.caller
     if c.driver == "llm":
-        return ("an LLM drives the caller after its scripted lines (turnscope call URL "
-                "--caller-llm URL names it)")  # fmt: skip
+        return "the caller says its scripted lines, then an LLM drives it (see the note)"
     if no_agent_lines(sc):
         return (f"each caller line answers the agent's turn: the first the greeting (waited "
                 f"for {c.greeting_timeout_ms} ms at most), each later one the answer to the line "
