@@ -6,7 +6,7 @@
 # milliseconds of what a stock pipecat bot logged, over phone-line calls it serves several at
 # once; beside another worker's real calls on a 2-core runner their tails moved past 60-100 ms.
 # Extra arguments go to both runs (e.g. `-x`, `-k carrier`). The slowest tests are listed: the
-# suite's budget is about 10 minutes on 2 cores (it takes ~20: 14.1 + 6.3, 2026-12-07).
+# suite's budget is about 10 minutes on 2 cores (it takes ~19: 12.8 + 5.8, 2026-12-08).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rest=0

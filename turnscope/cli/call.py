@@ -30,7 +30,10 @@ def call(
         "websocket (ws://.../ws, with --transport twilio|telnyx|plivo|exotel); not with --device.",
     ),
     scenario: Path = typer.Option(
-        ..., "--scenario", help="Scenario YAML, or a shipped scenario's name (refund-call)."
+        ...,
+        "--scenario",
+        help="Scenario YAML, or a shipped scenario's name (refund-call). `turnscope "
+        "scenario check FILE` shows, with no call, when the caller says each line.",
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Output folder."),
     force: bool = typer.Option(False, "--force", help="Replace the run already in the -o folder."),
