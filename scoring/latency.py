@@ -174,19 +174,21 @@ NO_START = "no bot-started-speaking from the agent for it"
 NO_DECISION = "no turn decision (user-stopped-speaking) from the agent for it"
 
 
-def _after_heard(times: Sequence[float], heard: float, until: float, what: str, rtvi: bool) -> str:
+def _after_heard(
+    times: Sequence[float], heard: float, until: float, what: str, rtvi: bool
+) -> str | None:
     """Why a reply has no ``what`` (the agent's turn decision or start of speaking) before it
-    was heard: none came, or one only while the reply was being heard (up to ``until``, its
-    turn's end). An RTVI message arrives late, as one can from a busy agent; an agent's own log
-    or spans stamp it late (a starved pipecat bot's tts span began 22-49 ms after its audio
-    was heard). Split at it, a part would come out negative."""
+    was heard, when one came only while the reply was being heard (up to ``until``, its turn's
+    end); None when none came. An RTVI message arrives late, as one can from a busy agent; an
+    agent's own log or spans stamp it late (a starved pipecat bot's tts span began 22-49 ms
+    after its audio was heard). Split at it, a part would come out negative."""
     i = bisect.bisect_right(times, heard)
     if i < len(times) and times[i] <= until:
         late = times[i] - heard
         if rtvi:
             return f"the agent's {what} came {late:.0f} ms after the reply was heard"
         return f"the agent's {what} is stamped {late:.0f} ms after the reply was heard"
-    return NO_START if what == "bot-started-speaking" else NO_DECISION
+    return None
 
 
 def _unsplit_late_starts(replies: list[ReplySplit]) -> None:
@@ -248,11 +250,13 @@ def split_latency(
             cut = [float(t["start_ms"]) for t in dialogue[gap.agent + 1 :]
                    if t.get("speaker") == "caller"]  # fmt: skip
             by = min([until, *cut])
-            split.missing = _after_heard(decided, start, by, "user-stopped-speaking", rtvi)
+            late = _after_heard(decided, start, by, "user-stopped-speaking", rtvi)
+            split.missing = late or NO_DECISION
             continue
         s = _last_within(started, d, start + tolerance(uncertainty_ms))
         if s is None:
-            split.missing = _after_heard(started, start, until, "bot-started-speaking", rtvi)
+            late = _after_heard(started, start, until, "bot-started-speaking", rtvi)
+            split.missing = late or NO_START
             continue
         split.decided_at_ms, split.started_at_ms = round(d, 1), round(s, 1)
         split.endpointing_ms = round(d - end, 1)
