@@ -39,6 +39,7 @@ from turnscope.scoring.evidence.results import ResultDocument, SourceRecord
 from turnscope.settle import settle_heap
 from turnscope.sinks import CallerHears
 from turnscope.timeline_record import timeline_channels
+from turnscope.use_cases.scenario_notes import needs_phone_line
 
 LIVE_EVIDENCE = "live_lane"
 # Any registered transport's options and call (``turnscope.transports``).
@@ -102,12 +103,9 @@ async def place_call(
     load run's ``SharedSpans``: its one receiver's batches, this call's taken from them).
     """
     # A device that is unknown or unfit is an InputError here, before anything starts.
-    if scenario.dtmf_lines and transports.spec(options.transport).source != "telephony":
-        raise InputError(
-            f"script[{scenario.dtmf_lines[0]}] presses keys (dtmf): that needs a phone-line call "
-            "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
-            path=scenario.source,
-        )
+    keys = needs_phone_line(scenario)
+    if keys is not None and transports.spec(options.transport).source != "telephony":
+        raise InputError(keys, path=scenario.source)
     if scenario.caller.driver == "llm" and caller_llm is None and caller_from is None:
         raise InputError(
             "caller.driver is llm: give --caller-llm URL (an OpenAI-compatible chat-completions "

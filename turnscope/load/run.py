@@ -27,6 +27,7 @@ from turnscope.load.record import CallRecord
 from turnscope.load.report import LoadReport, aggregate, missing_slots
 from turnscope.outdir import claim_output_dir, dropped_if_empty
 from turnscope.use_cases.checks import as_path
+from turnscope.use_cases.scenario_notes import needs_phone_line
 
 if TYPE_CHECKING:
     from turnscope.otlp.shared import RunReceiver
@@ -112,12 +113,8 @@ def load_test(
             )
     sc = load_scenario(scenario)
     llm = llm_for_load(sc, caller_llm)
-    if sc.dtmf_lines and not isinstance(options, TelephonyOptions):
-        raise InputError(
-            f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): that needs a phone line "
-            "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)",
-            path=sc.source,
-        )
+    if (keys := needs_phone_line(sc)) is not None and not isinstance(options, TelephonyOptions):
+        raise InputError(keys, path=sc.source)
     settings = settings or load_settings()
     folder, made = claim_output_dir(as_path(outdir), f"load-{sc.name}", force=force)
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from turnscope.actors.caller.agent_lines import answers_agent, no_agent_lines
 from turnscope.actors.caller.reactive_keys import Condition
 from turnscope.actors.caller.scenario import Line, Scenario
 from turnscope.actors.caller.scenario_file import load_scenario
+from turnscope.use_cases.scenario_notes import needs_phone_line
 
 __all__ = ["LinePlan", "ScenarioCheck", "check_scenario"]
 
@@ -146,10 +147,7 @@ def _after(sc: Scenario, index: int) -> str:
 
 
 def _notes(sc: Scenario) -> list[str]:
-    notes = []
-    if sc.dtmf_lines:
-        notes.append(f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): a phone-line call only "
-                     "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)")  # fmt: skip
+    notes = [keys] if (keys := needs_phone_line(sc)) is not None else []
     if sc.caller.driver == "llm":
         notes.append("caller.driver is llm: a call needs --caller-llm URL (or --caller-from "
                      "BUNDLE, a recorded call); synth and the demo render the script's own "

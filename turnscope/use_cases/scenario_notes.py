@@ -7,6 +7,17 @@ from turnscope.actors.caller.agent_lines import no_agent_lines
 from turnscope.actors.caller.scenario import Scenario
 
 
+def needs_phone_line(sc: Scenario) -> str | None:
+    """A line when ``sc`` presses keys: dtmf goes only over a phone line (call and load refuse
+    any other transport with it; scenario check notes it)."""
+    if not sc.dtmf_lines:
+        return None
+    return (
+        f"script[{sc.dtmf_lines[0]}] presses keys (dtmf): that needs a phone-line call "
+        "(a ws:// URL with --transport twilio, telnyx, plivo or exotel)"
+    )
+
+
 def synth_asks_no_llm(sc: Scenario) -> str | None:
     """A line when ``sc``'s caller is LLM-driven: synth asks no LLM, so it renders the script's
     own lines and the agent lines after the last caller line follow each other unanswered."""
